@@ -1,0 +1,12 @@
+package gateway
+
+// DeriveKey returns the downstream idempotency key and reference for the object identified
+// by id, such as DeriveKey("payment", paymentID) == "payment:<paymentID>".
+//
+// The result is a pure function of stored data (the prefix names the kind of object, id is
+// its primary key), never of time or randomness: a request resumed after a crash, by a retry
+// or by the worker, derives the same key and so cannot be charged twice by a provider that
+// honours idempotency keys, and can be found again by inquiry.
+func DeriveKey(prefix, id string) string {
+	return prefix + ":" + id
+}

@@ -1,0 +1,92 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config sets up a Simulator. The zero value (or nil) is a well-behaved provider that
+// supports idempotency keys and inquiry and injects no faults.
+type Config struct {
+	// Idempotency, when true, makes a repeated Idempotency-Key return the first answer and
+	// create nothing. A pointer so that nil means the default. Defaults to true.
+	Idempotency *bool
+	// Inquiry, when true, serves GET /charges?reference=R. Defaults to true.
+	Inquiry *bool
+	// Latency delays every charge response after the charge is created. Defaults to 0.
+	Latency time.Duration
+	// LatencyJitter adds a uniform random 0..LatencyJitter to Latency. Defaults to 0.
+	LatencyJitter time.Duration
+	// FailBefore is the probability (0..1) that a charge request answers 503 without
+	// charging. Defaults to 0.
+	FailBefore float64
+	// LoseResponse is the probability (0..1) that a charge is created and its response then
+	// lost (connection closed). Defaults to 0.
+	LoseResponse float64
+	// DeclineOver declines charges whose amount exceeds it; 0 turns declines off. Defaults to 0.
+	DeclineOver int64
+	// Seed seeds the random source behind the fault probabilities and jitter, so a test can
+	// replay the same faults. Defaults to 0 (still deterministic).
+	Seed uint64
+}
+
+// Settings are a simulator's current behaviour, as changed at run time by SetFaults or
+// POST /_sim/faults.
+type Settings struct {
+	// Idempotency: a repeated Idempotency-Key returns the first answer and creates nothing.
+	Idempotency bool
+	// Inquiry: GET /charges?reference=R is served (404 otherwise).
+	Inquiry bool
+	// Latency delays every charge response after the charge is created.
+	Latency time.Duration
+	// LatencyJitter adds a uniform random 0..LatencyJitter to Latency.
+	LatencyJitter time.Duration
+	// FailBefore is the probability of a 503 without charging.
+	FailBefore float64
+	// LoseResponse is the probability that a created charge's response is lost.
+	LoseResponse float64
+	// DeclineOver declines amounts above it; 0 is off.
+	DeclineOver int64
+}
+
+// WithDefaults returns the settings cfg describes, with defaults applied.
+func (cfg *Config) WithDefaults() Settings {
+	s := Settings{Idempotency: true, Inquiry: true}
+	if cfg == nil {
+		return s
+	}
+	if cfg.Idempotency != nil {
+		s.Idempotency = *cfg.Idempotency
+	}
+	if cfg.Inquiry != nil {
+		s.Inquiry = *cfg.Inquiry
+	}
+	s.Latency = cfg.Latency
+	s.LatencyJitter = cfg.LatencyJitter
+	s.FailBefore = cfg.FailBefore
+	s.LoseResponse = cfg.LoseResponse
+	s.DeclineOver = cfg.DeclineOver
+	return s
+}
+
+// validate reports the first setting out of range, naming it.
+func (s Settings) validate() error {
+	var errs []error
+	if s.Latency < 0 {
+		errs = append(errs, fmt.Errorf("latency must be >= 0, got %s", s.Latency))
+	}
+	if s.LatencyJitter < 0 {
+		errs = append(errs, fmt.Errorf("latency jitter must be >= 0, got %s", s.LatencyJitter))
+	}
+	if s.FailBefore < 0 || s.FailBefore > 1 {
+		errs = append(errs, fmt.Errorf("fail-before must be a probability in [0, 1], got %v", s.FailBefore))
+	}
+	if s.LoseResponse < 0 || s.LoseResponse > 1 {
+		errs = append(errs, fmt.Errorf("lose-response must be a probability in [0, 1], got %v", s.LoseResponse))
+	}
+	if s.DeclineOver < 0 {
+		errs = append(errs, fmt.Errorf("decline-over must be >= 0, got %d", s.DeclineOver))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,200 @@
+package sim
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/pgsaga/pgsaga/gateway"
+)
+
+// maxBody bounds request bodies; a charge or a faults document is a few hundred bytes.
+const maxBody = 64 << 10
+
+// Handler serves the simulator's wire format (see the package documentation). Every
+// answer is JSON; errors are {"error": code, "message": text}.
+func (s *Simulator) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /charges", s.handleCharge)
+	mux.HandleFunc("GET /charges", s.handleInquire)
+	mux.HandleFunc("GET /_sim/ledger", s.handleLedger)
+	mux.HandleFunc("GET /_sim/info", s.handleInfo)
+	mux.HandleFunc("POST /_sim/faults", s.handleFaults)
+	return mux
+}
+
+// chargeRequest is the body of POST /charges.
+type chargeRequest struct {
+	Amount    int64  `json:"amount"`
+	Currency  string `json:"currency"`
+	Reference string `json:"reference"`
+}
+
+func (s *Simulator) handleCharge(w http.ResponseWriter, r *http.Request) {
+	var req chargeRequest
+	if err := decodeJSON(r, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_json", err.Error())
+		return
+	}
+	v := s.charge(gateway.ChargeParams{
+		Amount:         req.Amount,
+		Currency:       req.Currency,
+		Reference:      req.Reference,
+		IdempotencyKey: r.Header.Get("Idempotency-Key"),
+	})
+	switch {
+	case errors.Is(v.err, errUnavailable):
+		writeError(w, http.StatusServiceUnavailable, "unavailable", v.err.Error())
+		return
+	case errors.Is(v.err, errKeyReused):
+		writeError(w, http.StatusUnprocessableEntity, "idempotency_key_reused", v.err.Error())
+		return
+	case v.err != nil:
+		writeError(w, http.StatusBadRequest, "invalid_request", v.err.Error())
+		return
+	}
+	if v.delay > 0 {
+		t := time.NewTimer(v.delay)
+		defer t.Stop()
+		select {
+		case <-r.Context().Done():
+			return // the client went away (or the server is stopping): its answer is lost anyway
+		case <-t.C:
+		}
+	}
+	if v.lose {
+		loseResponse(w)
+		return
+	}
+	writeJSON(w, http.StatusCreated, v.charge)
+}
+
+// loseResponse closes the connection without a byte of answer, as a network failure after
+// the provider acted would. Without hijacking (HTTP/2) it aborts the handler, which resets
+// the stream.
+func loseResponse(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	_ = conn.Close()
+}
+
+func (s *Simulator) handleInquire(w http.ResponseWriter, r *http.Request) {
+	reference := r.URL.Query().Get("reference")
+	if reference == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", "query parameter reference is required")
+		return
+	}
+	found, ok := s.inquire(reference)
+	if !ok {
+		writeError(w, http.StatusNotFound, "inquiry_unsupported", "this gateway does not support inquiry")
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Charges []gateway.Charge `json:"charges"`
+	}{found})
+}
+
+func (s *Simulator) handleLedger(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.Ledger())
+}
+
+// info is the body of GET /_sim/info.
+type info struct {
+	Idempotency bool `json:"idempotency"`
+	Inquiry     bool `json:"inquiry"`
+}
+
+func (s *Simulator) handleInfo(w http.ResponseWriter, _ *http.Request) {
+	st := s.Settings()
+	writeJSON(w, http.StatusOK, info{Idempotency: st.Idempotency, Inquiry: st.Inquiry})
+}
+
+// faultsDoc is the body of POST /_sim/faults (every member optional) and its answer (every
+// member present).
+type faultsDoc struct {
+	LatencyMS       *int64   `json:"latency_ms,omitempty"`
+	LatencyJitterMS *int64   `json:"latency_jitter_ms,omitempty"`
+	FailBefore      *float64 `json:"fail_before,omitempty"`
+	LoseResponse    *float64 `json:"lose_response,omitempty"`
+	DeclineOver     *int64   `json:"decline_over,omitempty"`
+	Idempotency     *bool    `json:"idempotency,omitempty"`
+	Inquiry         *bool    `json:"inquiry,omitempty"`
+}
+
+func (d faultsDoc) apply(st *Settings) {
+	if d.LatencyMS != nil {
+		st.Latency = time.Duration(*d.LatencyMS) * time.Millisecond
+	}
+	if d.LatencyJitterMS != nil {
+		st.LatencyJitter = time.Duration(*d.LatencyJitterMS) * time.Millisecond
+	}
+	if d.FailBefore != nil {
+		st.FailBefore = *d.FailBefore
+	}
+	if d.LoseResponse != nil {
+		st.LoseResponse = *d.LoseResponse
+	}
+	if d.DeclineOver != nil {
+		st.DeclineOver = *d.DeclineOver
+	}
+	if d.Idempotency != nil {
+		st.Idempotency = *d.Idempotency
+	}
+	if d.Inquiry != nil {
+		st.Inquiry = *d.Inquiry
+	}
+}
+
+func faultsDocOf(st Settings) faultsDoc {
+	latency, jitter := st.Latency.Milliseconds(), st.LatencyJitter.Milliseconds()
+	return faultsDoc{
+		LatencyMS:       &latency,
+		LatencyJitterMS: &jitter,
+		FailBefore:      &st.FailBefore,
+		LoseResponse:    &st.LoseResponse,
+		DeclineOver:     &st.DeclineOver,
+		Idempotency:     &st.Idempotency,
+		Inquiry:         &st.Inquiry,
+	}
+}
+
+func (s *Simulator) handleFaults(w http.ResponseWriter, r *http.Request) {
+	var doc faultsDoc
+	if err := decodeJSON(r, &doc); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_json", err.Error())
+		return
+	}
+	st, err := s.SetFaults(doc.apply)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, faultsDocOf(st))
+}
+
+// decodeJSON reads one JSON object with no unknown members from r's body.
+func decodeJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON object")
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	writeJSON(w, status, map[string]string{"error": code, "message": message})
+}

@@ -1,0 +1,237 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/pgsaga/pgsaga/gateway"
+)
+
+// Simulator is an in-memory payment provider with injectable faults. It is safe for
+// concurrent use; its ledger lives as long as it does.
+type Simulator struct {
+	mu       sync.Mutex
+	settings Settings
+	rng      *rand.Rand
+	charges  []gateway.Charge
+	// byKey maps an idempotency key to the charge it created and the request it carried;
+	// keys are recorded and honoured only while idempotency is on.
+	byKey    map[string]keyed
+	failNext int
+	loseNext int
+}
+
+type keyed struct {
+	charge gateway.Charge
+	params gateway.ChargeParams
+}
+
+// New returns a simulator configured by cfg (nil: idempotency and inquiry on, no faults).
+// It panics when cfg is invalid; check it first with cfg.Validate when it comes from a user.
+func New(cfg *Config) *Simulator {
+	if err := cfg.Validate(); err != nil {
+		panic(fmt.Sprintf("sim.New: %v", err))
+	}
+	var seed uint64
+	if cfg != nil {
+		seed = cfg.Seed
+	}
+	return &Simulator{
+		settings: cfg.WithDefaults(),
+		rng:      rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
+		byKey:    make(map[string]keyed),
+	}
+}
+
+// Validate reports every setting of cfg that is out of range, naming it.
+func (cfg *Config) Validate() error {
+	return cfg.WithDefaults().validate()
+}
+
+// Settings returns the current behaviour.
+func (s *Simulator) Settings() Settings {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.settings
+}
+
+// SetFaults changes the behaviour atomically: update receives the current settings to
+// modify. It returns the new settings, or an error (and changes nothing) when they are out
+// of range.
+func (s *Simulator) SetFaults(update func(*Settings)) (Settings, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := s.settings
+	update(&next)
+	if err := next.validate(); err != nil {
+		return s.settings, fmt.Errorf("error setting faults: %w", err)
+	}
+	s.settings = next
+	return next, nil
+}
+
+// FailNext makes the next n charge requests fail before charging (503), whatever FailBefore
+// says. It lets a test script faults without probabilities.
+func (s *Simulator) FailNext(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failNext = n
+}
+
+// LoseNext makes the responses of the next n charge requests that reach the ledger (new or
+// replayed) get lost, whatever LoseResponse says.
+func (s *Simulator) LoseNext(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loseNext = n
+}
+
+// Ledger is every charge a simulator ever created, succeeded or declined.
+type Ledger struct {
+	// Charges in creation order.
+	Charges []gateway.Charge `json:"charges"`
+	// ByReference counts the charges created for each reference.
+	ByReference map[string]int `json:"by_reference"`
+}
+
+// Ledger returns a copy of every charge ever created.
+func (s *Simulator) Ledger() Ledger {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := Ledger{Charges: append([]gateway.Charge{}, s.charges...), ByReference: make(map[string]int)}
+	for _, c := range s.charges {
+		l.ByReference[c.Reference]++
+	}
+	return l
+}
+
+// ChargesFor counts the charges created for reference, succeeded or declined.
+func (s *Simulator) ChargesFor(reference string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.charges {
+		if c.Reference == reference {
+			n++
+		}
+	}
+	return n
+}
+
+// TotalCharges counts every charge ever created.
+func (s *Simulator) TotalCharges() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.charges)
+}
+
+// errUnavailable is the fail-before fault: nothing was charged.
+var errUnavailable = errors.New("simulated provider unavailable (nothing charged)")
+
+// errResponseLost is the lose-response fault: the charge exists, its answer never arrives.
+var errResponseLost = errors.New("simulated response lost after charging")
+
+// errKeyReused is a repeated idempotency key carrying a different request.
+var errKeyReused = errors.New("idempotency key reused with different parameters")
+
+// errInvalid is a charge request that fails validation.
+var errInvalid = errors.New("invalid charge request")
+
+// verdict is what the state machine decided for one charge request; the transports (HTTP
+// and in-process) carry it out.
+type verdict struct {
+	// charge is the created or replayed charge; nil when err is set.
+	charge *gateway.Charge
+	// err is errUnavailable, errKeyReused or an errInvalid wrap: nothing was charged.
+	err error
+	// delay is how long to hold the response back.
+	delay time.Duration
+	// lose closes the connection instead of answering.
+	lose bool
+}
+
+// charge runs the state machine for one request: validation, fail-before, idempotent replay
+// or creation, then the latency and lose-response decisions.
+func (s *Simulator) charge(p gateway.ChargeParams) verdict {
+	if err := validateParams(p); err != nil {
+		return verdict{err: err}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.settings
+
+	if s.failNext > 0 {
+		s.failNext--
+		return verdict{err: errUnavailable}
+	}
+	if st.FailBefore > 0 && s.rng.Float64() < st.FailBefore {
+		return verdict{err: errUnavailable}
+	}
+
+	var charge gateway.Charge
+	if prev, ok := s.byKey[p.IdempotencyKey]; ok && st.Idempotency && p.IdempotencyKey != "" {
+		if prev.params != p {
+			return verdict{err: errKeyReused}
+		}
+		charge = prev.charge
+	} else {
+		charge = gateway.Charge{
+			ID:        fmt.Sprintf("ch_%06d", len(s.charges)+1),
+			Amount:    p.Amount,
+			Currency:  p.Currency,
+			Reference: p.Reference,
+			Status:    gateway.ChargeStatusSucceeded,
+		}
+		if st.DeclineOver > 0 && p.Amount > st.DeclineOver {
+			charge.Status = gateway.ChargeStatusDeclined
+		}
+		s.charges = append(s.charges, charge)
+		if st.Idempotency && p.IdempotencyKey != "" {
+			s.byKey[p.IdempotencyKey] = keyed{charge: charge, params: p}
+		}
+	}
+
+	v := verdict{charge: &charge, delay: st.Latency}
+	if st.LatencyJitter > 0 {
+		v.delay += time.Duration(s.rng.Int64N(int64(st.LatencyJitter) + 1))
+	}
+	switch {
+	case s.loseNext > 0:
+		s.loseNext--
+		v.lose = true
+	case st.LoseResponse > 0:
+		v.lose = s.rng.Float64() < st.LoseResponse
+	}
+	return v
+}
+
+// inquire returns the charges for reference, or false when inquiry is off.
+func (s *Simulator) inquire(reference string) ([]gateway.Charge, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.settings.Inquiry {
+		return nil, false
+	}
+	found := []gateway.Charge{}
+	for _, c := range s.charges {
+		if c.Reference == reference {
+			found = append(found, c)
+		}
+	}
+	return found, true
+}
+
+func validateParams(p gateway.ChargeParams) error {
+	switch {
+	case p.Amount <= 0:
+		return fmt.Errorf("%w: amount must be > 0, got %d", errInvalid, p.Amount)
+	case p.Currency == "":
+		return fmt.Errorf("%w: currency is required", errInvalid)
+	case p.Reference == "":
+		return fmt.Errorf("%w: reference is required", errInvalid)
+	}
+	return nil
+}
