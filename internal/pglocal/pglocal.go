@@ -1,0 +1,289 @@
+// Package pglocal runs a throwaway PostgreSQL cluster, for the tests and for `pgsaga demo`.
+//
+// Start runs initdb in a new directory under Config.BaseDir and starts the postgres server as a
+// child of the calling process; Stop shuts the server down and removes the directory.
+//
+// Guarantees:
+//   - The server is our child. On Linux the kernel sends it SIGQUIT (immediate shutdown) when the
+//     thread that started it dies, so a process killed even with SIGKILL leaves no server running.
+//   - Nothing is left after Stop: no process, no directory. A directory left by a process that died
+//     without calling Stop is named pgsaga-pg-<pid>-*; the next Start in the same BaseDir removes
+//     it (see Sweep).
+//   - When the calling process is root, initdb and postgres run as an unprivileged user
+//     (Config.RunAsUser), because PostgreSQL refuses to run as root.
+//   - The server listens on a Unix socket in the cluster's directory (and on 127.0.0.1 when
+//     Config.TCP is set); authentication is trust, superuser "postgres".
+//   - With Config.Fsync false (the default) data does not survive a machine crash: for tests only.
+package pglocal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// dirPrefix starts the name of every cluster directory: pgsaga-pg-<pid>-<random>.
+const dirPrefix = "pgsaga-pg-"
+
+// Config configures Start. The zero value is usable.
+type Config struct {
+	// BaseDir is where the cluster's directory is created. When the process is root it must be
+	// traversable by RunAsUser.
+	// Defaults to /dev/shm when it exists, is writable and has 1 GiB free, else os.TempDir().
+	BaseDir string
+
+	// BinDir is the directory holding the initdb and postgres binaries.
+	// Defaults to the directory of initdb in PATH, else the highest-versioned
+	// /usr/lib/postgresql/*/bin.
+	BinDir string
+
+	// Logger receives lifecycle events: start, stop, stale directories removed.
+	// Defaults to a logger that discards everything.
+	Logger *slog.Logger
+
+	// StartTimeout bounds initdb plus server startup, on top of the context given to Start.
+	// Defaults to 30s.
+	StartTimeout time.Duration
+
+	// StopTimeout is how long Stop waits for a fast shutdown before killing the server.
+	// Defaults to 10s.
+	StopTimeout time.Duration
+
+	// Fsync keeps the server's durability settings (fsync, synchronous_commit, full_page_writes)
+	// at PostgreSQL's defaults. Defaults to false: all three off, fast and crash-unsafe.
+	Fsync bool
+
+	// TCP makes the server also listen on 127.0.0.1 at a free port, and URL use it.
+	// Defaults to false: a Unix socket in the cluster's directory only.
+	TCP bool
+
+	// MaxConnections is the server's max_connections. Defaults to 200.
+	MaxConnections int
+
+	// Settings are extra server settings, passed as -c name=value after ours, so they win.
+	// Defaults to none.
+	Settings map[string]string
+
+	// RunAsUser is the user initdb and postgres run as when the process is root. Ignored when
+	// it is not root: they run as the current user.
+	// Defaults to "postgres", or "nobody" when there is no "postgres" user.
+	RunAsUser string
+}
+
+// WithDefaults returns a copy of c (which may be nil) with every unset field given its default.
+func (c *Config) WithDefaults() *Config {
+	out := &Config{}
+	if c != nil {
+		*out = *c
+	}
+	if out.BaseDir == "" {
+		out.BaseDir = defaultBaseDir()
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	if out.StartTimeout == 0 {
+		out.StartTimeout = 30 * time.Second
+	}
+	if out.StopTimeout == 0 {
+		out.StopTimeout = 10 * time.Second
+	}
+	if out.MaxConnections == 0 {
+		out.MaxConnections = 200
+	}
+	return out
+}
+
+func (c *Config) validate() error {
+	if c.StartTimeout < 0 {
+		return fmt.Errorf("StartTimeout must not be negative, got %s", c.StartTimeout)
+	}
+	if c.StopTimeout < 0 {
+		return fmt.Errorf("StopTimeout must not be negative, got %s", c.StopTimeout)
+	}
+	if c.MaxConnections < 1 {
+		return fmt.Errorf("MaxConnections must be at least 1, got %d", c.MaxConnections)
+	}
+	return nil
+}
+
+// Cluster is a running throwaway PostgreSQL server. Its methods are safe for concurrent use.
+type Cluster struct {
+	dir     string // cluster directory: data/, the socket, postgres.log
+	port    int
+	tcp     bool
+	logger  *slog.Logger
+	stopTTL time.Duration
+
+	proc *process // the postmaster
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start creates a new cluster and starts its server, returning once the server accepts
+// connections. ctx bounds startup only: cancelling it later does not stop the server; Stop does.
+// On error nothing is left behind: no process, no directory.
+func Start(ctx context.Context, cfg *Config) (*Cluster, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("error starting postgres: invalid Config: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+	begin := time.Now()
+
+	bins, err := findBinaries(cfg.BinDir)
+	if err != nil {
+		return nil, err
+	}
+	owner, err := lookupOwner(cfg.RunAsUser)
+	if err != nil {
+		return nil, fmt.Errorf("error starting postgres: %w", err)
+	}
+
+	if n, err := Sweep(cfg.BaseDir); err != nil {
+		cfg.Logger.Warn("error sweeping stale cluster directories", "base_dir", cfg.BaseDir, "error", err)
+	} else if n > 0 {
+		cfg.Logger.Info("removed stale cluster directories", "base_dir", cfg.BaseDir, "count", n)
+	}
+
+	dir, err := os.MkdirTemp(cfg.BaseDir, fmt.Sprintf("%s%d-*", dirPrefix, os.Getpid()))
+	if err != nil {
+		return nil, fmt.Errorf("error starting postgres: creating the cluster directory: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = os.RemoveAll(dir)
+		}
+	}()
+	if err := owner.chown(dir); err != nil {
+		return nil, fmt.Errorf("error starting postgres: %w", err)
+	}
+
+	if err := initdb(ctx, bins, owner, dir); err != nil {
+		return nil, err
+	}
+	initdbDone := time.Now()
+
+	c := &Cluster{dir: dir, port: 5432, tcp: cfg.TCP, logger: cfg.Logger, stopTTL: cfg.StopTimeout}
+	const attempts = 3 // only a TCP port taken between our probe and the server's bind is retried
+	for attempt := 1; ; attempt++ {
+		if cfg.TCP {
+			if c.port, err = freePort(); err != nil {
+				return nil, fmt.Errorf("error starting postgres: finding a free TCP port: %w", err)
+			}
+		}
+		err = c.startServer(ctx, bins, owner, cfg)
+		if err == nil {
+			break
+		}
+		if !cfg.TCP || attempt == attempts || !errors.Is(err, errPortInUse) {
+			return nil, err
+		}
+	}
+	ok = true
+	cfg.Logger.Info("postgres started", "dir", dir, "url", c.URL("postgres"), "user", owner.name,
+		"initdb", initdbDone.Sub(begin).Round(time.Millisecond),
+		"total", time.Since(begin).Round(time.Millisecond))
+	return c, nil
+}
+
+// URL returns a connection URL for database dbname on this cluster, as superuser "postgres",
+// usable by pgx and psql.
+func (c *Cluster) URL(dbname string) string {
+	q := url.Values{}
+	q.Set("sslmode", "disable")
+	u := url.URL{Scheme: "postgres", User: url.User("postgres"), Path: "/" + dbname}
+	if c.tcp {
+		u.Host = "127.0.0.1:" + strconv.Itoa(c.port)
+	} else {
+		q.Set("host", c.dir)
+		q.Set("port", strconv.Itoa(c.port))
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Stop shuts the server down (fast shutdown: open sessions are ended, SIGKILL after
+// Config.StopTimeout) and removes the cluster's directory. It is idempotent: later calls return
+// the first call's result. It reports an error if the server had exited before Stop was called.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() { c.stopErr = c.stop() })
+	return c.stopErr
+}
+
+func (c *Cluster) stop() error {
+	begin := time.Now()
+	var errs []error
+	select {
+	case <-c.proc.exited:
+		errs = append(errs, fmt.Errorf("postgres had exited before Stop (%v); server log:\n%s",
+			c.proc.err, logTail(c.logPath())))
+	default:
+		_ = c.proc.cmd.Process.Signal(syscall.SIGINT)
+		timer := time.NewTimer(c.stopTTL)
+		select {
+		case <-c.proc.exited:
+			timer.Stop()
+		case <-timer.C:
+			// The postmaster has not been reaped yet, so its pid still names its process group.
+			_ = syscall.Kill(-c.proc.cmd.Process.Pid, syscall.SIGKILL)
+			<-c.proc.exited
+			errs = append(errs, fmt.Errorf("postgres did not shut down within %s: killed", c.stopTTL))
+		}
+	}
+	if err := os.RemoveAll(c.dir); err != nil {
+		errs = append(errs, fmt.Errorf("removing the cluster directory: %w", err))
+	}
+	c.logger.Info("postgres stopped", "dir", c.dir, "took", time.Since(begin).Round(time.Millisecond))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("error stopping postgres: %w", err)
+	}
+	return nil
+}
+
+func (c *Cluster) logPath() string { return filepath.Join(c.dir, "postgres.log") }
+func (c *Cluster) dataDir() string { return filepath.Join(c.dir, "data") }
+
+// serverArgs are the postgres command-line arguments for cfg.
+func (c *Cluster) serverArgs(cfg *Config) []string {
+	listen := ""
+	if cfg.TCP {
+		listen = "127.0.0.1"
+	}
+	settings := []string{
+		"listen_addresses=" + listen,
+		"unix_socket_directories=" + c.dir,
+		"port=" + strconv.Itoa(c.port),
+		"max_connections=" + strconv.Itoa(cfg.MaxConnections),
+		"shared_buffers=32MB",
+		"dynamic_shared_memory_type=posix",
+	}
+	if !cfg.Fsync {
+		settings = append(settings, "fsync=off", "synchronous_commit=off", "full_page_writes=off")
+	}
+	names := make([]string, 0, len(cfg.Settings))
+	for name := range cfg.Settings {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		settings = append(settings, name+"="+cfg.Settings[name])
+	}
+	args := []string{"-D", c.dataDir()}
+	for _, s := range settings {
+		args = append(args, "-c", s)
+	}
+	return args
+}

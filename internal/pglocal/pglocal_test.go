@@ -1,0 +1,258 @@
+package pglocal
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+)
+
+func testConfig(t testing.TB) *Config {
+	return &Config{Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))}
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// query runs a one-row, one-column query on url.
+func query[T any](t testing.TB, url, sql string) T {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	var v T
+	require.NoError(t, conn.QueryRow(t.Context(), sql).Scan(&v))
+	return v
+}
+
+// waitGone waits up to timeout for pid to stop existing.
+func waitGone(t testing.TB, pid int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for processAlive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still exists %s later", pid, timeout)
+		}
+		// Polling: a process that is not our child cannot be waited for.
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestStartStop(t *testing.T) {
+	t.Parallel()
+	begin := time.Now()
+	c, err := Start(t.Context(), testConfig(t))
+	require.NoError(t, err)
+	t.Logf("cluster started in %s", time.Since(begin))
+
+	require.Equal(t, 1, query[int](t, c.URL("postgres"), "SELECT 1"))
+	require.Equal(t, "off", query[string](t, c.URL("postgres"), "SHOW fsync"))
+	require.Equal(t, "UTF8", query[string](t, c.URL("postgres"), "SHOW server_encoding"))
+
+	pid := c.proc.cmd.Process.Pid
+	wantUser := expectedOwner(t)
+	require.Equal(t, wantUser, processUID(t, pid), "postgres runs as the expected user")
+
+	require.NoError(t, c.Stop())
+	require.NoDirExists(t, c.dir)
+	require.False(t, processAlive(pid), "postmaster gone after Stop")
+	require.NoError(t, c.Stop(), "Stop is idempotent")
+}
+
+func TestTwoClustersAtOnce(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.TCP = true
+	a, err := Start(t.Context(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, a.Stop()) })
+	b, err := Start(t.Context(), testConfig(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Stop()) })
+
+	require.NotEqual(t, a.dir, b.dir)
+	require.Contains(t, a.URL("x"), "127.0.0.1:")
+	for _, c := range []*Cluster{a, b} {
+		conn, err := pgx.Connect(t.Context(), c.URL("postgres"))
+		require.NoError(t, err)
+		_, err = conn.Exec(t.Context(), "CREATE TABLE only_here (id int)")
+		require.NoError(t, err, "each cluster is its own: the table exists in neither before")
+		require.NoError(t, conn.Close(t.Context()))
+	}
+}
+
+func TestFsyncOn(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.Fsync = true
+	cfg.Settings = map[string]string{"application_name": "pglocal_test"}
+	c, err := Start(t.Context(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Stop()) })
+	require.Equal(t, "on", query[string](t, c.URL("postgres"), "SHOW fsync"))
+	require.Equal(t, "on", query[string](t, c.URL("postgres"), "SHOW full_page_writes"))
+}
+
+func TestBadBinDir(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.BinDir = t.TempDir()
+	_, err := Start(t.Context(), cfg)
+	require.ErrorContains(t, err, "BinDir")
+}
+
+func TestStartFailureShowsServerLog(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.Settings = map[string]string{"no_such_setting": "1"}
+	base := reachableTempDir(t)
+	cfg.BaseDir = base
+	_, err := Start(t.Context(), cfg)
+	require.ErrorContains(t, err, "error starting postgres")
+	require.ErrorContains(t, err, `unrecognized configuration parameter "no_such_setting"`)
+	entries, err := os.ReadDir(base)
+	require.NoError(t, err)
+	require.Empty(t, entries, "a failed Start leaves no directory")
+}
+
+// helperEnv makes the test binary act as a process that starts a cluster and waits to be killed.
+const helperEnv = "PGLOCAL_TEST_HELPER_BASEDIR"
+
+func TestHelperProcess(t *testing.T) {
+	base := os.Getenv(helperEnv)
+	if base == "" {
+		t.Skip("only run as a subprocess by TestKilledProcessLeavesNoServer")
+	}
+	c, err := Start(context.Background(), &Config{BaseDir: base})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("started %d %s\n", c.proc.cmd.Process.Pid, c.dir)
+	select {} // until killed
+}
+
+func TestKilledProcessLeavesNoServer(t *testing.T) {
+	t.Parallel()
+	base := reachableTempDir(t)
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.v")
+	cmd.Env = append(os.Environ(), helperEnv+"="+base)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+	var pid int
+	var dir string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if _, err := fmt.Sscanf(sc.Text(), "started %d %s", &pid, &dir); err == nil {
+			break
+		}
+		require.NotContains(t, sc.Text(), "error:")
+	}
+	require.NotZero(t, pid, "helper did not report a started cluster")
+	require.Equal(t, expectedOwner(t), processUID(t, pid))
+	children := childPIDs(pid)
+	require.NotEmpty(t, children, "postmaster has background processes")
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+
+	waitGone(t, pid, 10*time.Second)
+	for _, child := range children {
+		waitGone(t, child, 10*time.Second)
+	}
+
+	// The directory stays behind; the next Start (here Sweep) removes it.
+	require.DirExists(t, dir)
+	n, err := Sweep(base)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.NoDirExists(t, dir)
+}
+
+func TestSweepKeepsLiveProcessDirs(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	mine := filepath.Join(base, fmt.Sprintf("%s%d-abc", dirPrefix, os.Getpid()))
+	other := filepath.Join(base, dirPrefix+"x-abc")
+	require.NoError(t, os.Mkdir(mine, 0o700))
+	require.NoError(t, os.Mkdir(other, 0o700))
+	n, err := Sweep(base)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.DirExists(t, mine)
+	require.DirExists(t, other)
+}
+
+// reachableTempDir returns a new empty directory that the postgres user can reach when we are
+// root (t.TempDir's parent is private), removed at the end of the test.
+func reachableTempDir(t testing.TB) string {
+	dir, err := os.MkdirTemp("", "pglocal-test-*")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(dir, 0o777))
+	t.Cleanup(func() { require.NoError(t, os.RemoveAll(dir)) })
+	return dir
+}
+
+// expectedOwner is the uid postgres must run as: the postgres (or nobody) user when we are root.
+func expectedOwner(t testing.TB) int {
+	if os.Geteuid() != 0 {
+		return os.Geteuid()
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		u, err = user.Lookup("nobody")
+	}
+	require.NoError(t, err)
+	uid, err := strconv.Atoi(u.Uid)
+	require.NoError(t, err)
+	require.NotZero(t, uid)
+	return uid
+}
+
+// processUID returns the real uid of pid from /proc.
+func processUID(t testing.TB, pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			uid, err := strconv.Atoi(strings.Fields(rest)[0])
+			require.NoError(t, err)
+			return uid
+		}
+	}
+	t.Fatalf("no Uid in /proc/%d/status", pid)
+	return 0
+}
+
+// childPIDs lists pid's children from /proc.
+func childPIDs(pid int) []int {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	var pids []int
+	for f := range strings.FieldsSeq(string(b)) {
+		if p, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, p)
+		}
+	}
+	return pids
+}

@@ -1,0 +1,16 @@
+package pglocal
+
+import "syscall"
+
+// sysProcAttr returns the attributes of initdb and postgres: their own process group (a Ctrl-C
+// at the terminal reaches us, and we decide when the server stops), the owner's credentials, and
+// SIGQUIT (immediate shutdown) when our thread dies. Go sets the parent-death signal after
+// switching credentials (which would clear it), see forkAndExecInChild1 in syscall/exec_linux.go;
+// TestKilledProcessLeavesNoServer checks it.
+func sysProcAttr(o owner) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGQUIT}
+	if o.switchTo {
+		attr.Credential = &syscall.Credential{Uid: uint32(o.uid), Gid: uint32(o.gid), Groups: []uint32{}}
+	}
+	return attr
+}

@@ -1,0 +1,206 @@
+package pglocal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// errPortInUse marks a startup that failed because the TCP port was taken.
+var errPortInUse = errors.New("port already in use")
+
+// initdb creates the data directory dir/data.
+func initdb(ctx context.Context, bins binaries, owner owner, dir string) error {
+	cmd := exec.CommandContext(ctx, bins.initdb,
+		"-D", filepath.Join(dir, "data"),
+		"-U", "postgres",
+		"--auth=trust",
+		"-E", "UTF8",
+		"--no-locale",
+		"--no-sync",
+		"--no-instructions",
+	)
+	cmd.Dir = dir
+	cmd.Env = childEnv()
+	cmd.SysProcAttr = sysProcAttr(owner)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	p, err := startLocked(cmd)
+	if err == nil {
+		<-p.exited
+		err = p.err
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+		}
+		hint := ""
+		if errors.Is(err, fs.ErrPermission) && owner.switchTo {
+			hint = fmt.Sprintf(" (every parent of %s must be searchable by user %s: check Config.BaseDir)", dir, owner.name)
+		}
+		return fmt.Errorf("error starting postgres: running %s as user %s: %w%s; output:\n%s",
+			bins.initdb, owner.name, err, hint, tail(out.Bytes()))
+	}
+	return nil
+}
+
+// startServer starts the postgres server and waits until it accepts connections. On error the
+// server is stopped again.
+func (c *Cluster) startServer(ctx context.Context, bins binaries, owner owner, cfg *Config) error {
+	logFile, err := os.OpenFile(c.logPath(), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("error starting postgres: creating the server log: %w", err)
+	}
+	defer logFile.Close() // the child holds its own descriptor
+
+	// Not exec.CommandContext: ctx bounds startup, not the server's life.
+	cmd := exec.Command(bins.postgres, c.serverArgs(cfg)...)
+	cmd.Dir = c.dir
+	cmd.Env = childEnv()
+	cmd.SysProcAttr = sysProcAttr(owner)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	p, err := startLocked(cmd)
+	if err != nil {
+		return fmt.Errorf("error starting postgres: %w", err)
+	}
+	c.proc = p
+
+	if err := c.waitReady(ctx); err != nil {
+		_ = c.kill()
+		log := logTail(c.logPath())
+		if strings.Contains(log, "could not bind") || strings.Contains(log, "Address already in use") {
+			err = fmt.Errorf("%w: %w", errPortInUse, err)
+		}
+		return fmt.Errorf("error starting postgres (%s): %w; server log:\n%s", bins.postgres, err, log)
+	}
+	return nil
+}
+
+// waitReady polls with a connection until the server accepts one, the server exits or ctx ends.
+func (c *Cluster) waitReady(ctx context.Context) error {
+	const interval = 10 * time.Millisecond
+	var lastErr error
+	for {
+		attemptCtx, cancel := context.WithTimeout(ctx, time.Second)
+		conn, err := pgx.Connect(attemptCtx, c.URL("postgres"))
+		cancel()
+		if err == nil {
+			return conn.Close(ctx)
+		}
+		lastErr = err
+		timer := time.NewTimer(interval)
+		select {
+		case <-c.proc.exited:
+			timer.Stop()
+			return fmt.Errorf("server exited during startup: %v", c.proc.err)
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("server not ready (%w); last connection error: %v", context.Cause(ctx), lastErr)
+		case <-timer.C:
+		}
+	}
+}
+
+// kill ends a server that failed to start: SIGQUIT (immediate shutdown), SIGKILL to its whole
+// process group if it lingers.
+func (c *Cluster) kill() error {
+	select {
+	case <-c.proc.exited:
+		return nil
+	default:
+	}
+	_ = c.proc.cmd.Process.Signal(syscall.SIGQUIT)
+	timer := time.NewTimer(5 * time.Second)
+	defer timer.Stop()
+	select {
+	case <-c.proc.exited:
+		return nil
+	case <-timer.C:
+		_ = syscall.Kill(-c.proc.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.proc.exited
+		return errors.New("postgres ignored SIGQUIT: killed")
+	}
+}
+
+// childEnv is the environment of initdb and postgres: PATH and a neutral locale, and none of the
+// PG* variables of the caller, which would change what they do.
+func childEnv() []string {
+	env := []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C", "LANG=C"}
+	if tz, ok := os.LookupEnv("TZ"); ok {
+		env = append(env, "TZ="+tz)
+	}
+	return env
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// logTail returns the last lines of the file at path, for error messages.
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", path, err)
+	}
+	return tail(b)
+}
+
+// tail returns the last 20 lines of b, indented.
+func tail(b []byte) string {
+	const maxLines = 20
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > maxLines {
+		lines = lines[len(lines)-maxLines:]
+	}
+	return "\t" + strings.Join(lines, "\n\t")
+}
+
+// process is a child started by startLocked.
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd has exited and err is set
+	err    error         // cmd.Wait's result
+}
+
+// startLocked starts cmd from a goroutine locked to its OS thread, and keeps that thread until
+// cmd exits. The parent-death signal fires when the thread that forked the child exits, not the
+// process, and the Go runtime ends a thread when a goroutine locked to it returns without
+// unlocking: without the lock, any goroutine of the program could take the server down that way.
+func startLocked(cmd *exec.Cmd) (*process, error) {
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err == nil {
+			p.err = cmd.Wait()
+		}
+		close(p.exited)
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return p, nil
+}
