@@ -60,7 +60,9 @@ func (s *Simulator) handleCharge(w http.ResponseWriter, r *http.Request) {
 		defer t.Stop()
 		select {
 		case <-r.Context().Done():
-			return // the client went away (or the server is stopping): its answer is lost anyway
+			// The client went away or the server is stopping: the answer is lost either way.
+			loseResponse(w)
+			return
 		case <-t.C:
 		}
 	}

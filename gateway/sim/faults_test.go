@@ -1,0 +1,371 @@
+package sim_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/gateway/sim"
+)
+
+// post sends a raw request and returns the status and body; err is the transport's.
+func post(t *testing.T, url, body string, header map[string]string) (int, []byte, error) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, raw, nil
+}
+
+func get(t *testing.T, url string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, raw
+}
+
+func chargeParams(ref string, amount int64) gateway.ChargeParams {
+	return gateway.ChargeParams{Amount: amount, Currency: "USD", Reference: ref, IdempotencyKey: ref}
+}
+
+func TestFailBefore(t *testing.T) {
+	t.Parallel()
+	s := sim.New(&sim.Config{FailBefore: 1})
+	srv := newServer(t, s)
+
+	status, body, err := post(t, srv.URL+"/charges", `{"amount":100,"currency":"USD","reference":"payment:1"}`, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusServiceUnavailable, status)
+	require.Contains(t, string(body), `"error"`)
+
+	c, err := sim.NewClient(srv.URL, nil)
+	require.NoError(t, err)
+	charge, err := c.Charge(context.Background(), chargeParams("payment:1", 100))
+	require.Nil(t, charge)
+	require.Equal(t, gateway.OutcomeRetryable, gateway.Classify(charge, err))
+
+	_, err = s.Gateway().Charge(context.Background(), chargeParams("payment:1", 100))
+	require.Equal(t, gateway.OutcomeRetryable, gateway.Classify(nil, err))
+	require.Zero(t, s.TotalCharges(), "fail-before must charge nothing")
+}
+
+func TestLoseResponse(t *testing.T) {
+	t.Parallel()
+	s := sim.New(&sim.Config{LoseResponse: 1})
+	srv := newServer(t, s)
+
+	_, _, err := post(t, srv.URL+"/charges", `{"amount":100,"currency":"USD","reference":"payment:raw"}`, nil)
+	require.Error(t, err, "the connection must close with no answer")
+	require.Equal(t, 1, s.ChargesFor("payment:raw"), "the charge exists although its answer was lost")
+
+	c, err := sim.NewClient(srv.URL, nil)
+	require.NoError(t, err)
+	charge, err := c.Charge(context.Background(), chargeParams("payment:http", 100))
+	var ambiguous *gateway.AmbiguousError
+	require.ErrorAs(t, err, &ambiguous)
+	require.Nil(t, charge)
+	require.Equal(t, 1, s.ChargesFor("payment:http"))
+
+	_, err = s.Gateway().Charge(context.Background(), chargeParams("payment:inproc", 100))
+	require.ErrorAs(t, err, &ambiguous)
+	require.Equal(t, 1, s.ChargesFor("payment:inproc"))
+}
+
+func TestLoseNextThenReplay(t *testing.T) {
+	t.Parallel()
+	s := sim.New(nil)
+	c := newClient(t, s)
+	s.LoseNext(1)
+	p := chargeParams("payment:lose-next", 100)
+	_, err := c.Charge(context.Background(), p)
+	require.Equal(t, gateway.OutcomeAmbiguous, gateway.Classify(nil, err))
+	charge, err := c.Charge(context.Background(), p)
+	require.NoError(t, err)
+	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, 1, s.ChargesFor(p.Reference))
+}
+
+func TestLatencyHappensAfterCharging(t *testing.T) {
+	t.Parallel()
+	s := sim.New(&sim.Config{Latency: 300 * time.Millisecond})
+	c := newClient(t, s)
+
+	start := time.Now()
+	charge, err := c.Charge(context.Background(), chargeParams("payment:slow", 100))
+	require.NoError(t, err)
+	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+
+	// A client that gives up while waiting has already been charged.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = c.Charge(ctx, chargeParams("payment:gave-up", 100))
+	require.Equal(t, gateway.OutcomeAmbiguous, gateway.Classify(nil, err))
+	require.Equal(t, 1, s.ChargesFor("payment:gave-up"))
+}
+
+func TestDeclineOver(t *testing.T) {
+	t.Parallel()
+	s := sim.New(&sim.Config{DeclineOver: 1000})
+	srv := newServer(t, s)
+
+	status, body, err := post(t, srv.URL+"/charges", `{"amount":1001,"currency":"USD","reference":"payment:big"}`, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, status)
+	var declined gateway.Charge
+	require.NoError(t, json.Unmarshal(body, &declined))
+	require.Equal(t, gateway.ChargeStatusDeclined, declined.Status)
+
+	charge, err := s.Gateway().Charge(context.Background(), chargeParams("payment:edge", 1000))
+	require.NoError(t, err)
+	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status, "only amounts above the limit decline")
+	require.Equal(t, 2, s.TotalCharges(), "a decline is a charge in the ledger")
+}
+
+func TestIdempotencyOn(t *testing.T) {
+	t.Parallel()
+	s := sim.New(nil)
+	srv := newServer(t, s)
+	key := map[string]string{"Idempotency-Key": "payment:same"}
+	body := `{"amount":100,"currency":"USD","reference":"payment:same"}`
+
+	status1, body1, err := post(t, srv.URL+"/charges", body, key)
+	require.NoError(t, err)
+	status2, body2, err := post(t, srv.URL+"/charges", body, key)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, status1)
+	require.Equal(t, status1, status2)
+	require.Equal(t, string(body1), string(body2))
+	require.Equal(t, 1, s.ChargesFor("payment:same"))
+
+	status, body3, err := post(t, srv.URL+"/charges", `{"amount":999,"currency":"USD","reference":"payment:same"}`, key)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusUnprocessableEntity, status, "a key reused for another request is refused")
+	require.Contains(t, string(body3), "idempotency_key_reused")
+	require.Equal(t, 1, s.ChargesFor("payment:same"))
+}
+
+func TestIdempotencyOff(t *testing.T) {
+	t.Parallel()
+	off := false
+	s := sim.New(&sim.Config{Idempotency: &off})
+	srv := newServer(t, s)
+	key := map[string]string{"Idempotency-Key": "payment:twice"}
+	body := `{"amount":100,"currency":"USD","reference":"payment:twice"}`
+	for range 2 {
+		status, _, err := post(t, srv.URL+"/charges", body, key)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, status)
+	}
+	require.Equal(t, 2, s.ChargesFor("payment:twice"), "without idempotency the same key charges twice")
+
+	for range 2 {
+		_, err := s.Gateway().Charge(context.Background(), chargeParams("payment:inproc", 100))
+		require.NoError(t, err)
+	}
+	require.Equal(t, 2, s.ChargesFor("payment:inproc"))
+}
+
+func TestInquiryOff(t *testing.T) {
+	t.Parallel()
+	off := false
+	s := sim.New(&sim.Config{Inquiry: &off})
+	srv := newServer(t, s)
+
+	status, body := get(t, srv.URL+"/charges?reference=payment:1")
+	require.Equal(t, http.StatusNotFound, status)
+	require.Contains(t, string(body), `"error"`)
+
+	c, err := sim.NewClient(srv.URL, nil)
+	require.NoError(t, err)
+	require.False(t, c.Capabilities().Inquiry)
+	_, err = c.Inquire(context.Background(), "payment:1")
+	require.ErrorIs(t, err, gateway.ErrUnsupported)
+	_, err = s.Gateway().Inquire(context.Background(), "payment:1")
+	require.ErrorIs(t, err, gateway.ErrUnsupported)
+}
+
+func TestInquiryOn(t *testing.T) {
+	t.Parallel()
+	s := sim.New(nil)
+	srv := newServer(t, s)
+	status, body := get(t, srv.URL+"/charges?reference=payment:none")
+	require.Equal(t, http.StatusOK, status)
+	require.JSONEq(t, `{"charges":[]}`, string(body))
+}
+
+func TestFaultsEndpoint(t *testing.T) {
+	t.Parallel()
+	s := sim.New(nil)
+	srv := newServer(t, s)
+	c, err := sim.NewClient(srv.URL, nil)
+	require.NoError(t, err)
+	require.Equal(t, gateway.Capabilities{IdempotencyKeys: true, Inquiry: true}, c.Capabilities())
+
+	status, body, err := post(t, srv.URL+"/_sim/faults", `{"fail_before":1,"latency_ms":5,"latency_jitter_ms":2,"idempotency":false}`, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, status)
+	require.JSONEq(t, `{"latency_ms":5,"latency_jitter_ms":2,"fail_before":1,"lose_response":0,"decline_over":0,"idempotency":false,"inquiry":true}`, string(body))
+	require.Equal(t, sim.Settings{Idempotency: false, Inquiry: true, Latency: 5 * time.Millisecond, LatencyJitter: 2 * time.Millisecond, FailBefore: 1}, s.Settings())
+
+	status, body = get(t, srv.URL+"/_sim/info")
+	require.Equal(t, http.StatusOK, status)
+	require.JSONEq(t, `{"idempotency":false,"inquiry":true}`, string(body))
+	require.NoError(t, c.Refresh(context.Background()))
+	require.Equal(t, gateway.Capabilities{Inquiry: true}, c.Capabilities())
+
+	_, err = c.Charge(context.Background(), chargeParams("payment:f", 100))
+	require.Equal(t, gateway.OutcomeRetryable, gateway.Classify(nil, err))
+
+	for _, bad := range []string{`{"fail_before":2}`, `{"lose_response":-1}`, `{"latency_ms":-5}`, `{"nope":1}`, `not json`} {
+		status, body, err := post(t, srv.URL+"/_sim/faults", bad, nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusBadRequest, status, bad)
+		require.Contains(t, string(body), `"error"`)
+	}
+	require.Equal(t, float64(1), s.Settings().FailBefore, "a refused update changes nothing")
+}
+
+func TestLedger(t *testing.T) {
+	t.Parallel()
+	off := false
+	s := sim.New(&sim.Config{Idempotency: &off, DeclineOver: 500})
+	srv := newServer(t, s)
+	gw := s.Gateway()
+	for _, p := range []gateway.ChargeParams{chargeParams("payment:a", 100), chargeParams("payment:a", 100), chargeParams("payment:b", 900)} {
+		_, err := gw.Charge(context.Background(), p)
+		require.NoError(t, err)
+	}
+	status, body := get(t, srv.URL+"/_sim/ledger")
+	require.Equal(t, http.StatusOK, status)
+	var ledger sim.Ledger
+	require.NoError(t, json.Unmarshal(body, &ledger))
+	require.Len(t, ledger.Charges, 3)
+	require.Equal(t, map[string]int{"payment:a": 2, "payment:b": 1}, ledger.ByReference)
+	require.Equal(t, gateway.ChargeStatusDeclined, ledger.Charges[2].Status)
+	require.Equal(t, s.Ledger(), ledger)
+
+	status, body = get(t, newServer(t, sim.New(nil)).URL+"/_sim/ledger")
+	require.Equal(t, http.StatusOK, status)
+	require.JSONEq(t, `{"charges":[],"by_reference":{}}`, string(body))
+}
+
+func TestBadChargeBodies(t *testing.T) {
+	t.Parallel()
+	srv := newServer(t, sim.New(nil))
+	for name, body := range map[string]string{
+		"not json":      `{"amount":`,
+		"unknown field": `{"amount":1,"currency":"USD","reference":"r","x":1}`,
+		"wrong type":    `{"amount":"1","currency":"USD","reference":"r"}`,
+		"zero amount":   `{"amount":0,"currency":"USD","reference":"r"}`,
+		"no currency":   `{"amount":1,"reference":"r"}`,
+		"no reference":  `{"amount":1,"currency":"USD"}`,
+		"trailing data": `{"amount":1,"currency":"USD","reference":"r"} {}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			status, raw, err := post(t, srv.URL+"/charges", body, nil)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusBadRequest, status)
+			var e struct{ Error, Message string }
+			require.NoError(t, json.Unmarshal(raw, &e))
+			require.NotEmpty(t, e.Error)
+		})
+	}
+}
+
+func TestClientClassifiesRefusedConnection(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	_, err = sim.NewClient("http://"+addr, nil)
+	require.Error(t, err, "capabilities cannot be learnt from a closed port")
+
+	c, err := sim.NewClient("http://"+addr, &sim.ClientOpts{Capabilities: &gateway.Capabilities{IdempotencyKeys: true}})
+	require.NoError(t, err)
+	_, err = c.Charge(context.Background(), chargeParams("payment:refused", 100))
+	require.Equal(t, gateway.OutcomeRetryable, gateway.Classify(nil, err), "%v", err)
+}
+
+func TestNewClientRejectsBadURL(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"", "127.0.0.1:9090", "ftp://x", "http://"} {
+		_, err := sim.NewClient(u, nil)
+		require.Error(t, err, u)
+	}
+}
+
+func TestServeStopsOnCancel(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := sim.New(&sim.Config{Latency: time.Minute})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+
+	c, err := sim.NewClient("http://"+ln.Addr().String(), nil)
+	require.NoError(t, err)
+	charged := make(chan error, 1)
+	go func() {
+		_, err := c.Charge(context.Background(), chargeParams("payment:inflight", 100))
+		charged <- err
+	}()
+	require.Eventually(t, func() bool { return s.ChargesFor("payment:inflight") == 1 }, 5*time.Second, 5*time.Millisecond)
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not stop after cancel")
+	}
+	require.Equal(t, gateway.OutcomeAmbiguous, gateway.Classify(nil, <-charged), "the in-flight charge's answer is lost")
+	_, err = net.Dial("tcp", ln.Addr().String())
+	require.Error(t, err, "the listener is closed")
+}
+
+func TestListenAndServe(t *testing.T) {
+	t.Parallel()
+	err := sim.ListenAndServe(context.Background(), "127.0.0.1:0", &sim.Config{FailBefore: 3})
+	require.ErrorContains(t, err, "fail-before")
+
+	err = sim.ListenAndServe(context.Background(), "256.0.0.1:bad", nil)
+	require.Error(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, sim.ListenAndServe(ctx, "127.0.0.1:0", nil), "a cancelled context stops it cleanly")
+}
+
+func TestNewPanicsOnInvalidConfig(t *testing.T) {
+	t.Parallel()
+	require.Panics(t, func() { sim.New(&sim.Config{LoseResponse: 1.5}) })
+	require.NoError(t, (*sim.Config)(nil).Validate())
+	err := (&sim.Config{FailBefore: -1, DeclineOver: -1}).Validate()
+	require.ErrorContains(t, err, "fail-before")
+	require.ErrorContains(t, err, "decline-over")
+}
