@@ -1,7 +1,6 @@
 package pglocal
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,17 +14,16 @@ type binaries struct {
 	initdb, postgres string
 }
 
-// errNoBinaries is the message for a machine without PostgreSQL server binaries.
-const errNoBinaries = "no PostgreSQL server binaries found (looked in PATH and /usr/lib/postgresql/*/bin): " +
-	"install postgresql (Debian: apt-get install postgresql) or set PGSAGA_TEST_DATABASE_URL / DATABASE_URL to a server"
+// debianBinDirs is where Debian and Ubuntu install each major version's server binaries.
+const debianBinDirs = "/usr/lib/postgresql/*/bin"
 
 // findBinaries finds initdb and postgres in binDir, or when binDir is empty in the directory of
-// initdb in PATH, else in the highest-versioned /usr/lib/postgresql/*/bin.
-func findBinaries(binDir string) (binaries, error) {
+// initdb in PATH, else in the highest-versioned directory matching libGlob.
+func findBinaries(binDir, libGlob string) (binaries, error) {
 	if binDir != "" {
 		b, err := binariesIn(binDir)
 		if err != nil {
-			return binaries{}, fmt.Errorf("error finding PostgreSQL in BinDir: %w", err)
+			return binaries{}, fmt.Errorf("Config.BinDir: %w", err)
 		}
 		return b, nil
 	}
@@ -34,14 +32,15 @@ func findBinaries(binDir string) (binaries, error) {
 			return b, nil
 		}
 	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	dirs, _ := filepath.Glob(libGlob)
 	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
 	for _, dir := range dirs {
 		if b, err := binariesIn(dir); err == nil {
 			return b, nil
 		}
 	}
-	return binaries{}, errors.New(errNoBinaries)
+	return binaries{}, fmt.Errorf("no PostgreSQL server binaries found (looked for initdb and postgres in PATH and %s): "+
+		"install postgresql (Debian/Ubuntu: apt-get install postgresql) or set DATABASE_URL to an existing server", libGlob)
 }
 
 // binariesIn returns the binaries in dir, or an error if either is missing.

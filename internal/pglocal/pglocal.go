@@ -142,9 +142,9 @@ func Start(ctx context.Context, cfg *Config) (*Cluster, error) {
 	defer cancel()
 	begin := time.Now()
 
-	bins, err := findBinaries(cfg.BinDir)
+	bins, err := findBinaries(cfg.BinDir, debianBinDirs)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("error starting postgres: %w", err)
 	}
 	owner, err := lookupOwner(cfg.RunAsUser)
 	if err != nil {
@@ -169,6 +169,10 @@ func Start(ctx context.Context, cfg *Config) (*Cluster, error) {
 	}()
 	if err := owner.chown(dir); err != nil {
 		return nil, fmt.Errorf("error starting postgres: %w", err)
+	}
+	// The server's socket lives in dir; Unix socket paths hold at most 107 bytes.
+	if sock := filepath.Join(dir, ".s.PGSQL.65535"); len(sock) > 107 {
+		return nil, fmt.Errorf("error starting postgres: socket path %s is longer than 107 bytes: use a shorter Config.BaseDir", sock)
 	}
 
 	if err := initdb(ctx, bins, owner, dir); err != nil {
@@ -252,6 +256,10 @@ func (c *Cluster) stop() error {
 	}
 	return nil
 }
+
+// Dir returns the cluster's directory, which holds the data directory ("data"), the server's
+// log ("postgres.log") and its Unix socket. Stop removes it.
+func (c *Cluster) Dir() string { return c.dir }
 
 func (c *Cluster) logPath() string { return filepath.Join(c.dir, "postgres.log") }
 func (c *Cluster) dataDir() string { return filepath.Join(c.dir, "data") }

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -115,7 +117,7 @@ func TestBadBinDir(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.BinDir = t.TempDir()
 	_, err := Start(t.Context(), cfg)
-	require.ErrorContains(t, err, "BinDir")
+	require.ErrorContains(t, err, "error starting postgres: Config.BinDir:")
 }
 
 func TestStartFailureShowsServerLog(t *testing.T) {
@@ -132,36 +134,42 @@ func TestStartFailureShowsServerLog(t *testing.T) {
 	require.Empty(t, entries, "a failed Start leaves no directory")
 }
 
-// helperEnv makes the test binary act as a process that starts a cluster and waits to be killed.
-const helperEnv = "PGLOCAL_TEST_HELPER_BASEDIR"
+// Environment of the test binary run as a helper process: it starts a cluster in the base
+// directory, prints "started <postmaster pid> <dir>", and waits to be killed.
+const (
+	helperBaseEnv   = "PGLOCAL_TEST_HELPER_BASEDIR"
+	helperSignalEnv = "PGLOCAL_TEST_HELPER_STOP_ON_SIGNAL" // non-empty: call StopOnSignal
+)
 
 func TestHelperProcess(t *testing.T) {
-	base := os.Getenv(helperEnv)
+	base := os.Getenv(helperBaseEnv)
 	if base == "" {
-		t.Skip("only run as a subprocess by TestKilledProcessLeavesNoServer")
+		t.Skip("only run as a subprocess by the tests that kill it")
 	}
 	c, err := Start(context.Background(), &Config{BaseDir: base})
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
+	if os.Getenv(helperSignalEnv) != "" {
+		defer c.StopOnSignal()()
+	}
 	fmt.Printf("started %d %s\n", c.proc.cmd.Process.Pid, c.dir)
 	select {} // until killed
 }
 
-func TestKilledProcessLeavesNoServer(t *testing.T) {
-	t.Parallel()
-	base := reachableTempDir(t)
-
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.v")
-	cmd.Env = append(os.Environ(), helperEnv+"="+base)
+// helper runs TestHelperProcess in a subprocess and returns it once its cluster runs, with the
+// postmaster's pid and the cluster's directory.
+func helper(t *testing.T, base string, stopOnSignal bool) (cmd *exec.Cmd, pid int, dir string) {
+	cmd = exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.v")
+	cmd.Env = append(os.Environ(), helperBaseEnv+"="+base)
+	if stopOnSignal {
+		cmd.Env = append(cmd.Env, helperSignalEnv+"=1")
+	}
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-
-	var pid int
-	var dir string
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		if _, err := fmt.Sscanf(sc.Text(), "started %d %s", &pid, &dir); err == nil {
@@ -170,7 +178,15 @@ func TestKilledProcessLeavesNoServer(t *testing.T) {
 		require.NotContains(t, sc.Text(), "error:")
 	}
 	require.NotZero(t, pid, "helper did not report a started cluster")
-	require.Equal(t, expectedOwner(t), processUID(t, pid))
+	go func() { _, _ = io.Copy(io.Discard, stdout) }() // never block the helper on a full pipe
+	return cmd, pid, dir
+}
+
+func TestKilledProcessLeavesNoServer(t *testing.T) {
+	t.Parallel()
+	base := reachableTempDir(t)
+	cmd, pid, dir := helper(t, base, false)
+	require.Equal(t, expectedOwner(t), processUID(t, pid), "the parent-death signal survives the switch of user")
 	children := childPIDs(pid)
 	require.NotEmpty(t, children, "postmaster has background processes")
 
@@ -188,6 +204,35 @@ func TestKilledProcessLeavesNoServer(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.NoDirExists(t, dir)
+}
+
+func TestStopOnSignal(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			if signal.Ignored(sig) {
+				t.Skipf("%s is ignored here (a background job?), so it is in the helper too", sig)
+			}
+			cmd, pid, dir := helper(t, reachableTempDir(t), true)
+			require.NoError(t, cmd.Process.Signal(sig))
+			err := cmd.Wait()
+			var exitErr *exec.ExitError
+			require.ErrorAs(t, err, &exitErr)
+			status := exitErr.Sys().(syscall.WaitStatus)
+			require.True(t, status.Signaled() && status.Signal() == sig, "helper died from %s, got %v", sig, err)
+			require.NoDirExists(t, dir, "cluster directory removed before dying")
+			require.False(t, processAlive(pid), "server stopped before dying")
+		})
+	}
+}
+
+func TestNoBinaries(t *testing.T) { // not parallel: sets PATH
+	t.Setenv("PATH", t.TempDir())
+	_, err := findBinaries("", filepath.Join(t.TempDir(), "*", "bin"))
+	require.ErrorContains(t, err, "no PostgreSQL server binaries found")
+	require.ErrorContains(t, err, "install postgresql")
+	require.NotContains(t, err.Error(), "\n", "one line")
 }
 
 func TestSweepKeepsLiveProcessDirs(t *testing.T) {
