@@ -2,11 +2,16 @@ package dbtest
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/internal/pglocal"
 )
 
 func TestMain(m *testing.M) {
@@ -77,4 +82,37 @@ func BenchmarkCloneAndDrop(b *testing.B) {
 		_, err = current.admin.Exec(ctx, "DROP DATABASE "+quote(name)+" WITH (FORCE)")
 		require.NoError(b, err)
 	}
+}
+
+// TestSharedServer runs this binary's isolation tests twice at once against one server through
+// PGSAGA_TEST_DATABASE_URL, then checks that they left no database behind.
+func TestSharedServer(t *testing.T) {
+	t.Parallel()
+	c, err := pglocal.Start(t.Context(), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Stop()) })
+
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^(TestIsolation|TestDroppedAfterTest)$", "-test.count=3")
+			cmd.Env = append(os.Environ(), EnvURL+"="+c.URL("postgres"))
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				err = fmt.Errorf("%w:\n%s", err, out)
+			}
+			errs <- err
+		}()
+	}
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
+
+	conn, err := pgx.Connect(t.Context(), c.URL("postgres"))
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(t.Context(), "SELECT datname FROM pg_database ORDER BY datname")
+	require.NoError(t, err)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"postgres", "template0", "template1"}, names, "templates and test databases dropped")
 }
