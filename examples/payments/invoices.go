@@ -1,0 +1,91 @@
+package payments
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsaga/pgsaga/phases"
+	"github.com/pgsaga/pgsaga/saga"
+)
+
+// Invoice is an amount owed, paid by succeeded payments.
+type Invoice struct {
+	ID       string `json:"id"`
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
+	Paid     int64  `json:"paid"`
+	Status   string `json:"status"`
+}
+
+type createInvoiceParams struct {
+	Amount   json.RawMessage `json:"amount"`
+	Currency string      `json:"currency"`
+}
+
+func parseCreateInvoice(body []byte) (int64, string, error) {
+	var p createInvoiceParams
+	if err := decodeStrict(body, &p); err != nil {
+		return 0, "", err
+	}
+	amount, err := positiveAmount("amount", p.Amount)
+	if err != nil {
+		return 0, "", err
+	}
+	return amount, p.Currency, checkCurrency(p.Currency)
+}
+
+// createInvoice is a single-transaction operation: POST /invoices.
+func createInvoice() *phases.Operation {
+	return &phases.Operation{
+		Name: OpCreateInvoice,
+		Validate: func(body []byte) error {
+			_, _, err := parseCreateInvoice(body)
+			return err
+		},
+		Steps: []phases.Step{
+			phases.Atomic("invoice_created", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+				amount, currency, err := parseCreateInvoice(run.Body())
+				if err != nil {
+					return phases.Permanent(err)
+				}
+				inv := Invoice{ID: newID("inv"), Amount: amount, Currency: currency, Status: "open"}
+				if _, err := tx.Exec(ctx, `INSERT INTO invoices (id, tenant_id, amount, currency) VALUES ($1, $2, $3, $4)`,
+					inv.ID, run.Tenant(), inv.Amount, inv.Currency); err != nil {
+					return err
+				}
+				return run.Respond(http.StatusCreated, inv)
+			}),
+		},
+	}
+}
+
+func (s *Service) getInvoice(w http.ResponseWriter, r *http.Request, scope saga.Scope) {
+	var inv Invoice
+	err := s.cfg.Pool.QueryRow(r.Context(), `SELECT id, amount, currency, paid, status FROM invoices WHERE id = $1 AND tenant_id = $2`,
+		r.PathValue("id"), scope.Tenant).Scan(&inv.ID, &inv.Amount, &inv.Currency, &inv.Paid, &inv.Status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		saga.WriteError(w, http.StatusNotFound, "not_found", "no such invoice")
+		return
+	}
+	if err != nil {
+		unavailable(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, inv)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func unavailable(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "1")
+	saga.WriteError(w, http.StatusServiceUnavailable, saga.CodeTemporarilyUnavailable, "the database is unavailable; retry")
+}

@@ -1,0 +1,161 @@
+package payments
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsaga/pgsaga/phases"
+	"github.com/pgsaga/pgsaga/saga"
+)
+
+// Order is a served order, completed into exactly one sale.
+type Order struct {
+	ID     string `json:"id"`
+	Total  int64  `json:"total"`
+	Status string `json:"status"`
+}
+
+// Sale is the result of completing an order.
+type Sale struct {
+	ID      string `json:"id"`
+	OrderID string `json:"order_id"`
+	Total   int64  `json:"total"`
+}
+
+// Completion is the answer to completing an order.
+type Completion struct {
+	OrderID string `json:"order_id"`
+	SaleID  string `json:"sale_id"`
+	Total   int64  `json:"total"`
+}
+
+func parseCreateOrder(body []byte) (int64, error) {
+	var p struct {
+		Total json.RawMessage `json:"total"`
+	}
+	if err := decodeStrict(body, &p); err != nil {
+		return 0, err
+	}
+	return positiveAmount("total", p.Total)
+}
+
+// createOrder is a single-transaction operation: POST /orders.
+func createOrder() *phases.Operation {
+	return &phases.Operation{
+		Name: OpCreateOrder,
+		Validate: func(body []byte) error {
+			_, err := parseCreateOrder(body)
+			return err
+		},
+		Steps: []phases.Step{
+			phases.Atomic("order_created", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+				total, err := parseCreateOrder(run.Body())
+				if err != nil {
+					return phases.Permanent(err)
+				}
+				o := Order{ID: newID("ord"), Total: total, Status: "served"}
+				if _, err := tx.Exec(ctx, `INSERT INTO orders (id, tenant_id, total) VALUES ($1, $2, $3)`, o.ID, run.Tenant(), o.Total); err != nil {
+					return err
+				}
+				return run.Respond(http.StatusCreated, o)
+			}),
+		},
+	}
+}
+
+// orderIDFromPath reads {id} from /orders/{id}/complete.
+func orderIDFromPath(path string) string {
+	rest, _ := strings.CutPrefix(path, "/orders/")
+	id, _ := strings.CutSuffix(rest, "/complete")
+	return id
+}
+
+func validateObject(body []byte) error {
+	var v map[string]any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return errors.New("body must be a JSON object")
+	}
+	return nil
+}
+
+// CompleteOrderTx turns a served order into its sale: a guarded transition (only a served order
+// completes) plus a sale whose uniqueness per order the database enforces. It is the business
+// transaction of complete_order, exported so benchmarks can run it without idempotency.
+func CompleteOrderTx(ctx context.Context, tx pgx.Tx, tenant, orderID string) (*Completion, error) {
+	c := Completion{OrderID: orderID, SaleID: newID("sale")}
+	err := tx.QueryRow(ctx, `WITH completed AS (
+			UPDATE orders SET status = 'completed', completed_at = now()
+			WHERE id = $1 AND tenant_id = $2 AND status = 'served'
+			RETURNING id, tenant_id, total)
+		INSERT INTO sales (id, tenant_id, order_id, total)
+		SELECT $3, tenant_id, id, total FROM completed
+		RETURNING total`, orderID, tenant, c.SaleID).Scan(&c.Total)
+	if errors.Is(err, pgx.ErrNoRows) {
+		var status string
+		err := tx.QueryRow(ctx, `SELECT status FROM orders WHERE id = $1 AND tenant_id = $2`, orderID, tenant).Scan(&status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, phases.Reject(http.StatusNotFound, "not_found", "no such order")
+		}
+		if err != nil {
+			return nil, err
+		}
+		return nil, phases.Reject(http.StatusConflict, "order_already_completed", "the order was already completed")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// completeOrder is a single-transaction operation: POST /orders/{id}/complete.
+func completeOrder() *phases.Operation {
+	return &phases.Operation{
+		Name:     OpCompleteOrder,
+		Validate: validateObject,
+		Steps: []phases.Step{
+			phases.Atomic("order_completed", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+				c, err := CompleteOrderTx(ctx, tx, run.Tenant(), orderIDFromPath(run.Path()))
+				if err != nil {
+					return err
+				}
+				return run.Respond(http.StatusOK, c)
+			}),
+		},
+	}
+}
+
+func (s *Service) listSales(w http.ResponseWriter, r *http.Request, scope saga.Scope) {
+	orderID := r.URL.Query().Get("order_id")
+	if orderID == "" {
+		saga.WriteError(w, http.StatusBadRequest, saga.CodeInvalidRequest, "order_id is required")
+		return
+	}
+	var exists bool
+	if err := s.cfg.Pool.QueryRow(r.Context(), `SELECT EXISTS (SELECT 1 FROM orders WHERE id = $1 AND tenant_id = $2)`, orderID, scope.Tenant).Scan(&exists); err != nil {
+		unavailable(w)
+		return
+	}
+	if !exists {
+		saga.WriteError(w, http.StatusNotFound, "not_found", "no such order")
+		return
+	}
+	rows, err := s.cfg.Pool.Query(r.Context(), `SELECT id, order_id, total FROM sales WHERE order_id = $1 AND tenant_id = $2 ORDER BY created_at`, orderID, scope.Tenant)
+	if err != nil {
+		unavailable(w)
+		return
+	}
+	sales, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Sale, error) {
+		var s Sale
+		return s, row.Scan(&s.ID, &s.OrderID, &s.Total)
+	})
+	if err != nil {
+		unavailable(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string][]Sale{"sales": sales})
+}

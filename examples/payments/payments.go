@@ -1,0 +1,208 @@
+package payments
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/phases"
+	"github.com/pgsaga/pgsaga/saga"
+)
+
+// Payment is one attempt to pay (part of) an invoice.
+type Payment struct {
+	ID        string  `json:"id"`
+	InvoiceID string  `json:"invoice_id"`
+	Amount    int64   `json:"amount"`
+	Status    string  `json:"status"`
+	ChargeID  *string `json:"charge_id"`
+}
+
+// PaymentHook runs inside the transaction that records a payment's result, so that what it
+// writes (an outbox event) commits exactly when the result does.
+type PaymentHook func(ctx context.Context, tx pgx.Tx, tenant string, p *Payment) error
+
+type createPaymentParams struct {
+	InvoiceID string      `json:"invoice_id"`
+	Amount    json.RawMessage `json:"amount"`
+}
+
+func parseCreatePayment(body []byte) (string, int64, error) {
+	var p createPaymentParams
+	if err := decodeStrict(body, &p); err != nil {
+		return "", 0, err
+	}
+	if p.InvoiceID == "" {
+		return "", 0, errors.New("invoice_id is required")
+	}
+	amount, err := positiveAmount("amount", p.Amount)
+	return p.InvoiceID, amount, err
+}
+
+// pendingPayment is what the first phase saves for the charge and the record phase.
+type pendingPayment struct {
+	ID        string    `json:"id"`
+	InvoiceID string    `json:"invoice_id"`
+	Amount    int64     `json:"amount"`
+	Currency  string    `json:"currency"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// createPayment is the phased operation behind POST /payments: create the payment row, charge
+// the gateway with the derived key payment:<id>, record the result.
+func (s *Service) createPayment() *phases.Operation {
+	return &phases.Operation{
+		Name: OpCreatePayment,
+		Validate: func(body []byte) error {
+			_, _, err := parseCreatePayment(body)
+			return err
+		},
+		Steps: []phases.Step{
+			phases.Atomic("payment_created", createPaymentRow),
+			phases.Call("charged", s.charge),
+			phases.Atomic("result_recorded", s.recordResult),
+		},
+	}
+}
+
+// createPaymentRow checks the outstanding balance with the invoice locked, so concurrent
+// payments of one invoice cannot together exceed it, and creates a pending payment.
+func createPaymentRow(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+	invoiceID, amount, err := parseCreatePayment(run.Body())
+	if err != nil {
+		return phases.Permanent(err)
+	}
+	p := pendingPayment{ID: newID("pay"), InvoiceID: invoiceID, Amount: amount}
+	var total, committed int64
+	err = tx.QueryRow(ctx, `SELECT i.amount, i.currency,
+			coalesce((SELECT sum(p.amount) FROM payments p WHERE p.invoice_id = i.id AND p.status <> 'declined'), 0)
+		FROM invoices i WHERE i.id = $1 AND i.tenant_id = $2
+		FOR UPDATE OF i`, invoiceID, run.Tenant()).Scan(&total, &p.Currency, &committed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return phases.Reject(http.StatusNotFound, "not_found", "no such invoice")
+	}
+	if err != nil {
+		return err
+	}
+	if amount > total-committed {
+		return phases.Reject(http.StatusUnprocessableEntity, "amount_exceeds_balance",
+			fmt.Sprintf("the amount %d exceeds the outstanding balance %d", amount, total-committed))
+	}
+	if err := tx.QueryRow(ctx, `INSERT INTO payments (id, tenant_id, invoice_id, amount, currency) VALUES ($1, $2, $3, $4, $5) RETURNING created_at`,
+		p.ID, run.Tenant(), p.InvoiceID, p.Amount, p.Currency).Scan(&p.CreatedAt); err != nil {
+		return err
+	}
+	return run.Set("payment", p)
+}
+
+// charge calls the gateway outside any transaction. On resume it resolves what an earlier
+// attempt may have done (inquiry when the gateway has it) before charging again with the same
+// derived key.
+func (s *Service) charge(ctx context.Context, run *phases.Run) error {
+	var p pendingPayment
+	if _, err := run.Get("payment", &p); err != nil {
+		return phases.Permanent(err)
+	}
+	opts := &gateway.ExecuteOpts{
+		MayHaveReached: run.Resumed(),
+		KeyCreatedAt:   p.CreatedAt,
+		OnAttempt: func(outcome gateway.Outcome, elapsed time.Duration) {
+			s.client.ObserveGatewayCall(OpCreatePayment, string(outcome), elapsed)
+		},
+	}
+	if s.cfg.GatewayRetries > 0 {
+		opts.Backoff = func() backoff.BackOff {
+			b := backoff.NewExponentialBackOff()
+			b.InitialInterval = 20 * time.Millisecond
+			return backoff.WithMaxRetries(b, s.cfg.GatewayRetries)
+		}
+	}
+	key := gateway.DeriveKey("payment", p.ID)
+	charge, err := gateway.Execute(ctx, s.cfg.Gateway, gateway.ChargeParams{
+		Amount: p.Amount, Currency: p.Currency, Reference: key, IdempotencyKey: key,
+	}, opts)
+	if err != nil {
+		return err
+	}
+	return run.Set("charge", charge)
+}
+
+// recordResult settles the payment and the invoice in one statement and answers: 201 for a
+// succeeded charge, 402 card_declined (with the payment kept as declined) for a decline.
+func (s *Service) recordResult(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+	var (
+		p      pendingPayment
+		charge gateway.Charge
+	)
+	if _, err := run.Get("payment", &p); err != nil {
+		return phases.Permanent(err)
+	}
+	if found, err := run.Get("charge", &charge); err != nil || !found {
+		return phases.Permanent(fmt.Errorf("no charge recorded for payment %s: %v", p.ID, err))
+	}
+	status := "declined"
+	if charge.Status == gateway.ChargeStatusSucceeded {
+		status = "succeeded"
+	}
+	if _, err := tx.Exec(ctx, `WITH settled AS (
+			UPDATE payments SET status = $2, charge_id = $3
+			WHERE id = $1 AND status = 'pending'
+			RETURNING invoice_id, amount, status)
+		UPDATE invoices i SET paid = i.paid + s.amount,
+			status = CASE WHEN i.paid + s.amount = i.amount THEN 'paid' ELSE 'open' END
+		FROM settled s WHERE i.id = s.invoice_id AND s.status = 'succeeded'`,
+		p.ID, status, charge.ID); err != nil {
+		return err
+	}
+	payment := &Payment{ID: p.ID, InvoiceID: p.InvoiceID, Amount: p.Amount, Status: status, ChargeID: &charge.ID}
+	for _, hook := range s.cfg.PaymentHooks {
+		if err := hook(ctx, tx, run.Tenant(), payment); err != nil {
+			return err
+		}
+	}
+	if status == "declined" {
+		return run.Respond(http.StatusPaymentRequired, map[string]string{
+			"error": "card_declined", "message": "the gateway declined the charge", "payment_id": p.ID,
+		})
+	}
+	return run.Respond(http.StatusCreated, payment)
+}
+
+func (s *Service) listPayments(w http.ResponseWriter, r *http.Request, scope saga.Scope) {
+	invoiceID := r.URL.Query().Get("invoice_id")
+	if invoiceID == "" {
+		saga.WriteError(w, http.StatusBadRequest, saga.CodeInvalidRequest, "invoice_id is required")
+		return
+	}
+	var exists bool
+	if err := s.cfg.Pool.QueryRow(r.Context(), `SELECT EXISTS (SELECT 1 FROM invoices WHERE id = $1 AND tenant_id = $2)`, invoiceID, scope.Tenant).Scan(&exists); err != nil {
+		unavailable(w)
+		return
+	}
+	if !exists {
+		saga.WriteError(w, http.StatusNotFound, "not_found", "no such invoice")
+		return
+	}
+	rows, err := s.cfg.Pool.Query(r.Context(), `SELECT id, invoice_id, amount, status, charge_id FROM payments
+		WHERE invoice_id = $1 AND tenant_id = $2 ORDER BY created_at, id`, invoiceID, scope.Tenant)
+	if err != nil {
+		unavailable(w)
+		return
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Payment, error) {
+		var p Payment
+		return p, row.Scan(&p.ID, &p.InvoiceID, &p.Amount, &p.Status, &p.ChargeID)
+	})
+	if err != nil {
+		unavailable(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string][]Payment{"payments": list})
+}

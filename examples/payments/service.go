@@ -1,0 +1,142 @@
+// Package payments is pgsaga's reference service: invoices paid through a payment gateway, and
+// orders completed into sales. CONTRACT.md describes its HTTP API; the pgsaga binary serves it.
+//
+// Invoices, orders and order completion are single-transaction operations: the claim of the
+// key, the effect and the stored response commit together. Payments are phased: a transaction
+// creates the payment row (checking the balance under a lock), the gateway is charged outside
+// any transaction with the derived key payment:<id>, and a second transaction records the result.
+package payments
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pgsaga/pgsaga/examples/payments/schema"
+	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/migrations"
+	"github.com/pgsaga/pgsaga/phases"
+	"github.com/pgsaga/pgsaga/saga"
+)
+
+// Operation names, as stored with each key.
+const (
+	OpCreateInvoice = "create_invoice"
+	OpCreatePayment = "create_payment"
+	OpCreateOrder   = "create_order"
+	OpCompleteOrder = "complete_order"
+)
+
+// Config configures the service.
+type Config struct {
+	// Pool is the database, migrated with Migrations. Required.
+	Pool *pgxpool.Pool
+	// Gateway charges payments. Required.
+	Gateway gateway.Gateway
+	// Lease is the key lease. Defaults to saga's default (30s).
+	Lease time.Duration
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+	// Registerer receives the metrics. Defaults to none.
+	Registerer prometheus.Registerer
+	// PaymentHooks run inside the phase transaction that records a payment's result (the
+	// worker's outbox hooks in here). Defaults to none.
+	PaymentHooks []PaymentHook
+	// GatewayRetries bounds in-process retries of one charge before the request answers 503.
+	// Defaults to gateway.Execute's default.
+	GatewayRetries uint64
+}
+
+// Service is the example payments API.
+type Service struct {
+	cfg    *Config
+	client *saga.Client
+}
+
+// Migrations returns the options that create pgsaga's, River's and this service's tables.
+func Migrations() *migrations.MigrateOpts {
+	return &migrations.MigrateOpts{Lines: []migrations.Line{schema.Line()}}
+}
+
+// New builds the service and its saga client.
+func New(cfg *Config) (*Service, error) {
+	if cfg == nil || cfg.Pool == nil {
+		return nil, errors.New("payments: Config.Pool is required")
+	}
+	if cfg.Gateway == nil {
+		return nil, errors.New("payments: Config.Gateway is required")
+	}
+	s := &Service{cfg: cfg}
+	client, err := saga.NewClient(&saga.Config{
+		DB:         cfg.Pool,
+		Operations: s.Operations(),
+		Lease:      cfg.Lease,
+		Logger:     cfg.Logger,
+		Registerer: cfg.Registerer,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.client = client
+	return s, nil
+}
+
+// Client is the saga client running the service's operations (the worker resumes with it).
+func (s *Service) Client() *saga.Client { return s.client }
+
+// Operations are the service's operations, for a saga client.
+func (s *Service) Operations() []*phases.Operation {
+	return []*phases.Operation{
+		createInvoice(),
+		s.createPayment(),
+		createOrder(),
+		completeOrder(),
+	}
+}
+
+// Handler routes the API. Every route authenticates with X-Tenant-ID and X-Actor-ID.
+func (s *Service) Handler() (http.Handler, error) {
+	mux := http.NewServeMux()
+	opts := &saga.HandlerOpts{Scope: HeaderScope}
+	for pattern, op := range map[string]string{
+		"POST /invoices":             OpCreateInvoice,
+		"POST /payments":             OpCreatePayment,
+		"POST /orders":               OpCreateOrder,
+		"POST /orders/{id}/complete": OpCompleteOrder,
+	} {
+		h, err := s.client.Handler(op, opts)
+		if err != nil {
+			return nil, err
+		}
+		mux.Handle(pattern, h)
+	}
+	mux.Handle("GET /invoices/{id}", s.authenticated(s.getInvoice))
+	mux.Handle("GET /payments", s.authenticated(s.listPayments))
+	mux.Handle("GET /sales", s.authenticated(s.listSales))
+	return mux, nil
+}
+
+// HeaderScope is the example's stand-in for authentication: X-Tenant-ID and X-Actor-ID, 1–64
+// characters each. A real service takes the scope from a verified token.
+func HeaderScope(r *http.Request) (saga.Scope, error) {
+	tenant, actor := r.Header.Get("X-Tenant-ID"), r.Header.Get("X-Actor-ID")
+	if tenant == "" || actor == "" || len(tenant) > 64 || len(actor) > 64 {
+		return saga.Scope{}, errors.New("X-Tenant-ID and X-Actor-ID (1-64 characters each) are required")
+	}
+	return saga.Scope{Tenant: tenant, Actor: actor}, nil
+}
+
+func (s *Service) authenticated(fn func(w http.ResponseWriter, r *http.Request, scope saga.Scope)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scope, err := HeaderScope(r)
+		if err != nil {
+			saga.WriteError(w, http.StatusUnauthorized, saga.CodeUnauthenticated, err.Error())
+			return
+		}
+		fn(w, r, scope)
+	})
+}

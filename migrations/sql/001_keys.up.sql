@@ -1,0 +1,55 @@
+-- One row per intent: the idempotency key, what it was used for, where its operation stands,
+-- who holds it, and the response to replay.
+CREATE TABLE pgsaga_key (
+    tenant_id        text        NOT NULL,
+    actor_id         text        NOT NULL,
+    key              text        NOT NULL,
+    operation        text        NOT NULL,
+    method           text        NOT NULL,
+    path             text        NOT NULL,
+    request_hash     bytea       NOT NULL,
+    request_body     bytea       NOT NULL,
+    status           text        NOT NULL DEFAULT 'started',
+    recovery_point   text        NOT NULL DEFAULT 'started',
+    -- Values phases saved for the phases after them (JSON object).
+    state            jsonb       NOT NULL DEFAULT '{}',
+    -- The lease, on the database clock, and its fencing token: a writer must present the token.
+    locked_until     timestamptz,
+    lease_token      uuid,
+    attempts         integer     NOT NULL DEFAULT 1,
+    last_error       text,
+    next_attempt_at  timestamptz NOT NULL DEFAULT now(),
+    response_status  integer,
+    response_headers jsonb,
+    response_body    bytea,
+    completed_at     timestamptz,
+    -- When GC may delete a completed key (the operation's retention window).
+    expires_at       timestamptz,
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    updated_at       timestamptz NOT NULL DEFAULT now(),
+
+    CONSTRAINT pgsaga_key_pkey PRIMARY KEY (tenant_id, actor_id, key),
+    CONSTRAINT pgsaga_key_key_format CHECK (length(key) BETWEEN 8 AND 255 AND key ~ '^[!#-\[\]-~]+$'),
+    CONSTRAINT pgsaga_key_scope_present CHECK (length(tenant_id) BETWEEN 1 AND 64 AND length(actor_id) BETWEEN 1 AND 64),
+    CONSTRAINT pgsaga_key_status_valid CHECK (status IN ('started', 'completed', 'failed')),
+    CONSTRAINT pgsaga_key_request_hash_sha256 CHECK (length(request_hash) = 32),
+    CONSTRAINT pgsaga_key_attempts_positive CHECK (attempts >= 1),
+    CONSTRAINT pgsaga_key_started_is_leased CHECK (status <> 'started' OR lease_token IS NOT NULL),
+    CONSTRAINT pgsaga_key_completed_has_response CHECK (
+        status <> 'completed'
+        OR (response_status IS NOT NULL AND response_body IS NOT NULL
+            AND completed_at IS NOT NULL AND expires_at IS NOT NULL
+            AND recovery_point = 'finished')),
+    CONSTRAINT pgsaga_key_response_only_when_completed CHECK (status = 'completed' OR response_status IS NULL),
+    CONSTRAINT pgsaga_key_response_status_http CHECK (response_status IS NULL OR response_status BETWEEN 100 AND 599)
+);
+
+-- The resumer's scan: started keys ordered by when they may be tried again.
+CREATE INDEX pgsaga_key_resumable_idx ON pgsaga_key (next_attempt_at) WHERE status = 'started';
+
+-- Retention GC: completed keys by expiry.
+CREATE INDEX pgsaga_key_expires_idx ON pgsaga_key (expires_at) WHERE status = 'completed';
+
+-- Operators list keys newest first, and look at parked ones.
+CREATE INDEX pgsaga_key_created_idx ON pgsaga_key (created_at DESC);
+CREATE INDEX pgsaga_key_failed_idx ON pgsaga_key (updated_at) WHERE status = 'failed';

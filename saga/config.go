@@ -1,0 +1,130 @@
+package saga
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pgsaga/pgsaga/phases"
+)
+
+// DB is what the client needs from a database handle. *pgxpool.Pool satisfies it; use a pool,
+// since requests run concurrently.
+type DB interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Config configures a Client.
+type Config struct {
+	// DB is the database holding pgsaga's tables (migrated by the migrations package). Required.
+	DB DB
+	// Operations are the operations this client can run and resume. A stored key whose
+	// operation is not here cannot be resumed by this client.
+	Operations []*phases.Operation
+	// Lease is how long an execution owns a key before another may take it over. Every phase
+	// renews it. Defaults to 30s.
+	Lease time.Duration
+	// CallTimeout bounds each external call; it must be shorter than Lease so a call cannot
+	// outlive its lease. Defaults to two thirds of Lease.
+	CallTimeout time.Duration
+	// MaxAttempts is how many executions a key gets before a transient failure parks it as
+	// failed. An operation may set its own. Defaults to 10.
+	MaxAttempts int
+	// Retention is how long completed keys are kept for replay. An operation may set its own.
+	// Defaults to 24h.
+	Retention time.Duration
+	// RetryDelay is the wait before the worker tries a key again after its attempt-th transient
+	// failure. Defaults to exponential from 1s, capped at 5m, with ±50% jitter.
+	RetryDelay func(attempt int) time.Duration
+	// Redact may change a response before it is stored (remove secrets or card data). The
+	// response sent to the first caller is the stored one. Defaults to storing it unchanged.
+	Redact func(operation string, resp *Response) *Response
+	// StoredHeaders are the response headers stored and replayed. Defaults to Content-Type and
+	// Location.
+	StoredHeaders []string
+	// Logger receives one line per notable event, with key and operation attributes and never a
+	// request body. Defaults to a logger that discards.
+	Logger *slog.Logger
+	// Registerer, when set, receives pgsaga's Prometheus metrics. Defaults to none.
+	Registerer prometheus.Registerer
+}
+
+// WithDefaults returns a copy of the config with every unset field given its default.
+func (c *Config) WithDefaults() *Config {
+	out := *c
+	if out.Lease == 0 {
+		out.Lease = 30 * time.Second
+	}
+	if out.CallTimeout == 0 {
+		out.CallTimeout = out.Lease * 2 / 3
+	}
+	if out.MaxAttempts == 0 {
+		out.MaxAttempts = 10
+	}
+	if out.Retention == 0 {
+		out.Retention = 24 * time.Hour
+	}
+	if out.RetryDelay == nil {
+		out.RetryDelay = DefaultRetryDelay
+	}
+	if out.StoredHeaders == nil {
+		out.StoredHeaders = []string{"Content-Type", "Location"}
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &out
+}
+
+func (c *Config) validate() error {
+	if c.DB == nil {
+		return errors.New("saga: Config.DB is required")
+	}
+	if c.Lease < time.Second {
+		return fmt.Errorf("saga: Config.Lease must be at least 1s, got %s", c.Lease)
+	}
+	if c.CallTimeout <= 0 || c.CallTimeout >= c.Lease {
+		return fmt.Errorf("saga: Config.CallTimeout must be positive and shorter than Lease (%s), got %s", c.Lease, c.CallTimeout)
+	}
+	if c.MaxAttempts < 1 {
+		return fmt.Errorf("saga: Config.MaxAttempts must be at least 1, got %d", c.MaxAttempts)
+	}
+	if c.Retention < 0 {
+		return fmt.Errorf("saga: Config.Retention must not be negative, got %s", c.Retention)
+	}
+	names := map[string]bool{}
+	for _, op := range c.Operations {
+		if op == nil {
+			return errors.New("saga: Config.Operations has a nil operation")
+		}
+		if err := op.Check(); err != nil {
+			return err
+		}
+		if names[op.Name] {
+			return fmt.Errorf("saga: Config.Operations has two operations named %q", op.Name)
+		}
+		names[op.Name] = true
+	}
+	return nil
+}
+
+// DefaultRetryDelay is exponential from 1s, doubling per attempt, capped at 5m, with ±50%
+// jitter so that keys failed together are not retried together.
+func DefaultRetryDelay(attempt int) time.Duration {
+	base := time.Second
+	for i := 1; i < attempt && base < 5*time.Minute; i++ {
+		base *= 2
+	}
+	base = min(base, 5*time.Minute)
+	return base/2 + rand.N(base)
+}

@@ -1,0 +1,164 @@
+package saga
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+)
+
+// ScopeFunc returns the authenticated scope of a request. An error answers 401
+// unauthenticated. Take the scope from authentication (a verified token, a session), never from
+// the body.
+type ScopeFunc func(r *http.Request) (Scope, error)
+
+// HandlerOpts configure an HTTP handler for one operation.
+type HandlerOpts struct {
+	// Scope authenticates the request. Required.
+	Scope ScopeFunc
+	// MaxBodyBytes caps the request body; a larger one answers 413. Defaults to 1 MiB.
+	MaxBodyBytes int64
+}
+
+// Error codes answered by the handler, stable for clients.
+const (
+	CodeUnauthenticated        = "unauthenticated"
+	CodeKeyMissing             = "idempotency_key_missing"
+	CodeKeyInvalid             = "idempotency_key_invalid"
+	CodeRequestTooLarge        = "request_too_large"
+	CodeInvalidJSON            = "invalid_json"
+	CodeInvalidRequest         = "invalid_request"
+	CodeKeyReused              = "idempotency_key_reused"
+	CodeRequestInProgress      = "request_in_progress"
+	CodeTemporarilyUnavailable = "temporarily_unavailable"
+	CodeOperationParked        = "operation_parked"
+	CodeInternal               = "internal_error"
+)
+
+// HeaderReplayed marks a replayed response.
+const HeaderReplayed = "Idempotent-Replayed"
+
+// ErrInvalidJSON is returned for a body that is not JSON.
+var ErrInvalidJSON = errors.New("request body is not valid JSON")
+
+// Handler serves an operation over HTTP with the IETF Idempotency-Key semantics. Checks run in
+// this order, the first failing one answering: authentication (401), key present and well
+// formed (400), body size (413), body is JSON (400 invalid_json), the key against a stored
+// request (422, replay with Idempotent-Replayed: true, 409 with Retry-After), validation (400
+// invalid_request), the effect. Nothing is stored for any of the refusals, nor for a transient
+// failure (503 temporarily_unavailable); a parked key answers 503 operation_parked.
+func (c *Client) Handler(operation string, opts *HandlerOpts) (http.Handler, error) {
+	if _, err := c.operation(operation); err != nil {
+		return nil, err
+	}
+	if opts == nil || opts.Scope == nil {
+		return nil, errors.New("saga: HandlerOpts.Scope is required")
+	}
+	o := *opts
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = 1 << 20
+	}
+	return &handler{c: c, operation: operation, opts: &o}, nil
+}
+
+type handler struct {
+	c         *Client
+	operation string
+	opts      *HandlerOpts
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	scope, err := h.opts.Scope(r)
+	if err != nil {
+		h.reject(w, http.StatusUnauthorized, CodeUnauthenticated, err.Error())
+		return
+	}
+	key, err := ParseKeyHeader(r.Header.Values("Idempotency-Key"))
+	if errors.Is(err, ErrKeyMissing) {
+		h.reject(w, http.StatusBadRequest, CodeKeyMissing, err.Error())
+		return
+	} else if err != nil {
+		h.reject(w, http.StatusBadRequest, CodeKeyInvalid, err.Error())
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			h.reject(w, http.StatusRequestEntityTooLarge, CodeRequestTooLarge, fmt.Sprintf("the request body is larger than %d bytes", h.opts.MaxBodyBytes))
+			return
+		}
+		h.reject(w, http.StatusBadRequest, CodeInvalidJSON, "error reading the request body")
+		return
+	}
+	if len(body) == 0 {
+		body = []byte("{}") // a POST without a body means "no parameters"
+	}
+	if !json.Valid(body) {
+		h.reject(w, http.StatusBadRequest, CodeInvalidJSON, ErrInvalidJSON.Error())
+		return
+	}
+
+	res, err := h.c.Run(r.Context(), h.operation, &Request{Scope: scope, Key: key, Method: r.Method, Path: r.URL.Path, Body: body})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	header := w.Header()
+	for name, values := range res.Response.Header {
+		header[http.CanonicalHeaderKey(name)] = values
+	}
+	if res.Replayed {
+		header.Set(HeaderReplayed, "true")
+	}
+	w.WriteHeader(res.Response.Status)
+	_, _ = w.Write(res.Response.Body)
+}
+
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		inProgress *InProgressError
+		invalid    *InvalidRequestError
+		transient  *TransientError
+	)
+	switch {
+	case errors.Is(err, ErrKeyReused):
+		writeError(w, http.StatusUnprocessableEntity, CodeKeyReused, err.Error())
+	case errors.As(err, &inProgress):
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(inProgress.RetryAfter.Seconds()))))
+		writeError(w, http.StatusConflict, CodeRequestInProgress, ErrInProgress.Error())
+	case errors.Is(err, ErrParked):
+		writeError(w, http.StatusServiceUnavailable, CodeOperationParked, err.Error())
+	case errors.Is(err, ErrInvalidJSON):
+		writeError(w, http.StatusBadRequest, CodeInvalidJSON, err.Error())
+	case errors.As(err, &invalid):
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, invalid.Error())
+	case errors.As(err, &transient):
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, CodeTemporarilyUnavailable, "the request could not be completed now; retry with the same Idempotency-Key")
+	default:
+		h.c.cfg.Logger.ErrorContext(r.Context(), "request failed", "operation", h.operation, "error", err)
+		writeError(w, http.StatusInternalServerError, CodeInternal, "internal error")
+	}
+}
+
+func (h *handler) reject(w http.ResponseWriter, status int, code, message string) {
+	h.c.metrics.request(h.operation, outcomeRejected)
+	writeError(w, status, code, message)
+}
+
+// WriteError answers a JSON error object {"error": code, "message": message}, the shape of every
+// error pgsaga answers, for handlers that sit beside pgsaga's.
+func WriteError(w http.ResponseWriter, status int, code, message string) {
+	writeError(w, status, code, message)
+}
+
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	body, _ := json.Marshal(map[string]string{"error": code, "message": message})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
