@@ -23,7 +23,7 @@ type Invoice struct {
 
 type createInvoiceParams struct {
 	Amount   json.RawMessage `json:"amount"`
-	Currency string      `json:"currency"`
+	Currency string          `json:"currency"`
 }
 
 func parseCreateInvoice(body []byte) (int64, string, error) {

@@ -30,7 +30,7 @@ type Payment struct {
 type PaymentHook func(ctx context.Context, tx pgx.Tx, tenant string, p *Payment) error
 
 type createPaymentParams struct {
-	InvoiceID string      `json:"invoice_id"`
+	InvoiceID string          `json:"invoice_id"`
 	Amount    json.RawMessage `json:"amount"`
 }
 

@@ -47,8 +47,8 @@ func TestKeyReusedWithDifferentRequest(t *testing.T) {
 	require.Equal(t, http.StatusCreated, e.do("POST", "/invoices", alice, key, `{"amount": 5000, "currency": "USD"}`).status)
 
 	for name, tc := range map[string]struct{ path, body string }{
-		"different body":                     {"/invoices", `{"amount": 6000, "currency": "USD"}`},
-		"different path":                     {"/orders", `{"amount": 5000, "currency": "USD"}`},
+		"different body":                      {"/invoices", `{"amount": 6000, "currency": "USD"}`},
+		"different path":                      {"/orders", `{"amount": 5000, "currency": "USD"}`},
 		"different body that is also invalid": {"/invoices", `{"amount": -1}`},
 	} {
 		r := e.do("POST", tc.path, alice, key, tc.body)
