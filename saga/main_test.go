@@ -1,0 +1,18 @@
+package saga_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/migrations"
+)
+
+func TestMain(m *testing.M) {
+	dbtest.Main(m, &dbtest.Opts{Migrate: func(ctx context.Context, pool *pgxpool.Pool) error {
+		_, err := migrations.Migrate(ctx, pool, &migrations.MigrateOpts{SkipRiver: true})
+		return err
+	}})
+}
