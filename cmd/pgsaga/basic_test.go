@@ -1,0 +1,188 @@
+package main_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/internal/dbtest"
+)
+
+func TestBadUsage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		contains string
+	}{
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"unknown flag", []string{"keys", "--bogus"}, "unknown flag: --bogus"},
+		{"unknown root flag", []string{"--bogus"}, "unknown flag: --bogus"},
+		{"bad duration", []string{"serve", "--lease", "soon"}, "--lease"},
+		{"no database", []string{"migrate"}, "DATABASE_URL"},
+		{"extra argument", []string{"migrate", "now"}, `unexpected argument "now"`},
+		{"bad sim probability", []string{"gateway-sim", "--fail-before", "2"}, "fail-before"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			requireUsage(t, pgsaga(t, nil, tc.args...), tc.contains)
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--help"}, {"migrate", "--help"}, {"serve", "--help"}, {"worker", "--help"}, {"keys", "--help"},
+		{"show", "--help"}, {"resume", "--help"}, {"gc", "--help"}, {"gateway-sim", "--help"}, {"demo", "--help"},
+	} {
+		r := pgsaga(t, nil, args...)
+		require.Equal(t, 0, r.code, r.String())
+		require.Contains(t, r.stdout, "--database-url", r.String())
+		require.Empty(t, r.stderr, r.String())
+	}
+}
+
+func TestMigrateTwiceIsANoOp(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	// The template is migrated: start from an empty schema so the first run has work to do.
+	_, err := db.Pool.Exec(t.Context(), `DROP SCHEMA public CASCADE; CREATE SCHEMA public`)
+	require.NoError(t, err)
+
+	first := pgsaga(t, nil, "migrate", "--database-url", db.URL)
+	require.Equal(t, 0, first.code, first.String())
+	require.Contains(t, first.stdout, "applied pgsaga 001_keys")
+	require.Contains(t, first.stdout, "applied payments 001_tables")
+	require.Contains(t, first.stdout, "applied river")
+
+	// The second run reads the URL from the environment.
+	second := pgsaga(t, []string{"DATABASE_URL=" + db.URL}, "migrate")
+	require.Equal(t, 0, second.code, second.String())
+	require.Equal(t, "already up to date\n", second.stdout)
+
+	var n int
+	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM pgsaga_migration`).Scan(&n))
+	require.Equal(t, 3, n) // pgsaga 001, 002, payments 001
+}
+
+func TestUnreachableDatabaseIsAFailure(t *testing.T) {
+	t.Parallel()
+	r := pgsaga(t, nil, "migrate", "--database-url", "postgres://nobody@127.0.0.1:1/none?connect_timeout=2")
+	requireFailure(t, r, "error connecting to the database")
+}
+
+func TestGatewaySim(t *testing.T) {
+	t.Parallel()
+	p := start(t, nil, true, "gateway-sim", "--addr", "127.0.0.1:0", "--idempotency=false", "--decline-over", "100")
+	status, _, body := httpDo(t, "GET", p.url+"/_sim/info", nil, "")
+	require.Equal(t, http.StatusOK, status)
+	require.JSONEq(t, `{"idempotency": false, "inquiry": true}`, string(body))
+
+	status, _, body = httpDo(t, "POST", p.url+"/charges", nil, `{"amount": 500, "currency": "USD", "reference": "ref-1"}`)
+	require.Equal(t, http.StatusCreated, status, string(body))
+	var charge map[string]any
+	require.NoError(t, json.Unmarshal(body, &charge))
+	require.Equal(t, "declined", charge["status"])
+
+	status, _, body = httpDo(t, "GET", p.url+"/_sim/ledger", nil, "")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, string(body), `"ref-1":1`)
+
+	require.Equal(t, 0, p.stop(os.Interrupt), p.stderr.String())
+}
+
+func TestServe(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	p := start(t, nil, true, "serve", "--addr", "127.0.0.1:0", "--database-url", db.URL)
+	as := map[string]string{"X-Tenant-ID": "t1", "X-Actor-ID": "alice"}
+	with := func(key string) map[string]string {
+		h := map[string]string{"Idempotency-Key": key}
+		for k, v := range as {
+			h[k] = v
+		}
+		return h
+	}
+
+	status, _, body := httpDo(t, "GET", p.url+"/healthz", nil, "")
+	require.Equal(t, http.StatusOK, status, string(body))
+
+	// Single-transaction endpoints: an order, completed once, replayed byte for byte.
+	status, _, body = httpDo(t, "POST", p.url+"/orders", with(uuid.NewString()), `{"total": 1200}`)
+	require.Equal(t, http.StatusCreated, status, string(body))
+	var order struct{ ID, Status string }
+	require.NoError(t, json.Unmarshal(body, &order))
+	require.Equal(t, "served", order.Status)
+
+	key := uuid.NewString()
+	status, _, first := httpDo(t, "POST", p.url+"/orders/"+order.ID+"/complete", with(key), `{}`)
+	require.Equal(t, http.StatusOK, status, string(first))
+	status, header, again := httpDo(t, "POST", p.url+"/orders/"+order.ID+"/complete", with(key), `{}`)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "true", header.Get("Idempotent-Replayed"))
+	require.Equal(t, first, again)
+	status, _, body = httpDo(t, "POST", p.url+"/orders/"+order.ID+"/complete", with(uuid.NewString()), `{}`)
+	require.Equal(t, http.StatusConflict, status, string(body))
+	require.Contains(t, string(body), "order_already_completed")
+	status, _, body = httpDo(t, "GET", p.url+"/sales?order_id="+order.ID, as, "")
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, 1, strings.Count(string(body), `"order_id"`), string(body))
+
+	// An invoice and a payment through the in-process simulator.
+	status, _, body = httpDo(t, "POST", p.url+"/invoices", with(uuid.NewString()), `{"amount": 5000, "currency": "USD"}`)
+	require.Equal(t, http.StatusCreated, status, string(body))
+	var invoice struct{ ID string }
+	require.NoError(t, json.Unmarshal(body, &invoice))
+	status, _, body = httpDo(t, "POST", p.url+"/payments", with(uuid.NewString()), `{"invoice_id": "`+invoice.ID+`", "amount": 5000}`)
+	require.Equal(t, http.StatusCreated, status, string(body))
+	status, _, body = httpDo(t, "GET", p.url+"/invoices/"+invoice.ID, as, "")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, string(body), `"status":"paid"`)
+
+	// Unauthenticated, then the metrics the requests moved.
+	status, _, _ = httpDo(t, "POST", p.url+"/orders", map[string]string{"Idempotency-Key": uuid.NewString()}, `{"total": 1}`)
+	require.Equal(t, http.StatusUnauthorized, status)
+	status, _, body = httpDo(t, "GET", p.url+"/metrics", nil, "")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, string(body), "go_goroutines")
+	require.Contains(t, string(body), "pgsaga_")
+
+	require.Equal(t, 0, p.stop(os.Interrupt), p.stderr.String())
+}
+
+func TestServeWithGatewaySim(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	gw := start(t, nil, true, "gateway-sim", "--addr", "127.0.0.1:0")
+	p := start(t, nil, true, "serve", "--addr", "127.0.0.1:0", "--database-url", db.URL, "--gateway-url", gw.url)
+	h := map[string]string{"X-Tenant-ID": "t1", "X-Actor-ID": "alice", "Idempotency-Key": uuid.NewString()}
+	status, _, body := httpDo(t, "POST", p.url+"/invoices", h, `{"amount": 5000, "currency": "USD"}`)
+	require.Equal(t, http.StatusCreated, status, string(body))
+	var invoice struct{ ID string }
+	require.NoError(t, json.Unmarshal(body, &invoice))
+	h["Idempotency-Key"] = uuid.NewString()
+	for range 2 {
+		status, _, body = httpDo(t, "POST", p.url+"/payments", h, `{"invoice_id": "`+invoice.ID+`", "amount": 2000}`)
+		require.Equal(t, http.StatusCreated, status, string(body))
+	}
+	_, _, ledger := httpDo(t, "GET", gw.url+"/_sim/ledger", nil, "")
+	var l struct{ Charges []map[string]any }
+	require.NoError(t, json.Unmarshal(ledger, &l))
+	require.Len(t, l.Charges, 1, string(ledger))
+	require.Equal(t, 0, p.stop(os.Interrupt), p.stderr.String())
+}
+
+func TestServeRefusesAnUnmigratedDatabase(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	_, err := db.Pool.Exec(t.Context(), `DROP SCHEMA public CASCADE; CREATE SCHEMA public`)
+	require.NoError(t, err)
+	r := pgsaga(t, nil, "serve", "--addr", "127.0.0.1:0", "--database-url", db.URL)
+	requireFailure(t, r, "migrate")
+}

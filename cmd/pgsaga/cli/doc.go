@@ -1,0 +1,24 @@
+// Package cli is the pgsaga command-line tool as a library: the commands of the pgsaga binary
+// (migrate, serve, worker, keys, show, resume, gc, gateway-sim, demo), built around an App that
+// carries an application's own operations and migrations. The pgsaga binary is
+// `os.Exit(cli.Main(cli.PaymentsApp()))`; an application's binary passes its own App.
+//
+// Exit status: 0 on success, 1 on failure, 2 on bad usage (unknown command or flag, bad flag
+// value, missing required flag or argument, and no database URL: --database-url defaults to
+// $DATABASE_URL, and a command that needs a database and has neither is bad usage). Errors are
+// printed on stderr as one line, "<name> <command>: <message>".
+//
+// What the commands guarantee:
+//   - migrate applies each pending version once, in its own transaction, under an advisory lock;
+//     running it again (or concurrently) changes nothing.
+//   - serve answers the application's API; every POST is idempotent under its key (see package
+//     saga). It refuses to start on a database that lacks a migration. On SIGINT or SIGTERM it
+//     stops accepting, lets requests in flight finish (up to 10s), then stops the worker. A
+//     request cut short by a crash (kill -9) leaves its key started; a retry after the lease
+//     expires, the worker or `resume` continues it from its recovery point.
+//   - resume takes the key's lease (a parked key too), so it never runs beside another
+//     execution: while another process holds a live lease it refuses with exit 1 and changes
+//     nothing. Resuming a completed key prints its stored response and changes nothing.
+//   - keys, show and gc --dry-run only read. gc deletes only completed keys past their window.
+//   - demo leaves no process and no temporary directory behind, also when interrupted.
+package cli

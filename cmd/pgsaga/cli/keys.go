@@ -1,0 +1,12 @@
+package cli
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+)
+
+func (c *cli) keysCmd() *cobra.Command {
+	return &cobra.Command{Use: "keys", Short: "todo", Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return errors.New("not available yet") }}
+}

@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgsaga/pgsaga/migrations"
+)
+
+func (c *cli) migrateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply River's, pgsaga's and the application's migrations",
+		Long: `Applies every pending migration: River's (for the worker), pgsaga's own tables, then the
+application's lines. Each version commits in its own transaction; concurrent runs are
+serialised by an advisory lock. Running it on an up-to-date database changes nothing.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			pool, err := c.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			res, err := migrations.Migrate(ctx, pool, c.migrateOpts())
+			if err != nil {
+				return err
+			}
+			printMigrateResult(c, res)
+			return nil
+		},
+	}
+}
+
+func printMigrateResult(c *cli, res *migrations.MigrateResult) {
+	out := c.env.Stdout
+	if len(res.RiverApplied) == 0 && len(res.Applied) == 0 {
+		fmt.Fprintln(out, "already up to date")
+		return
+	}
+	for _, v := range res.RiverApplied {
+		fmt.Fprintf(out, "applied river %03d\n", v)
+	}
+	for _, a := range res.Applied {
+		fmt.Fprintf(out, "applied %s %03d_%s (%s)\n", a.Line, a.Version, a.Name, a.Duration.Round(100_000))
+	}
+}

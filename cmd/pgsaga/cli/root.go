@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// envDatabaseURL is the environment variable --database-url defaults to.
+const envDatabaseURL = "DATABASE_URL"
+
+// Env is what the commands read from their environment. The cli package reads nothing from the
+// process itself except through Main.
+type Env struct {
+	// Stdout receives the commands' output. Defaults to io.Discard.
+	Stdout io.Writer
+	// Stderr receives errors, progress and logs. Defaults to io.Discard.
+	Stderr io.Writer
+	// Getenv looks up environment variables (DATABASE_URL). Defaults to finding none.
+	Getenv func(string) string
+}
+
+func (e *Env) withDefaults() *Env {
+	out := Env{}
+	if e != nil {
+		out = *e
+	}
+	if out.Stdout == nil {
+		out.Stdout = io.Discard
+	}
+	if out.Stderr == nil {
+		out.Stderr = io.Discard
+	}
+	if out.Getenv == nil {
+		out.Getenv = func(string) string { return "" }
+	}
+	return &out
+}
+
+// Main runs the command line in os.Args with the process's stdout, stderr and environment,
+// and returns the exit status (ExitOK, ExitFailure or ExitUsage). A program's main is
+// `os.Exit(cli.Main(app))`.
+func Main(app *App) int {
+	return Run(context.Background(), app, os.Args[1:], &Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+}
+
+// Run runs one command line (args without the program name) and returns its exit status. An
+// error is printed to env.Stderr as one line: "<name> <command>: <message>".
+func Run(ctx context.Context, app *App, args []string, env *Env) int {
+	env = env.withDefaults()
+	root := newRoot(app, env)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil {
+		name := root.Name()
+		if cmd != nil {
+			name = cmd.CommandPath()
+		}
+		msg := oneLine(err.Error())
+		if exitCode(err) == ExitUsage {
+			msg += fmt.Sprintf(" (see %s --help)", name)
+		}
+		fmt.Fprintf(env.Stderr, "%s: %s\n", name, msg)
+	}
+	return exitCode(err)
+}
+
+// NewRootCommand returns the command tree for app, writing to the process's stdout and stderr
+// and reading DATABASE_URL from the process's environment. Execute it yourself, or use Main,
+// which also maps errors to exit codes and prints them on one line.
+func NewRootCommand(app *App) *cobra.Command {
+	return newRoot(app, &Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+}
+
+// cli is one command tree's shared state: the app, the environment and the global flags.
+type cli struct {
+	app         *App
+	env         *Env
+	databaseURL string
+	logLevel    string
+}
+
+func newRoot(app *App, env *Env) *cobra.Command {
+	c := &cli{app: app.withDefaults(), env: env.withDefaults()}
+	root := &cobra.Command{
+		Use:   c.app.Name,
+		Short: "Exactly-once effects over at-least-once networks, on PostgreSQL",
+		Long: c.app.Name + ` runs pgsaga's migrations, the service API, the recovery worker, and the
+operator's tools for idempotency keys (list, show, resume, gc), plus a payment gateway
+simulator and a zero-setup demo.
+
+Exit status: 0 on success, 1 on failure, 2 on bad usage (unknown command or flag, bad flag
+value, missing required flag or argument, no database URL). Errors are one line on stderr.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// Any argument that is not a command is an unknown command (bad usage).
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unknown command %q", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetOut(c.env.Stdout)
+	root.SetErr(c.env.Stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+	root.PersistentFlags().StringVar(&c.databaseURL, "database-url", "", "PostgreSQL connection URL (default $"+envDatabaseURL+")")
+	root.PersistentFlags().StringVar(&c.logLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
+
+	root.AddCommand(
+		c.migrateCmd(),
+		c.serveCmd(),
+		c.workerCmd(),
+		c.keysCmd(),
+		c.showCmd(),
+		c.resumeCmd(),
+		c.gcCmd(),
+		c.gatewaySimCmd(),
+		c.demoCmd(),
+	)
+	return root
+}
+
+// logger is the commands' logger: text on stderr at --log-level.
+func (c *cli) logger() (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, usageErrorf("invalid --log-level %q: want debug, info, warn or error", c.logLevel)
+	}
+	return slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: level})), nil
+}
+
+// dbURL is --database-url, else $DATABASE_URL; without either the command line is incomplete.
+func (c *cli) dbURL() (string, error) {
+	if u := strings.TrimSpace(c.databaseURL); u != "" {
+		return u, nil
+	}
+	if u := strings.TrimSpace(c.env.Getenv(envDatabaseURL)); u != "" {
+		return u, nil
+	}
+	return "", usageErrorf("no database: set --database-url or %s", envDatabaseURL)
+}
+
+// exactArgs is cobra.ExactArgs with a bad-usage error naming what is missing.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usageErrorf("missing %s", what)
+		}
+		if len(args) > n {
+			return usageErrorf("unexpected argument %q", args[n])
+		}
+		return nil
+	}
+}
+
+// noArgs refuses positional arguments as bad usage.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("unexpected argument %q", args[0])
+	}
+	return nil
+}
+
+// required refuses an empty required flag as bad usage; pairs are flag name, value, ….
+func required(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] == "" {
+			return usageErrorf("required flag --%s not set", pairs[i])
+		}
+	}
+	return nil
+}

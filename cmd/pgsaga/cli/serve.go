@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/gateway/sim"
+)
+
+// shutdownGrace is how long serve lets requests in flight finish after SIGINT/SIGTERM.
+const shutdownGrace = 10 * time.Second
+
+type serveFlags struct {
+	addr       string
+	gatewayURL string
+	lease      time.Duration
+	worker     bool
+}
+
+func (c *cli) serveCmd() *cobra.Command {
+	f := &serveFlags{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the service's HTTP API, with /metrics and /healthz",
+		Long: `Runs the application's HTTP API (for the pgsaga binary: the example payments API) on --addr,
+with Prometheus metrics on /metrics and a health check on /healthz (200 while the database
+answers) on the same listener. Prints one line, "<name> serve: listening on http://ADDR", on
+stdout once it accepts connections; --addr 127.0.0.1:0 picks a free port and that line says
+which. Without --gateway-url payments go to an in-process simulator. --worker also runs the
+recovery worker in this process. SIGINT or SIGTERM stops it gracefully: requests in flight
+finish (up to 10s), then the worker stops.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.serve(cmd.Context(), f) },
+	}
+	cmd.Flags().StringVar(&f.addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free port)")
+	cmd.Flags().StringVar(&f.gatewayURL, "gateway-url", "", "base URL of the gateway simulator (default: an in-process simulator)")
+	cmd.Flags().DurationVar(&f.lease, "lease", 30*time.Second, "how long an execution owns a key before another may take it over")
+	cmd.Flags().BoolVar(&f.worker, "worker", false, "also run the recovery worker in this process")
+	return cmd
+}
+
+func (c *cli) serve(ctx context.Context, f *serveFlags) error {
+	if err := checkLease(f.lease); err != nil {
+		return err
+	}
+	logger, err := c.logger()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	pool, err := c.connectMigrated(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	gw, err := c.gateway(f.gatewayURL)
+	if err != nil {
+		return err
+	}
+	reg := newRegistry()
+	svc, err := c.build(ctx, &BuildParams{Pool: pool, Gateway: gw, Lease: f.lease, Logger: logger, Registerer: reg})
+	if err != nil {
+		return err
+	}
+	if svc.Handler == nil {
+		return errors.New("the application's Build returned no Handler to serve")
+	}
+
+	var w *runningWorker
+	if f.worker {
+		w, err = c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg})
+		if err != nil {
+			return err
+		}
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("GET /healthz", healthz(pool))
+	mux.Handle("/", svc.Handler)
+
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		if w != nil {
+			w.stop(context.WithoutCancel(ctx))
+		}
+		return fmt.Errorf("error listening on %s: %w", f.addr, err)
+	}
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          nil,
+	}
+	fmt.Fprintf(c.env.Stdout, "%s serve: listening on http://%s\n", c.app.Name, ln.Addr())
+	logger.Info("serving", "addr", ln.Addr().String(), "gateway", gatewayName(f.gatewayURL), "worker", f.worker)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	var serveErr error
+	select {
+	case serveErr = <-errc:
+	case <-ctx.Done():
+		logger.Info("shutting down")
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			_ = srv.Close()
+		}
+		cancel()
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			serveErr = err
+		}
+	}
+	if w != nil {
+		w.stop(context.WithoutCancel(ctx))
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("server stopped: %w", serveErr)
+	}
+	return nil
+}
+
+// build calls the application's Build.
+func (c *cli) build(ctx context.Context, p *BuildParams) (*Service, error) {
+	if c.app.Build == nil {
+		return nil, errors.New("this binary has no operations (App.Build is nil)")
+	}
+	svc, err := c.app.Build(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("error building the service: %w", err)
+	}
+	if svc == nil || svc.Client == nil {
+		return nil, errors.New("the application's Build returned no saga Client")
+	}
+	return svc, nil
+}
+
+// gateway is the gateway simulator over HTTP at url, or an in-process one when url is empty.
+func (c *cli) gateway(url string) (gateway.Gateway, error) {
+	if url == "" {
+		return sim.New(nil).Gateway(), nil
+	}
+	gw, err := sim.NewClient(url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("error connecting to the gateway at %s: %w", url, err)
+	}
+	return gw, nil
+}
+
+func gatewayName(url string) string {
+	if url == "" {
+		return "in-process simulator"
+	}
+	return url
+}
+
+func checkLease(lease time.Duration) error {
+	if lease < time.Second {
+		return usageErrorf("--lease must be at least 1s, got %s", lease)
+	}
+	return nil
+}
+
+// newRegistry is a fresh Prometheus registry with the Go runtime and process collectors.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// healthz answers 200 while the database answers a ping within 2s, 503 otherwise.
+func healthz(pool *pgxpool.Pool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		w.Header().Set("Content-Type", "application/json")
+		if err := pool.Ping(ctx); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"status":"unavailable","error":"database unreachable"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	})
+}
