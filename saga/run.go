@@ -51,17 +51,18 @@ func (c *Client) Run(ctx context.Context, operation string, req *Request) (*Resu
 	}
 	ctx = context.WithoutCancel(ctx)
 
+	// One read answers every retry (replay, 422, 409, parked) without a write or a transaction,
+	// and puts the key's fingerprint check before validation, as the HTTP contract orders them.
+	if k, err := lookupKey(ctx, c.cfg.DB, req.Scope, req.Key); err == nil {
+		return c.decide(ctx, op, req, hash, k, true)
+	} else if !errors.Is(err, ErrKeyNotFound) {
+		c.metrics.request(op.Name, outcomeUnavailable)
+		return nil, &TransientError{Err: err}
+	}
 	if op.Validate != nil {
 		if verr := op.Validate(req.Body); verr != nil {
-			// The key's fingerprint is checked before validation: a reused key answers 422 (or
-			// replays) even when this body is also invalid.
-			if _, err := lookupKey(ctx, c.cfg.DB, req.Scope, req.Key); errors.Is(err, ErrKeyNotFound) {
-				c.metrics.request(op.Name, outcomeRejected)
-				return nil, &InvalidRequestError{Err: verr}
-			} else if err != nil {
-				return nil, &TransientError{Err: err}
-			}
-			return c.answerExisting(ctx, op, req, hash, true)
+			c.metrics.request(op.Name, outcomeRejected)
+			return nil, &InvalidRequestError{Err: verr}
 		}
 	}
 
