@@ -1,12 +1,130 @@
 package cli
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"text/tabwriter"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
+
+	"github.com/pgsaga/pgsaga/saga"
 )
 
+type keysFlags struct {
+	state  string
+	stuck  bool
+	tenant string
+	limit  int
+	json   bool
+}
+
 func (c *cli) keysCmd() *cobra.Command {
-	return &cobra.Command{Use: "keys", Short: "todo", Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return errors.New("not available yet") }}
+	f := &keysFlags{}
+	cmd := &cobra.Command{
+		Use:   "keys",
+		Short: "List idempotency keys, newest first",
+		Long: `Lists idempotency keys, newest first, as a table (relative times on the database clock) or,
+with --json, as one document {"keys":[…]}. --stuck selects the keys that need attention:
+started with an expired lease (their process died; the worker or resume finishes them) or
+failed (parked after their attempts ran out; only resume moves them). Filters combine.
+Read-only.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch saga.KeyStatus(f.state) {
+			case "", saga.KeyStatusStarted, saga.KeyStatusCompleted, saga.KeyStatusFailed:
+			default:
+				return usageErrorf("invalid --state %q: want started, completed or failed", f.state)
+			}
+			if f.limit < 0 {
+				return usageErrorf("invalid --limit %d: want 0 (no limit) or more", f.limit)
+			}
+			ctx := cmd.Context()
+			pool, err := c.connectMigrated(ctx)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			keys, err := listKeys(ctx, pool, f)
+			if err != nil {
+				return err
+			}
+			if f.json {
+				out := struct {
+					Keys []keyJSON `json:"keys"`
+				}{Keys: make([]keyJSON, 0, len(keys))}
+				for _, k := range keys {
+					out.Keys = append(out.Keys, renderKey(k))
+				}
+				return writeJSON(c.env.Stdout, out)
+			}
+			return c.printKeys(keys)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.state, "state", "", "only keys in this state: started, completed or failed")
+	fl.BoolVar(&f.stuck, "stuck", false, "only stuck keys: started with an expired lease, or failed")
+	fl.StringVar(&f.tenant, "tenant", "", "only this tenant's keys")
+	fl.IntVar(&f.limit, "limit", 100, "at most this many keys (0: no limit)")
+	fl.BoolVar(&f.json, "json", false, `print {"keys":[…]} as JSON`)
+	return cmd
+}
+
+const listKeysSQL = `SELECT ` + saga.KeyColumns + ` FROM pgsaga_key
+WHERE ($1::text IS NULL OR status = $1)
+  AND (NOT $2::bool
+       OR (status = 'started' AND (locked_until IS NULL OR locked_until <= now()))
+       OR status = 'failed')
+  AND ($3::text IS NULL OR tenant_id = $3)
+ORDER BY created_at DESC, tenant_id, actor_id, key
+LIMIT $4`
+
+func listKeys(ctx context.Context, pool *pgxpool.Pool, f *keysFlags) ([]*saga.Key, error) {
+	var limit *int
+	if f.limit > 0 {
+		limit = &f.limit
+	}
+	rows, err := pool.Query(ctx, listKeysSQL, nullIfEmpty(f.state), f.stuck, nullIfEmpty(f.tenant), limit)
+	if err != nil {
+		return nil, fmt.Errorf("error listing keys: %w", err)
+	}
+	defer rows.Close()
+	var keys []*saga.Key
+	for rows.Next() {
+		k, err := saga.ScanKey(rows)
+		if err != nil {
+			return nil, fmt.Errorf("error reading a key: %w", err)
+		}
+		keys = append(keys, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error listing keys: %w", err)
+	}
+	return keys, nil
+}
+
+func (c *cli) printKeys(keys []*saga.Key) error {
+	if len(keys) == 0 {
+		fmt.Fprintln(c.env.Stdout, "no keys")
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TENANT\tACTOR\tKEY\tOPERATION\tSTATE\tRECOVERY POINT\tATTEMPTS\tLEASE\tCREATED\tLAST ERROR")
+	for _, k := range keys {
+		leaseText := "-"
+		if k.Status == saga.KeyStatusStarted {
+			leaseText = "lease " + lease(k.DBNow, k)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n",
+			k.Scope.Tenant, k.Scope.Actor, k.Key, k.Operation, k.Status, k.RecoveryPoint, k.Attempts,
+			leaseText, "created "+ago(k.DBNow, k.CreatedAt), truncate(orDash(k.LastError), 60))
+	}
+	return tw.Flush()
+}
+
+func nullIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

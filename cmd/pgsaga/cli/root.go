@@ -112,7 +112,7 @@ value, missing required flag or argument, no database URL). Errors are one line 
 	root.SetErr(c.env.Stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 	root.PersistentFlags().StringVar(&c.databaseURL, "database-url", "", "PostgreSQL connection URL (default $"+envDatabaseURL+")")
-	root.PersistentFlags().StringVar(&c.logLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
+	root.PersistentFlags().StringVar(&c.logLevel, "log-level", "", "log level on stderr: debug, info, warn, error or off (default: info for serve, worker and gateway-sim, off otherwise)")
 
 	root.AddCommand(
 		c.migrateCmd(),
@@ -128,11 +128,25 @@ value, missing required flag or argument, no database URL). Errors are one line 
 	return root
 }
 
-// logger is the commands' logger: text on stderr at --log-level.
-func (c *cli) logger() (*slog.Logger, error) {
+// Default log levels: long-running commands log their life on stderr; one-shot commands keep
+// stderr for their one-line error.
+const (
+	logDaemon  = "info"
+	logOneShot = "off"
+)
+
+// logger is the commands' logger: text on stderr at --log-level, else at def.
+func (c *cli) logger(def string) (*slog.Logger, error) {
+	name := c.logLevel
+	if name == "" {
+		name = def
+	}
+	if name == "off" {
+		return slog.New(slog.DiscardHandler), nil
+	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
-		return nil, usageErrorf("invalid --log-level %q: want debug, info, warn or error", c.logLevel)
+	if err := level.UnmarshalText([]byte(name)); err != nil {
+		return nil, usageErrorf("invalid --log-level %q: want debug, info, warn, error or off", c.logLevel)
 	}
 	return slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: level})), nil
 }

@@ -57,7 +57,7 @@ func (c *cli) serve(ctx context.Context, f *serveFlags) error {
 	if err := checkLease(f.lease); err != nil {
 		return err
 	}
-	logger, err := c.logger()
+	logger, err := c.logger(logDaemon)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/pgsaga/pgsaga/saga"
+)
+
+// keyJSON is a key as --json renders it (CONTRACT.md): times in RFC 3339 (UTC), locked_until,
+// last_error and response null when there is none, the response body as the stored JSON value
+// when it is JSON and as a string otherwise.
+type keyJSON struct {
+	Tenant        string        `json:"tenant"`
+	Actor         string        `json:"actor"`
+	Key           string        `json:"key"`
+	Operation     string        `json:"operation"`
+	State         string        `json:"state"`
+	RecoveryPoint string        `json:"recovery_point"`
+	Attempts      int           `json:"attempts"`
+	LockedUntil   *time.Time    `json:"locked_until"`
+	LastError     *string       `json:"last_error"`
+	Response      *responseJSON `json:"response"`
+	CreatedAt     time.Time     `json:"created_at"`
+	UpdatedAt     time.Time     `json:"updated_at"`
+}
+
+type responseJSON struct {
+	Status int             `json:"status"`
+	Body   json.RawMessage `json:"body"`
+}
+
+func renderKey(k *saga.Key) keyJSON {
+	out := keyJSON{
+		Tenant:        k.Scope.Tenant,
+		Actor:         k.Scope.Actor,
+		Key:           k.Key,
+		Operation:     k.Operation,
+		State:         string(k.Status),
+		RecoveryPoint: k.RecoveryPoint,
+		Attempts:      k.Attempts,
+		CreatedAt:     k.CreatedAt.UTC(),
+		UpdatedAt:     k.UpdatedAt.UTC(),
+	}
+	if k.LockedUntil != nil {
+		t := k.LockedUntil.UTC()
+		out.LockedUntil = &t
+	}
+	if k.LastError != "" {
+		msg := k.LastError
+		out.LastError = &msg
+	}
+	if k.Response != nil {
+		out.Response = &responseJSON{Status: k.Response.Status, Body: bodyJSON(k.Response.Body)}
+	}
+	return out
+}
+
+// bodyJSON is body itself when it is JSON, else body as a JSON string.
+func bodyJSON(body []byte) json.RawMessage {
+	if len(body) > 0 && json.Valid(body) {
+		return json.RawMessage(body)
+	}
+	s, _ := json.Marshal(string(body)) // a string always marshals
+	return s
+}
+
+// writeJSON writes v as one JSON document on one line.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// ago is how long before now t was, in one unit: "42s ago", "3m ago", "5h ago", "2d ago".
+func ago(now, t time.Time) string {
+	return roughDuration(now.Sub(t)) + " ago"
+}
+
+// lease describes a key's lease relative to now: "expires in 12s", "expired 42s ago", or
+// "none" when the key has no lease.
+func lease(now time.Time, k *saga.Key) string {
+	if k.LockedUntil == nil {
+		return "none"
+	}
+	if k.LockedUntil.After(now) {
+		return "expires in " + roughDuration(k.LockedUntil.Sub(now))
+	}
+	return "expired " + ago(now, *k.LockedUntil)
+}
+
+// roughDuration rounds d down to its largest unit: 42s, 3m, 5h, 2d.
+func roughDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	default:
+		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	}
+}
+
+// statusLine is "201 Created".
+func statusLine(status int) string {
+	return strings.TrimSpace(fmt.Sprintf("%d %s", status, http.StatusText(status)))
+}
+
+// truncate shortens s to n runes for a table cell, on one line.
+func truncate(s string, n int) string {
+	s = oneLine(s)
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// orDash is s, or "-" when s is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

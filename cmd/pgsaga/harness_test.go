@@ -1,0 +1,85 @@
+package main_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/examples/payments"
+	"github.com/pgsaga/pgsaga/gateway/sim"
+	"github.com/pgsaga/pgsaga/internal/dbtest"
+)
+
+// world is a test's database with the payments service running in the test process, against a
+// simulator the test controls, also served over HTTP for the binary's --gateway-url.
+type world struct {
+	t      *testing.T
+	db     *dbtest.DB
+	sim    *sim.Simulator
+	simURL string
+	api    *httptest.Server
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	db := dbtest.NewDB(t)
+	s := sim.New(nil)
+	simSrv := httptest.NewServer(s.Handler())
+	t.Cleanup(simSrv.Close)
+	svc, err := payments.New(&payments.Config{Pool: db.Pool, Gateway: s.Gateway(), GatewayRetries: 1})
+	require.NoError(t, err)
+	h, err := svc.Handler()
+	require.NoError(t, err)
+	api := httptest.NewServer(h)
+	t.Cleanup(api.Close)
+	return &world{t: t, db: db, sim: s, simURL: simSrv.URL, api: api}
+}
+
+// post sends a POST as (tenant, actor) with key and returns status and body.
+func (w *world) post(tenant, actor, key, path, body string) (int, []byte) {
+	w.t.Helper()
+	status, _, b := httpDo(w.t, "POST", w.api.URL+path,
+		map[string]string{"X-Tenant-ID": tenant, "X-Actor-ID": actor, "Idempotency-Key": key}, body)
+	return status, b
+}
+
+// invoice creates an invoice of amount for tenant and returns its id.
+func (w *world) invoice(tenant string, amount int) string {
+	w.t.Helper()
+	status, body := w.post(tenant, "alice", uuid.NewString(), "/invoices", `{"amount": `+itoa(amount)+`, "currency": "USD"}`)
+	require.Equal(w.t, http.StatusCreated, status, string(body))
+	var inv struct{ ID string }
+	require.NoError(w.t, json.Unmarshal(body, &inv))
+	return inv.ID
+}
+
+// stuckPayment makes a payment whose charge fails: its key stays started, lease released.
+func (w *world) stuckPayment(tenant, actor string) (key, invoiceID string) {
+	w.t.Helper()
+	invoiceID = w.invoice(tenant, 5000)
+	key = uuid.NewString()
+	w.sim.FailNext(100)
+	defer w.sim.FailNext(0)
+	status, body := w.post(tenant, actor, key, "/payments", `{"invoice_id": "`+invoiceID+`", "amount": 2000}`)
+	require.Equal(w.t, http.StatusServiceUnavailable, status, string(body))
+	return key, invoiceID
+}
+
+func (w *world) exec(sql string, args ...any) {
+	w.t.Helper()
+	_, err := w.db.Pool.Exec(w.t.Context(), sql, args...)
+	require.NoError(w.t, err)
+}
+
+func (w *world) count(sql string, args ...any) int {
+	w.t.Helper()
+	var n int
+	require.NoError(w.t, w.db.Pool.QueryRow(w.t.Context(), sql, args...).Scan(&n))
+	return n
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
