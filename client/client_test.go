@@ -314,7 +314,8 @@ func TestSubmitRequestTimeoutIsRetried(t *testing.T) {
 		mu.Unlock()
 		if first {
 			_, _ = io.Copy(io.Discard, r.Body) // lets the server notice the client hang up
-			select { // hang until the client gives up on this attempt
+			// Hang until the client gives up on this attempt.
+			select {
 			case <-r.Context().Done():
 			case <-release:
 			}
