@@ -10,14 +10,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgsaga/pgsaga/phases"
 )
 
-// DB is what the client needs from a database handle. *pgxpool.Pool satisfies it; use a pool,
-// since requests run concurrently.
+// DB is what the client needs from a database handle: *pgxpool.Pool. Phases take a connection
+// of their own so that their BEGIN and COMMIT can travel with pgsaga's statements.
 type DB interface {
+	Acquire(ctx context.Context) (*pgxpool.Conn, error)
 	Begin(ctx context.Context) (pgx.Tx, error)
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row

@@ -51,23 +51,44 @@ func (c *Client) Run(ctx context.Context, operation string, req *Request) (*Resu
 	}
 	ctx = context.WithoutCancel(ctx)
 
-	// One read answers every retry (replay, 422, 409, parked) without a write or a transaction,
-	// and puts the key's fingerprint check before validation, as the HTTP contract orders them.
-	if k, err := lookupKey(ctx, c.cfg.DB, req.Scope, req.Key); err == nil {
-		return c.decide(ctx, op, req, hash, k, true)
-	} else if !errors.Is(err, ErrKeyNotFound) {
-		c.metrics.request(op.Name, outcomeUnavailable)
-		return nil, &TransientError{Err: err}
-	}
 	if op.Validate != nil {
 		if verr := op.Validate(req.Body); verr != nil {
-			c.metrics.request(op.Name, outcomeRejected)
-			return nil, &InvalidRequestError{Err: verr}
+			// The key's fingerprint is checked before validation: a reused key answers 422 (or
+			// replays) even when this body is also invalid.
+			k, err := lookupKey(ctx, c.cfg.DB, req.Scope, req.Key)
+			switch {
+			case errors.Is(err, ErrKeyNotFound):
+				c.metrics.request(op.Name, outcomeRejected)
+				return nil, &InvalidRequestError{Err: verr}
+			case err != nil:
+				return nil, &TransientError{Err: err}
+			}
+			return c.decide(ctx, op, req, hash, k, true)
 		}
 	}
 
+	// The key is read in the round trip that begins the first phase: a retry (replay, 422, 409,
+	// parked, takeover) is answered from that read with nothing written, a new key runs the
+	// phase in the transaction already open.
 	e := c.newExecution(op, req, hash)
-	return e.runFrom(ctx, 0)
+	var first *phaseTx
+	if op.Steps[0].IsAtomic() {
+		p, k, err := beginPhase(ctx, c.cfg.DB, req)
+		if err != nil {
+			c.metrics.request(op.Name, outcomeUnavailable)
+			return nil, &TransientError{Err: err}
+		}
+		if k != nil {
+			p.rollback(ctx)
+			return c.decide(ctx, op, req, hash, k, true)
+		}
+		first = p
+	} else if k, err := lookupKey(ctx, c.cfg.DB, req.Scope, req.Key); err == nil {
+		return c.decide(ctx, op, req, hash, k, true)
+	} else if !errors.Is(err, ErrKeyNotFound) {
+		return nil, &TransientError{Err: err}
+	}
+	return e.runFrom(ctx, 0, first)
 }
 
 func checkRequest(req *Request) error {
@@ -211,7 +232,7 @@ func (c *Client) resume(ctx context.Context, op *phases.Operation, k *Key) (*Res
 		}
 		from = i + 1
 	}
-	return e.runFrom(ctx, from)
+	return e.runFrom(ctx, from, nil)
 }
 
 func stepIndex(op *phases.Operation, name string) int {
@@ -249,7 +270,9 @@ func (c *Client) newExecution(op *phases.Operation, req *Request, hash []byte) *
 	}
 }
 
-func (e *execution) runFrom(ctx context.Context, from int) (*Result, error) {
+// runFrom runs the steps from index from on. opened, when set, is the first phase's transaction,
+// already begun.
+func (e *execution) runFrom(ctx context.Context, from int, opened *phaseTx) (*Result, error) {
 	for i := from; i < len(e.op.Steps); i++ {
 		step := e.op.Steps[i]
 		var (
@@ -258,7 +281,8 @@ func (e *execution) runFrom(ctx context.Context, from int) (*Result, error) {
 		)
 		start := time.Now()
 		if step.IsAtomic() {
-			resp, err = e.atomic(ctx, step)
+			resp, err = e.atomic(ctx, step, opened)
+			opened = nil
 		} else {
 			resp, err = e.call(ctx, step)
 		}
@@ -311,37 +335,34 @@ func (e *execution) writeFor(recoveryPoint string, resp *Response) *keyWrite {
 		state: runstate.StateOf(e.run), lease: e.c.cfg.Lease}
 }
 
-// atomic runs one phase in one transaction with the key's write: for a key not yet stored the
-// claim itself (an INSERT that finds a duplicate rolls the phase back), otherwise the fenced
-// advance. One statement beyond the phase's own.
-func (e *execution) atomic(ctx context.Context, step phases.Step) (*Response, error) {
+// atomic runs one phase in one transaction (opened, or a new one) whose COMMIT travels with the
+// key's write: for a key not yet stored the claim itself (a duplicate rolls the phase back),
+// otherwise the advance fenced by the lease token.
+func (e *execution) atomic(ctx context.Context, step phases.Step, opened *phaseTx) (*Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.c.cfg.Lease)
 	defer cancel()
-	tx, err := e.c.cfg.DB.Begin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("error beginning phase %q: %w", step.Name(), err)
+	p := opened
+	if p == nil {
+		var err error
+		if p, _, err = beginPhase(ctx, e.c.cfg.DB, nil); err != nil {
+			return nil, fmt.Errorf("error beginning phase %q: %w", step.Name(), err)
+		}
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	defer p.rollback(ctx)
 
-	if err := step.AtomicFunc()(ctx, tx, e.run); err != nil {
+	if err := step.AtomicFunc()(ctx, p.tx, e.run); err != nil {
 		e.rollback()
 		return nil, err
 	}
 	resp := e.stored()
 	w := e.writeFor(step.Name(), resp)
+	var err error
 	if e.persisted {
-		err = writeKey(ctx, tx, e.req.Scope, e.req.Key, e.token, w)
+		err = p.fenceAndCommit(ctx, e.req.Scope, e.req.Key, e.token, w)
 	} else {
 		var createdAt time.Time
-		var won bool
-		createdAt, won, err = insertKey(ctx, tx, e.req, e.hash, e.token, w)
-		if err == nil && !won {
-			err = errDuplicate
-		}
+		createdAt, err = p.claimAndCommit(ctx, e.req, e.hash, e.token, w)
 		runstate.SetCreatedAt(e.run, createdAt)
-	}
-	if err == nil {
-		err = tx.Commit(ctx)
 	}
 	if err != nil {
 		e.rollback()
@@ -405,9 +426,7 @@ func (e *execution) fail(ctx context.Context, i int, err error) (*Result, error)
 	case errors.Is(err, errDuplicate):
 		return e.c.answerExisting(ctx, e.op, e.req, e.hash, true)
 	case errors.Is(err, ErrLeaseLost):
-		e.c.cfg.Logger.WarnContext(ctx, "lease taken over by another process; this execution stops", "operation", e.op.Name, "key", e.req.Key)
-		e.c.metrics.request(e.op.Name, outcomeInProgress)
-		return nil, &InProgressError{RetryAfter: time.Second}
+		return e.leaseLost(ctx)
 	}
 
 	var reject *phases.RejectError
@@ -430,7 +449,7 @@ func (e *execution) transient(ctx context.Context, err error) (*Result, error) {
 	e.c.cfg.Logger.WarnContext(ctx, "transient failure", "operation", e.op.Name, "key", e.req.Key, "attempt", e.run.Attempt(), "error", err)
 	e.c.metrics.request(e.op.Name, outcomeUnavailable)
 	if errors.Is(err, ErrLeaseLost) {
-		return nil, &InProgressError{RetryAfter: time.Second}
+		return e.leaseLost(ctx)
 	}
 	if !e.persisted {
 		// Nothing was stored. If a duplicate stored the key meanwhile, answer from it.
@@ -448,10 +467,20 @@ func (e *execution) transient(ctx context.Context, err error) (*Result, error) {
 	if errors.As(err, &after) {
 		delay = after.After
 	}
-	if relErr := releaseKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, delay, err.Error()); relErr != nil && !errors.Is(relErr, ErrLeaseLost) {
+	if relErr := releaseKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, delay, err.Error()); errors.Is(relErr, ErrLeaseLost) {
+		return e.leaseLost(ctx)
+	} else if relErr != nil {
 		e.c.cfg.Logger.WarnContext(ctx, "could not release lease early; it expires on its own", "operation", e.op.Name, "key", e.req.Key, "error", relErr)
 	}
 	return nil, &TransientError{Err: err}
+}
+
+// leaseLost stops an execution whose lease another took over (a zombie): it writes nothing more
+// and answers from the key as it is now: the stored response once the other execution finished,
+// in progress while it runs, parked if it parked the key.
+func (e *execution) leaseLost(ctx context.Context) (*Result, error) {
+	e.c.cfg.Logger.WarnContext(ctx, "lease taken over by another execution; this one stops", "operation", e.op.Name, "key", e.req.Key)
+	return e.c.answerExisting(ctx, e.op, e.req, e.hash, false)
 }
 
 // park marks the key failed for an operator, keeping its recovery point and committed state.
@@ -459,7 +488,7 @@ func (e *execution) park(ctx context.Context, msg string, cause error) (*Result,
 	w := &keyWrite{status: KeyStatusFailed, recoveryPoint: e.rp, state: e.committed, lastError: msg}
 	if err := writeKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, w); err != nil {
 		if errors.Is(err, ErrLeaseLost) {
-			return nil, &InProgressError{RetryAfter: time.Second}
+			return e.leaseLost(ctx)
 		}
 		return nil, &TransientError{Err: errors.Join(cause, err)}
 	}
@@ -518,18 +547,15 @@ func (e *execution) compensate(ctx context.Context, from int, out *outcome) (*Re
 func (e *execution) undoOne(ctx context.Context, step phases.Step, next *keyWrite) error {
 	ctx, cancel := context.WithTimeout(ctx, e.c.cfg.Lease)
 	defer cancel()
-	tx, err := e.c.cfg.DB.Begin(ctx)
+	p, _, err := beginPhase(ctx, e.c.cfg.DB, nil)
 	if err != nil {
 		return fmt.Errorf("error beginning compensation of %q: %w", step.Name(), err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := step.Compensation()(ctx, tx, e.run); err != nil {
+	defer p.rollback(ctx)
+	if err := step.Compensation()(ctx, p.tx, e.run); err != nil {
 		return fmt.Errorf("error compensating %q: %w", step.Name(), err)
 	}
-	if err := writeKey(ctx, tx, e.req.Scope, e.req.Key, e.token, next); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
+	return p.fenceAndCommit(ctx, e.req.Scope, e.req.Key, e.token, next)
 }
 
 func (e *execution) finalWrite(out *outcome) *keyWrite {

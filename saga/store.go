@@ -108,31 +108,36 @@ func nullIfEmpty(s string) *string {
 	return &s
 }
 
-// insertKey claims a key that no execution has stored yet, directly in the state w describes
-// (started at a recovery point, completed with its response, or failed). It reports false,
-// writing nothing, when the key already exists: then the caller must roll back and treat the
-// request as a duplicate. Inside a transaction, a concurrent claim of the same key blocks here
-// until the other transaction ends.
-func insertKey(ctx context.Context, q queryer, req *Request, hash []byte, token uuid.UUID, w *keyWrite) (time.Time, bool, error) {
-	state, header, status, body, err := w.args()
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	var createdAt time.Time
-	err = q.QueryRow(ctx, `INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
+const insertKeySQL = `INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
 			request_hash, request_body, status, recovery_point, state, lease_token, locked_until,
 			last_error, response_status, response_headers, response_body, completed_at, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
 			CASE WHEN $9 = 'started' THEN now() + $13 * interval '1 millisecond' END,
 			$14, $15, $16, $17,
 			CASE WHEN $9 = 'completed' THEN now() END,
-			CASE WHEN $9 = 'completed' THEN now() + $18 * interval '1 millisecond' END)
-		ON CONFLICT DO NOTHING
-		RETURNING created_at`,
-		req.Scope.Tenant, req.Scope.Actor, req.Key, req.Operation, req.Method, req.Path,
+			CASE WHEN $9 = 'completed' THEN now() + $18 * interval '1 millisecond' END)`
+
+func insertKeyArgs(req *Request, hash []byte, token uuid.UUID, w *keyWrite) ([]any, error) {
+	state, header, status, body, err := w.args()
+	if err != nil {
+		return nil, err
+	}
+	return []any{req.Scope.Tenant, req.Scope.Actor, req.Key, req.Operation, req.Method, req.Path,
 		hash, req.Body, string(w.status), w.recoveryPoint, state, token, w.lease.Milliseconds(),
-		nullIfEmpty(w.lastError), status, header, body, w.retention.Milliseconds(),
-	).Scan(&createdAt)
+		nullIfEmpty(w.lastError), status, header, body, w.retention.Milliseconds()}, nil
+}
+
+// insertKey claims a key that no execution has stored yet, directly in the state w describes
+// (started at a recovery point, completed with its response, or failed). It reports false,
+// writing nothing, when the key already exists: then the caller treats the request as a
+// duplicate.
+func insertKey(ctx context.Context, q queryer, req *Request, hash []byte, token uuid.UUID, w *keyWrite) (time.Time, bool, error) {
+	args, err := insertKeyArgs(req, hash, token, w)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	var createdAt time.Time
+	err = q.QueryRow(ctx, insertKeySQL+` ON CONFLICT DO NOTHING RETURNING created_at`, args...).Scan(&createdAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, false, nil
 	}
@@ -142,17 +147,7 @@ func insertKey(ctx context.Context, q queryer, req *Request, hash []byte, token 
 	return createdAt, true, nil
 }
 
-// writeKey moves a started key the caller holds to the state w describes, fenced by the lease
-// token: it returns ErrLeaseLost, writing nothing, when another execution took the lease over.
-// Within a phase's transaction it also locks the row until commit, so a takeover cannot slip
-// between the fence and the commit.
-func writeKey(ctx context.Context, q queryer, scope Scope, key string, token uuid.UUID, w *keyWrite) error {
-	state, header, status, body, err := w.args()
-	if err != nil {
-		return err
-	}
-	var one int
-	err = q.QueryRow(ctx, `UPDATE pgsaga_key SET
+const updateKeySQL = `UPDATE pgsaga_key SET
 			status = $5, recovery_point = $6, state = $7,
 			locked_until = CASE WHEN $5 = 'started' THEN now() + $8 * interval '1 millisecond' END,
 			response_status = $9, response_headers = $10, response_body = $11,
@@ -160,12 +155,27 @@ func writeKey(ctx context.Context, q queryer, scope Scope, key string, token uui
 			expires_at = CASE WHEN $5 = 'completed' THEN now() + $12 * interval '1 millisecond' END,
 			last_error = coalesce($13, last_error),
 			updated_at = now()
-		WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND lease_token = $4 AND status = 'started'
-		RETURNING 1`,
-		scope.Tenant, scope.Actor, key, token,
+		WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND lease_token = $4 AND status = 'started'`
+
+func updateKeyArgs(scope Scope, key string, token uuid.UUID, w *keyWrite) ([]any, error) {
+	state, header, status, body, err := w.args()
+	if err != nil {
+		return nil, err
+	}
+	return []any{scope.Tenant, scope.Actor, key, token,
 		string(w.status), w.recoveryPoint, state, w.lease.Milliseconds(),
-		status, header, body, w.retention.Milliseconds(), nullIfEmpty(w.lastError),
-	).Scan(&one)
+		status, header, body, w.retention.Milliseconds(), nullIfEmpty(w.lastError)}, nil
+}
+
+// writeKey moves a started key the caller holds to the state w describes, fenced by the lease
+// token: it returns ErrLeaseLost, writing nothing, when another execution took the lease over.
+func writeKey(ctx context.Context, q queryer, scope Scope, key string, token uuid.UUID, w *keyWrite) error {
+	args, err := updateKeyArgs(scope, key, token, w)
+	if err != nil {
+		return err
+	}
+	var one int
+	err = q.QueryRow(ctx, updateKeySQL+` RETURNING 1`, args...).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrLeaseLost
 	}
@@ -174,6 +184,23 @@ func writeKey(ctx context.Context, q queryer, scope Scope, key string, token uui
 	}
 	return nil
 }
+
+// Statements that end a phase in the same round trip as its COMMIT. Instead of writing nothing
+// they raise, so the COMMIT queued after them never runs: a claim that finds the key taken
+// raises a unique violation on pgsaga_key_pkey, a fenced write whose lease was taken over raises
+// SQLSTATE PGS01 (pgsaga_lease_lost).
+const (
+	claimInPhaseSQL  = insertKeySQL + ` RETURNING created_at`
+	fencedInPhaseSQL = `WITH written AS (` + updateKeySQL + ` RETURNING 1)
+		SELECT CASE WHEN (SELECT count(*) FROM written) = 1 THEN 1 ELSE pgsaga_lease_lost($3) END`
+)
+
+// Errors raised by the in-phase statements.
+const (
+	sqlstateUniqueViolation = "23505"
+	sqlstateLeaseLost       = "PGS01"
+	keyPrimaryKey           = "pgsaga_key_pkey"
+)
 
 // releaseKey gives a started key's lease back after a transient failure: a client retry may take
 // it over at once, the worker after delay.

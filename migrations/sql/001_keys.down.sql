@@ -1,1 +1,2 @@
 DROP TABLE IF EXISTS pgsaga_key;
+DROP FUNCTION IF EXISTS pgsaga_lease_lost(text);

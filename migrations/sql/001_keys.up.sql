@@ -53,3 +53,12 @@ CREATE INDEX pgsaga_key_expires_idx ON pgsaga_key (expires_at) WHERE status = 'c
 -- Operators list keys newest first, and look at parked ones.
 CREATE INDEX pgsaga_key_created_idx ON pgsaga_key (created_at DESC);
 CREATE INDEX pgsaga_key_failed_idx ON pgsaga_key (updated_at) WHERE status = 'failed';
+
+-- Raised by a phase's fenced write when the key's lease was taken over, so that the COMMIT sent
+-- in the same round trip never runs: a zombie's phase commits nothing.
+CREATE FUNCTION pgsaga_lease_lost(key text) RETURNS integer LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'the lease of idempotency key % was taken over by another execution', key
+        USING ERRCODE = 'PGS01';
+END;
+$$;
