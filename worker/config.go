@@ -1,0 +1,114 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pgsaga/pgsaga/saga"
+)
+
+// Config configures a Worker.
+type Config struct {
+	// Pool is the database holding pgsaga's and River's tables. Required.
+	Pool *pgxpool.Pool
+	// Client resumes keys; only keys of its operations are resumed by this worker. Required.
+	Client *saga.Client
+	// SweepInterval is how often the sweep looks for due keys and enqueues their resume jobs.
+	// Defaults to 1s.
+	SweepInterval time.Duration
+	// SweepBatchSize bounds how many due keys one sweep enqueues. Keys beyond it wait for the
+	// next sweep. Defaults to 1000.
+	SweepBatchSize int
+	// ResumeConcurrency is how many keys this worker resumes at once. Defaults to 8.
+	ResumeConcurrency int
+	// WebhookURL receives every outbox event as a JSON POST with X-Event-ID and X-Event-Type
+	// headers; River retries a delivery that does not get a 2xx. Defaults to "": events are
+	// marked delivered without a POST.
+	WebhookURL string
+	// HTTPClient delivers outbox events. Defaults to a client with a 10s timeout.
+	HTTPClient *http.Client
+	// OutboxConcurrency is how many events this worker delivers at once. Defaults to 4.
+	OutboxConcurrency int
+	// Retention, when set, overrides every key's own expiry: completed keys older than it are
+	// deleted. Defaults to 0: each completed key is deleted once its expires_at (its operation's
+	// retention) has passed.
+	Retention time.Duration
+	// GCInterval is how often retention GC runs. Defaults to 1m.
+	GCInterval time.Duration
+	// GCBatchSize is how many keys one GC statement deletes. Defaults to 1000.
+	GCBatchSize int
+	// Registerer receives the worker's metrics and the key-state gauges (NewStateCollector).
+	// Defaults to none.
+	Registerer prometheus.Registerer
+	// Logger receives the worker's and River's logs. Defaults to the client's logger.
+	Logger *slog.Logger
+}
+
+// WithDefaults returns a copy of the config with every unset field given its default.
+func (c *Config) WithDefaults() *Config {
+	out := *c
+	if out.SweepInterval == 0 {
+		out.SweepInterval = time.Second
+	}
+	if out.SweepBatchSize == 0 {
+		out.SweepBatchSize = 1000
+	}
+	if out.ResumeConcurrency == 0 {
+		out.ResumeConcurrency = 8
+	}
+	if out.HTTPClient == nil {
+		out.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if out.OutboxConcurrency == 0 {
+		out.OutboxConcurrency = 4
+	}
+	if out.GCInterval == 0 {
+		out.GCInterval = time.Minute
+	}
+	if out.GCBatchSize == 0 {
+		out.GCBatchSize = 1000
+	}
+	if out.Logger == nil && out.Client != nil {
+		out.Logger = out.Client.Config().Logger
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &out
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Pool == nil:
+		return errors.New("worker: Config.Pool is required")
+	case c.Client == nil:
+		return errors.New("worker: Config.Client is required")
+	case c.SweepInterval < time.Millisecond:
+		return fmt.Errorf("worker: Config.SweepInterval must be at least 1ms, got %s", c.SweepInterval)
+	case c.SweepBatchSize < 1:
+		return fmt.Errorf("worker: Config.SweepBatchSize must be at least 1, got %d", c.SweepBatchSize)
+	case c.ResumeConcurrency < 1:
+		return fmt.Errorf("worker: Config.ResumeConcurrency must be at least 1, got %d", c.ResumeConcurrency)
+	case c.OutboxConcurrency < 1:
+		return fmt.Errorf("worker: Config.OutboxConcurrency must be at least 1, got %d", c.OutboxConcurrency)
+	case c.Retention < 0:
+		return fmt.Errorf("worker: Config.Retention must not be negative, got %s", c.Retention)
+	case c.GCInterval < time.Second:
+		return fmt.Errorf("worker: Config.GCInterval must be at least 1s, got %s", c.GCInterval)
+	case c.GCBatchSize < 1:
+		return fmt.Errorf("worker: Config.GCBatchSize must be at least 1, got %d", c.GCBatchSize)
+	}
+	if c.WebhookURL != "" {
+		if u, err := url.Parse(c.WebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("worker: Config.WebhookURL must be an http or https URL, got %q", c.WebhookURL)
+		}
+	}
+	return nil
+}

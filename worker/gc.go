@@ -1,0 +1,38 @@
+package worker
+
+import (
+	"context"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// gcArgs is the periodic retention job.
+type gcArgs struct{}
+
+func (gcArgs) Kind() string { return "pgsaga_gc" }
+
+func (gcArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{
+		Queue:       QueueMaintenance,
+		MaxAttempts: 1,
+		UniqueOpts: river.UniqueOpts{ByState: []rivertype.JobState{
+			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+			rivertype.JobStateScheduled,
+		}},
+	}
+}
+
+type gcWorker struct {
+	river.WorkerDefaults[gcArgs]
+	w *Worker
+}
+
+func (g *gcWorker) Work(ctx context.Context, _ *river.Job[gcArgs]) error {
+	n, err := DeleteExpired(ctx, g.w.cfg.Pool, &GCOpts{OlderThan: g.w.cfg.Retention, BatchSize: g.w.cfg.GCBatchSize})
+	g.w.metrics.deleted(n)
+	if n > 0 {
+		g.w.cfg.Logger.InfoContext(ctx, "retention GC deleted expired keys", "keys", n)
+	}
+	return err
+}

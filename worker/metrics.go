@@ -1,0 +1,154 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pgsaga/pgsaga/recovery"
+)
+
+// metrics are the worker's counters; a nil *metrics records nothing.
+type metrics struct {
+	sweeps     *prometheus.CounterVec
+	resumes    *prometheus.CounterVec
+	deliveries *prometheus.CounterVec
+	gcDeleted  prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer, db *pgxpool.Pool) (*metrics, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	m := &metrics{
+		sweeps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgsaga_worker_sweeps_total",
+			Help: "Sweeps for due keys, by result (ok, error).",
+		}, []string{"result"}),
+		resumes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgsaga_worker_resume_jobs_total",
+			Help: "Resume jobs worked, by result (completed, failed, parked, skipped, error).",
+		}, []string{"result"}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgsaga_outbox_deliveries_total",
+			Help: "Outbox delivery attempts, by result (delivered, error).",
+		}, []string{"result"}),
+		gcDeleted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pgsaga_gc_deleted_keys_total",
+			Help: "Completed keys deleted by retention GC.",
+		}),
+	}
+	var err error
+	if m.sweeps, err = register(reg, m.sweeps); err != nil {
+		return nil, err
+	}
+	if m.resumes, err = register(reg, m.resumes); err != nil {
+		return nil, err
+	}
+	if m.deliveries, err = register(reg, m.deliveries); err != nil {
+		return nil, err
+	}
+	if m.gcDeleted, err = register(reg, m.gcDeleted); err != nil {
+		return nil, err
+	}
+	if _, err := register(reg, NewStateCollector(db)); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers c, or returns the collector already registered under its names (two
+// workers, or serve with an in-process worker, on one registry).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if errors.As(err, &already) {
+			if existing, ok := already.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}
+
+func (m *metrics) sweep(err error) {
+	if m != nil {
+		m.sweeps.WithLabelValues(resultOf(err, "ok")).Inc()
+	}
+}
+
+func (m *metrics) resume(out recovery.Outcome, err error) {
+	if m != nil {
+		m.resumes.WithLabelValues(resultOf(err, string(out))).Inc()
+	}
+}
+
+func (m *metrics) delivery(err error) {
+	if m != nil {
+		m.deliveries.WithLabelValues(resultOf(err, "delivered")).Inc()
+	}
+}
+
+func (m *metrics) deleted(n int) {
+	if m != nil {
+		m.gcDeleted.Add(float64(n))
+	}
+}
+
+func resultOf(err error, ok string) string {
+	if err != nil {
+		return "error"
+	}
+	return ok
+}
+
+// stateCollector reads the key gauges from the database on each scrape.
+type stateCollector struct {
+	db    *pgxpool.Pool
+	keys  *prometheus.Desc
+	stuck *prometheus.Desc
+}
+
+// NewStateCollector returns a collector of two gauges read from pgsaga_key on each scrape (one
+// query, bounded by a 2s timeout; a failed read reports an invalid metric instead of stale
+// numbers): pgsaga_keys{state} counts keys by state (started, completed, failed), and
+// pgsaga_keys_stuck counts keys needing attention — started with an expired lease (not yet
+// resumed) or failed (parked for an operator).
+func NewStateCollector(db *pgxpool.Pool) prometheus.Collector {
+	return &stateCollector{
+		db:    db,
+		keys:  prometheus.NewDesc("pgsaga_keys", "Idempotency keys by state.", []string{"state"}, nil),
+		stuck: prometheus.NewDesc("pgsaga_keys_stuck", "Keys started with an expired lease, or parked as failed.", nil, nil),
+	}
+}
+
+func (s *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- s.keys
+	ch <- s.stuck
+}
+
+const stateSQL = `SELECT
+	count(*) FILTER (WHERE status = 'started'),
+	count(*) FILTER (WHERE status = 'completed'),
+	count(*) FILTER (WHERE status = 'failed'),
+	count(*) FILTER (WHERE status = 'failed' OR (status = 'started' AND (locked_until IS NULL OR locked_until <= now())))
+	FROM pgsaga_key`
+
+func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var started, completed, failed, stuck int64
+	if err := s.db.QueryRow(ctx, stateSQL).Scan(&started, &completed, &failed, &stuck); err != nil {
+		ch <- prometheus.NewInvalidMetric(s.keys, err)
+		ch <- prometheus.NewInvalidMetric(s.stuck, err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(started), "started")
+	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(completed), "completed")
+	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(failed), "failed")
+	ch <- prometheus.MustNewConstMetric(s.stuck, prometheus.GaugeValue, float64(stuck))
+}

@@ -1,0 +1,93 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/pgsaga/pgsaga/recovery"
+)
+
+// Worker runs the resumer, outbox delivery and retention GC on River.
+type Worker struct {
+	cfg     *Config
+	resumer *recovery.Resumer
+	river   *river.Client[pgx.Tx]
+	metrics *metrics
+}
+
+// New checks the config and builds the worker and its River client. Nothing runs until Start.
+func New(cfg *Config) (*Worker, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	resumer, err := recovery.New(&recovery.Config{DB: cfg.Pool, Client: cfg.Client, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer, cfg.Pool)
+	if err != nil {
+		return nil, fmt.Errorf("error registering worker metrics: %w", err)
+	}
+	w := &Worker{cfg: cfg, resumer: resumer, metrics: m}
+
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &resumeWorker{w: w})
+	river.AddWorker(workers, &outboxWorker{w: w})
+	river.AddWorker(workers, &sweepWorker{w: w})
+	river.AddWorker(workers, &gcWorker{w: w})
+	periodic := []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(cfg.SweepInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return sweepArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "pgsaga_sweep", RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(cfg.GCInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return gcArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "pgsaga_gc", RunOnStart: true}),
+	}
+	w.river, err = river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
+		Logger:       cfg.Logger,
+		Workers:      workers,
+		PeriodicJobs: periodic,
+		Queues: map[string]river.QueueConfig{
+			QueueResume:      {MaxWorkers: cfg.ResumeConcurrency},
+			QueueOutbox:      {MaxWorkers: cfg.OutboxConcurrency},
+			QueueMaintenance: {MaxWorkers: 2},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error creating River client: %w", err)
+	}
+	return w, nil
+}
+
+// Start starts working jobs and, on whichever worker River elects leader, the periodic sweep
+// and GC. It returns once started; Stop ends it.
+func (w *Worker) Start(ctx context.Context) error {
+	if err := w.river.Start(ctx); err != nil {
+		return fmt.Errorf("error starting worker: %w", err)
+	}
+	return nil
+}
+
+// Stop stops fetching jobs and the periodic sweep, waits for the jobs already running (a resume
+// runs to its end; saga detaches it from cancellation) and returns. Jobs not yet fetched stay
+// queued for another worker, and keys not yet resumed stay started and due, so nothing is lost.
+// If ctx ends first, Stop returns its error with jobs still running; cancelling them only cuts
+// deliveries and GC, never a resume between a call and its phase.
+func (w *Worker) Stop(ctx context.Context) error {
+	if err := w.river.Stop(ctx); err != nil {
+		return fmt.Errorf("error stopping worker: %w", err)
+	}
+	return nil
+}
+
+// RiverClient is the worker's River client: pass it to EmitTx (and payments.PaymentSucceededHook)
+// to insert outbox events in the same process.
+func (w *Worker) RiverClient() *river.Client[pgx.Tx] { return w.river }
