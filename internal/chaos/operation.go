@@ -1,0 +1,81 @@
+package chaos
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsaga/pgsaga/phases"
+)
+
+// Point names inside a wrapped operation, for Points.Crash, Block and Fail.
+
+// BeforeStep is reached when step of operation op starts: for an atomic phase inside its
+// transaction before its body, for a call before it is made. Crashing here is dying right after
+// the previous phase committed.
+func BeforeStep(op, step string) string { return op + "/" + step + "/before" }
+
+// AfterStep is reached when step's body returned without error: for an atomic phase its writes
+// are done but neither they nor the key's recovery point are committed yet; for a call the
+// outside world has acted and the engine has not recorded it.
+func AfterStep(op, step string) string { return op + "/" + step + "/after" }
+
+// BeforeCompensation is reached when the undo of step starts, inside its transaction.
+func BeforeCompensation(op, step string) string { return op + "/" + step + "/compensate/before" }
+
+// AfterCompensation is reached when the undo of step returned without error, before it commits.
+func AfterCompensation(op, step string) string { return op + "/" + step + "/compensate/after" }
+
+// WrapOperation returns a copy of op whose steps and compensations hit points (see BeforeStep,
+// AfterStep, BeforeCompensation, AfterCompensation). Behaviour is unchanged while nothing is
+// armed. An error a point returns is returned by the step as its own.
+func WrapOperation(op *phases.Operation, points *Points) *phases.Operation {
+	out := *op
+	out.Steps = make([]phases.Step, len(op.Steps))
+	for i, s := range op.Steps {
+		var w phases.Step
+		if s.IsAtomic() {
+			w = phases.Atomic(s.Name(), wrapAtomic(points, BeforeStep(op.Name, s.Name()), AfterStep(op.Name, s.Name()), s.AtomicFunc()))
+		} else {
+			w = phases.Call(s.Name(), wrapCall(points, BeforeStep(op.Name, s.Name()), AfterStep(op.Name, s.Name()), s.CallFunc()))
+		}
+		if undo := s.Compensation(); undo != nil {
+			w = w.WithCompensation(wrapAtomic(points, BeforeCompensation(op.Name, s.Name()), AfterCompensation(op.Name, s.Name()), undo))
+		}
+		out.Steps[i] = w
+	}
+	return &out
+}
+
+// WrapOperations wraps each of ops (see WrapOperation).
+func WrapOperations(ops []*phases.Operation, points *Points) []*phases.Operation {
+	out := make([]*phases.Operation, len(ops))
+	for i, op := range ops {
+		out[i] = WrapOperation(op, points)
+	}
+	return out
+}
+
+func wrapAtomic(points *Points, before, after string, fn phases.AtomicFunc) phases.AtomicFunc {
+	return func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+		if err := points.Hit(ctx, before); err != nil {
+			return err
+		}
+		if err := fn(ctx, tx, run); err != nil {
+			return err
+		}
+		return points.Hit(ctx, after)
+	}
+}
+
+func wrapCall(points *Points, before, after string, fn phases.CallFunc) phases.CallFunc {
+	return func(ctx context.Context, run *phases.Run) error {
+		if err := points.Hit(ctx, before); err != nil {
+			return err
+		}
+		if err := fn(ctx, run); err != nil {
+			return err
+		}
+		return points.Hit(ctx, after)
+	}
+}

@@ -1,0 +1,96 @@
+package saga_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/phases"
+	"github.com/pgsaga/pgsaga/saga"
+)
+
+const opFlaky = "flaky_call"
+
+// flaky is a phase, then a call that fails transiently while down is set, then a phase.
+type flaky struct{ down atomic.Bool }
+
+func (f *flaky) ops(h *harness) []*phases.Operation {
+	return []*phases.Operation{{
+		Name: opFlaky,
+		Steps: []phases.Step{
+			phases.Atomic("prepared", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+				_, err := tx.Exec(ctx, `INSERT INTO test_effect (key, step) VALUES ($1, 'prepared')`, run.Key())
+				return err
+			}),
+			phases.Call("call", func(ctx context.Context, run *phases.Run) error {
+				if f.down.Load() {
+					h.ext.apply(run.Key()+"/failed", run.Resumed())
+					return errors.New("provider unavailable")
+				}
+				return run.Set("receipt", h.ext.apply(run.Key()+"/call", run.Resumed()))
+			}),
+			phases.Atomic("recorded", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+				if _, err := tx.Exec(ctx, `INSERT INTO test_effect (key, step) VALUES ($1, 'recorded')`, run.Key()); err != nil {
+					return err
+				}
+				return run.Respond(http.StatusCreated, map[string]string{"ok": "yes"})
+			}),
+		},
+	}}
+}
+
+// TestTransientFailuresPark: a transient failure stores nothing, gives the lease back at once
+// and schedules the next attempt on the database clock; the attempt that exhausts MaxAttempts
+// parks the key, which then answers ErrParked to everyone until an operator resumes it.
+func TestTransientFailuresPark(t *testing.T) {
+	t.Parallel()
+	f := &flaky{}
+	f.down.Store(true)
+	h := newHarness(t, &saga.Config{MaxAttempts: 2, RetryDelay: func(int) time.Duration { return time.Hour }}, f.ops)
+	key := "park-" + newID()
+
+	_, err := h.client.Run(t.Context(), opFlaky, h.req(key, `{}`))
+	var transient *saga.TransientError
+	require.ErrorAs(t, err, &transient)
+	k := h.key(key)
+	require.Equal(t, saga.KeyStatusStarted, k.Status)
+	require.Equal(t, "prepared", k.RecoveryPoint)
+	require.Equal(t, 1, k.Attempts)
+	require.Nil(t, k.Response)
+	require.False(t, k.Leased, "the lease is given back early")
+	require.Contains(t, k.LastError, "provider unavailable")
+	require.WithinDuration(t, k.DBNow.Add(time.Hour), k.NextAttemptAt, 5*time.Second, "next attempt scheduled by RetryDelay, on the database clock")
+
+	// A client retry may continue at once (the worker waits for next_attempt_at); it is the
+	// second and last attempt, so it parks the key.
+	_, err = h.client.Run(t.Context(), opFlaky, h.req(key, `{}`))
+	require.ErrorIs(t, err, saga.ErrParked)
+	k = h.key(key)
+	require.Equal(t, saga.KeyStatusFailed, k.Status)
+	require.Equal(t, "prepared", k.RecoveryPoint, "a parked key keeps its recovery point")
+	require.Equal(t, 2, k.Attempts)
+	require.Contains(t, k.LastError, "attempts exhausted")
+
+	_, err = h.client.Run(t.Context(), opFlaky, h.req(key, `{}`))
+	require.ErrorIs(t, err, saga.ErrParked)
+	_, err = h.client.Resume(t.Context(), h.scope, key, nil)
+	require.ErrorIs(t, err, saga.ErrParked, "only an operator's Resume with Parked continues a parked key")
+	n, _ := h.ext.calls(key + "/failed")
+	require.Equal(t, 2, n, "one call per attempt, none for answers to a parked key")
+
+	f.down.Store(false)
+	res, err := h.client.Resume(t.Context(), h.scope, key, &saga.ResumeOpts{Parked: true})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, res.Response.Status)
+	require.Equal(t, 1, h.effects(key, "prepared"))
+	require.Equal(t, 1, h.effects(key, "recorded"))
+	k = h.key(key)
+	require.Equal(t, saga.KeyStatusCompleted, k.Status)
+	require.Equal(t, 3, k.Attempts)
+}

@@ -1,0 +1,94 @@
+package saga_test
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/saga"
+)
+
+// TestZombieIsFenced pauses execution A at a point, lets its lease expire, has execution B (a
+// second client, as another process) take the key over and finish, then lets A go on. A must
+// commit nothing more and be told the key is someone else's; every effect stays single.
+func TestZombieIsFenced(t *testing.T) {
+	t.Parallel()
+	for name, point := range map[string]string{
+		// A's call acted; A wakes up and runs the next phase.
+		"paused after a call": chaos.AfterStep(opFiveSteps, "notify"),
+		// A is inside the next phase's transaction, before its writes.
+		"paused before a phase's writes": chaos.BeforeStep(opFiveSteps, "confirm"),
+		// A made its writes in the phase's transaction and has not yet advanced the key.
+		"paused before a phase commits": chaos.AfterStep(opFiveSteps, "confirm"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, nil, fiveSteps)
+			key := "zombie-" + newID()
+			gate := h.points.Block(point)
+			var (
+				resA *saga.Result
+				errA error
+			)
+			a := chaos.Start(func() { resA, errA = h.client.Run(t.Context(), opFiveSteps, h.req(key, `{}`)) })
+			<-gate.Reached()
+			h.expireLease(key)
+
+			b := h.newClient(nil, fiveSteps)
+			resB, err := b.Resume(t.Context(), h.scope, key, nil)
+			require.NoError(t, err)
+			require.Equal(t, http.StatusCreated, resB.Response.Status)
+			require.True(t, resB.Resumed)
+
+			gate.Release()
+			require.False(t, a.Wait())
+			// The fenced execution writes nothing more and answers from the key as the other
+			// execution left it: the stored response, as a replay.
+			require.NoError(t, errA)
+			require.True(t, resA.Replayed)
+			require.Equal(t, resB.Response.Body, resA.Response.Body)
+
+			for _, step := range []string{"reserve", "confirm", "finish"} {
+				require.Equal(t, 1, h.effects(key, step), "effect of %s", step)
+			}
+			for _, step := range []string{"notify", "ship"} {
+				require.True(t, h.ext.acted(key+"/"+step))
+			}
+			n, _ := h.ext.calls(key + "/ship")
+			require.Equal(t, 1, n, "the zombie must not reach the second call")
+			k := h.key(key)
+			require.Equal(t, saga.KeyStatusCompleted, k.Status)
+			require.Equal(t, resB.Response.Body, k.Response.Body)
+		})
+	}
+}
+
+// TestZombieTransientFailureIsNotUnavailable: a zombie whose call fails transiently after its
+// key was taken over and completed must not answer "temporarily unavailable, retry" (503): the
+// key is not its own anymore. Like a zombie fenced at a phase, it answers from the key as it is
+// now: the stored response of the execution that completed it.
+func TestZombieTransientFailureIsNotUnavailable(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, fiveSteps)
+	key := "zombie-transient-" + newID()
+	gate := h.points.Block(chaos.BeforeStep(opFiveSteps, "notify"))
+	var (
+		resA *saga.Result
+		errA error
+	)
+	a := chaos.Start(func() { resA, errA = h.client.Run(t.Context(), opFiveSteps, h.req(key, `{}`)) })
+	<-gate.Reached()
+	h.expireLease(key)
+	resB, err := h.newClient(nil, fiveSteps).Resume(t.Context(), h.scope, key, nil)
+	require.NoError(t, err)
+
+	gate.ReleaseWith(errors.New("gateway timed out"))
+	require.False(t, a.Wait())
+	require.Equal(t, saga.KeyStatusCompleted, h.key(key).Status, "the zombie's failure must not touch the key")
+	require.NoError(t, errA, "a zombie must not answer 503 for a key another execution completed")
+	require.True(t, resA.Replayed)
+	require.Equal(t, resB.Response.Body, resA.Response.Body)
+}
