@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -107,7 +105,7 @@ func (c *Client) Charge(ctx context.Context, params gateway.ChargeParams) (*gate
 	}
 	resp, err := c.do(ctx, http.MethodPost, "/charges", body, key)
 	if err != nil {
-		return nil, classifyTransport(fmt.Errorf("error sending charge %q: %w", params.Reference, err))
+		return nil, gateway.TransportError(fmt.Errorf("error sending charge %q: %w", params.Reference, err))
 	}
 	defer resp.Body.Close()
 	switch {
@@ -133,7 +131,7 @@ func (c *Client) Charge(ctx context.Context, params gateway.ChargeParams) (*gate
 func (c *Client) Inquire(ctx context.Context, reference string) ([]gateway.Charge, error) {
 	resp, err := c.do(ctx, http.MethodGet, "/charges?reference="+url.QueryEscape(reference), nil, "")
 	if err != nil {
-		return nil, classifyTransport(fmt.Errorf("error inquiring about %q: %w", reference, err))
+		return nil, gateway.TransportError(fmt.Errorf("error inquiring about %q: %w", reference, err))
 	}
 	defer resp.Body.Close()
 	switch {
@@ -173,21 +171,6 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, idemp
 		req.Header.Set("Idempotency-Key", idempotencyKey)
 	}
 	return c.http.Do(req)
-}
-
-// classifyTransport places a failure to get an answer: the request was certainly not sent
-// when the connection could not be opened (retryable); otherwise it may have been processed
-// (ambiguous).
-func classifyTransport(err error) error {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return &gateway.RetryableError{Err: err}
-	}
-	var dns *net.DNSError
-	if errors.As(err, &dns) {
-		return &gateway.RetryableError{Err: err}
-	}
-	return &gateway.AmbiguousError{Err: err}
 }
 
 // statusError describes an error answer from its JSON body when it has one.
