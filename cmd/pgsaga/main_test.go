@@ -94,20 +94,28 @@ func (r result) stderrLines() []string {
 // pgsaga runs the binary to completion with env (plus PATH and HOME) and returns what it did.
 func pgsaga(t *testing.T, env []string, args ...string) result {
 	t.Helper()
+	r, _ := pgsagaWithPid(t, env, args...)
+	return r
+}
+
+// pgsagaWithPid is pgsaga, also returning the process id the run had.
+func pgsagaWithPid(t *testing.T, env []string, args ...string) (result, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = append(baseEnv(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	require.NoError(t, cmd.Start())
+	err := cmd.Wait()
 	code := 0
 	if err != nil {
 		exitErr, ok := err.(*exec.ExitError)
 		require.True(t, ok, "running pgsaga %v: %v", args, err)
 		code = exitErr.ExitCode()
 	}
-	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}, cmd.Process.Pid
 }
 
 // baseEnv is the environment every run gets: no DATABASE_URL unless a test adds one.

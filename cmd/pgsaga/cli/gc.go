@@ -1,12 +1,63 @@
 package cli
 
 import (
-	"errors"
+	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pgsaga/pgsaga/worker"
 )
 
 func (c *cli) gcCmd() *cobra.Command {
-	return &cobra.Command{Use: "gc", Short: "todo", Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return errors.New("not available yet") }}
+	var (
+		olderThan    time.Duration
+		dryRun, json bool
+	)
+	cmd := &cobra.Command{
+		Use:   "gc",
+		Short: "Delete completed keys past their retention",
+		Long: `Deletes completed keys past their retention window, in batches: each key's own window (the
+operation's Retention, 24h by default) or, with --older-than, keys completed longer ago than
+that. Started and failed keys are never deleted. --dry-run counts and deletes nothing.
+Prints "deleted N keys" ("would delete N keys" with --dry-run), or {"deleted":N} with --json.
+A client retrying a deleted key after this runs executes it again: keep windows longer than
+your clients retry.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if olderThan < 0 {
+				return usageErrorf("--older-than must not be negative, got %s", olderThan)
+			}
+			ctx := cmd.Context()
+			pool, err := c.connectMigrated(ctx)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			n, err := worker.DeleteExpired(ctx, pool, &worker.GCOpts{OlderThan: olderThan, DryRun: dryRun})
+			if err != nil {
+				return err
+			}
+			if json {
+				return writeJSON(c.env.Stdout, map[string]int{"deleted": n})
+			}
+			verb := "deleted"
+			if dryRun {
+				verb = "would delete"
+			}
+			_, err = fmt.Fprintf(c.env.Stdout, "%s %d %s\n", verb, n, plural(n, "key", "keys"))
+			return err
+		},
+	}
+	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "delete keys completed longer ago than this, whatever their operation's retention (e.g. 24h; default: each key's own window)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count the keys that would be deleted and delete nothing")
+	cmd.Flags().BoolVar(&json, "json", false, `print {"deleted":N} as JSON`)
+	return cmd
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -124,6 +124,7 @@ value, missing required flag or argument, no database URL). Errors are one line 
 		c.gcCmd(),
 		c.gatewaySimCmd(),
 		c.demoCmd(),
+		c.demoServerCmd(),
 	)
 	return root
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"regexp"
 	"syscall"
 	"time"
 
@@ -19,7 +20,11 @@ import (
 
 	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/gateway/sim"
+	"github.com/pgsaga/pgsaga/worker"
 )
+
+// listeningLine matches the line serve and gateway-sim print once they accept connections.
+var listeningLine = regexp.MustCompile(`listening on (http://\S+)`)
 
 // shutdownGrace is how long serve lets requests in flight finish after SIGINT/SIGTERM.
 const shutdownGrace = 10 * time.Second
@@ -74,6 +79,9 @@ func (c *cli) serve(ctx context.Context, f *serveFlags) error {
 		return err
 	}
 	reg := newRegistry()
+	if err := reg.Register(worker.NewStateCollector(pool)); err != nil {
+		return fmt.Errorf("error registering the key state metrics: %w", err)
+	}
 	svc, err := c.build(ctx, &BuildParams{Pool: pool, Gateway: gw, Lease: f.lease, Logger: logger, Registerer: reg})
 	if err != nil {
 		return err
@@ -84,7 +92,7 @@ func (c *cli) serve(ctx context.Context, f *serveFlags) error {
 
 	var w *runningWorker
 	if f.worker {
-		w, err = c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg})
+		w, err = c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg, sweepInterval: time.Second})
 		if err != nil {
 			return err
 		}
@@ -98,7 +106,7 @@ func (c *cli) serve(ctx context.Context, f *serveFlags) error {
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		if w != nil {
-			w.stop(context.WithoutCancel(ctx))
+			_ = w.stop(context.WithoutCancel(ctx))
 		}
 		return fmt.Errorf("error listening on %s: %w", f.addr, err)
 	}
@@ -127,7 +135,9 @@ func (c *cli) serve(ctx context.Context, f *serveFlags) error {
 		}
 	}
 	if w != nil {
-		w.stop(context.WithoutCancel(ctx))
+		if err := w.stop(context.WithoutCancel(ctx)); err != nil && serveErr == nil {
+			return err
+		}
 	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return fmt.Errorf("server stopped: %w", serveErr)

@@ -3,31 +3,170 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/pgsaga/pgsaga/saga"
+	"github.com/pgsaga/pgsaga/worker"
 )
 
-type workerParams struct {
-	pool       *pgxpool.Pool
-	client     *saga.Client
-	logger     *slog.Logger
-	registerer prometheus.Registerer
-}
+// workerStopTimeout bounds a clean stop: keys being resumed finish their current steps.
+const workerStopTimeout = 30 * time.Second
 
-type runningWorker struct{}
-
-func (w *runningWorker) stop(ctx context.Context) {}
-
-func (c *cli) startWorker(ctx context.Context, p *workerParams) (*runningWorker, error) {
-	return nil, errors.New("the worker is not available in this build yet")
+type workerFlags struct {
+	gatewayURL    string
+	sweepInterval time.Duration
+	lease         time.Duration
+	metricsAddr   string
+	webhookURL    string
 }
 
 func (c *cli) workerCmd() *cobra.Command {
-	return &cobra.Command{Use: "worker", Short: "Run the recovery worker", Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return errors.New("not available yet") }}
+	f := &workerFlags{}
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run the recovery worker: resumer, outbox delivery and retention GC",
+		Long: `Runs pgsaga's background work until SIGINT or SIGTERM: every --sweep-interval it claims
+started keys whose lease expired and whose next attempt is due, and resumes each from its
+recovery point (a claim takes the key's lease, so no key is resumed by two workers at once);
+it delivers outbox events and deletes completed keys past their retention. Any number of
+workers may run against one database. On SIGINT or SIGTERM it stops claiming, lets the
+resumes under way finish their current steps (up to 30s), releases what it claimed and did
+not start, and exits 0. Killed outright, it leaves leases that expire on their own; any
+worker resumes those keys then. --metrics-addr serves /metrics and /healthz. Without
+--gateway-url payments go to an in-process simulator.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.runWorker(cmd.Context(), f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.gatewayURL, "gateway-url", "", "base URL of the gateway simulator (default: an in-process simulator)")
+	fl.DurationVar(&f.sweepInterval, "sweep-interval", time.Second, "how often to look for keys to resume")
+	fl.DurationVar(&f.lease, "lease", 30*time.Second, "the lease a resume takes on a key")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics and /healthz on this address (default: none)")
+	fl.StringVar(&f.webhookURL, "webhook-url", "", "POST every outbox event here (default: mark events delivered without sending)")
+	return cmd
+}
+
+func (c *cli) runWorker(ctx context.Context, f *workerFlags) error {
+	if err := checkLease(f.lease); err != nil {
+		return err
+	}
+	if f.sweepInterval < time.Millisecond {
+		return usageErrorf("--sweep-interval must be at least 1ms, got %s", f.sweepInterval)
+	}
+	logger, err := c.logger(logDaemon)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	pool, err := c.connectMigrated(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	gw, err := c.gateway(f.gatewayURL)
+	if err != nil {
+		return err
+	}
+	reg := newRegistry()
+	svc, err := c.build(ctx, &BuildParams{Pool: pool, Gateway: gw, Lease: f.lease, Logger: logger, Registerer: reg})
+	if err != nil {
+		return err
+	}
+	w, err := c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg,
+		sweepInterval: f.sweepInterval, webhookURL: f.webhookURL})
+	if err != nil {
+		return err
+	}
+	defer w.stop(context.WithoutCancel(ctx))
+
+	var srv *http.Server
+	srvErr := make(chan error, 1)
+	if f.metricsAddr != "" {
+		ln, err := net.Listen("tcp", f.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("error listening on %s: %w", f.metricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		mux.Handle("GET /healthz", healthz(pool))
+		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { srvErr <- srv.Serve(ln) }()
+		fmt.Fprintf(c.env.Stdout, "%s worker: metrics listening on http://%s\n", c.app.Name, ln.Addr())
+	}
+	fmt.Fprintf(c.env.Stdout, "%s worker: running (sweep every %s)\n", c.app.Name, f.sweepInterval)
+
+	select {
+	case <-ctx.Done():
+	case err := <-srvErr:
+		return fmt.Errorf("metrics server stopped: %w", err)
+	}
+	logger.Info("stopping")
+	if srv != nil {
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = srv.Shutdown(shutdownCtx)
+		cancel()
+	}
+	return w.stop(context.WithoutCancel(ctx))
+}
+
+type workerParams struct {
+	pool          *pgxpool.Pool
+	client        *saga.Client
+	logger        *slog.Logger
+	registerer    prometheus.Registerer
+	sweepInterval time.Duration
+	webhookURL    string
+}
+
+// runningWorker is a started worker; stop is idempotent.
+type runningWorker struct {
+	w      *worker.Worker
+	logger *slog.Logger
+}
+
+// startWorker starts a worker for p.client's operations. It keeps running when ctx is
+// cancelled, until stop: a signal must stop it cleanly, not cut it short.
+func (c *cli) startWorker(ctx context.Context, p *workerParams) (*runningWorker, error) {
+	w, err := worker.New(&worker.Config{
+		Pool:          p.pool,
+		Client:        p.client,
+		SweepInterval: p.sweepInterval,
+		WebhookURL:    p.webhookURL,
+		Registerer:    p.registerer,
+		Logger:        p.logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error creating the worker: %w", err)
+	}
+	if err := w.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, err
+	}
+	return &runningWorker{w: w, logger: p.logger}, nil
+}
+
+// stop stops the worker cleanly within workerStopTimeout.
+func (r *runningWorker) stop(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, workerStopTimeout)
+	defer cancel()
+	if err := r.w.Stop(ctx); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("the worker did not stop within %s; unfinished keys are resumed once their leases expire", workerStopTimeout)
+		}
+		return err
+	}
+	return nil
 }

@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/pgsaga/pgsaga/gateway/sim"
+	"github.com/pgsaga/pgsaga/recovery"
+	"github.com/pgsaga/pgsaga/saga"
+)
+
+// demoServerCmd is the hidden command the demo runs as a separate process for its crash
+// scenario, so that the crash is a real kill -9: the example payments API, as serve runs it.
+func (c *cli) demoServerCmd() *cobra.Command {
+	f := &serveFlags{}
+	cmd := &cobra.Command{
+		Use:    "demo-server",
+		Short:  "The example payments API, run by the demo as a process it kills",
+		Hidden: true,
+		Args:   noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			child := &cli{app: PaymentsApp().withDefaults(), env: c.env, databaseURL: c.databaseURL, logLevel: logOneShot}
+			return child.serve(cmd.Context(), f)
+		},
+	}
+	cmd.Flags().StringVar(&f.addr, "addr", "127.0.0.1:0", "address to listen on")
+	cmd.Flags().StringVar(&f.gatewayURL, "gateway-url", "", "base URL of the gateway simulator")
+	cmd.Flags().DurationVar(&f.lease, "lease", demoLease, "key lease")
+	return cmd
+}
+
+// crashServer is the demo's separate server process.
+type crashServer struct {
+	cmd  *exec.Cmd
+	url  string
+	done chan struct{}
+}
+
+// startCrashServer runs this binary's demo-server and waits until it listens.
+func (d *demo) startCrashServer(ctx context.Context) (*crashServer, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("error finding this program to run its server: %w", err)
+	}
+	cmd := exec.Command(self, "demo-server", "--addr", "127.0.0.1:0", "--gateway-url", d.simURL,
+		"--lease", demoLease.String(), "--database-url", d.dbURL)
+	cmd.SysProcAttr = childProcAttr()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("error starting the demo's server process: %w", err)
+	}
+	s := &crashServer{cmd: cmd, done: make(chan struct{})}
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := listeningLine.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case urls <- m[1]:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	select {
+	case s.url = <-urls:
+		return s, nil
+	case <-s.done:
+		return nil, fmt.Errorf("the demo's server process exited before listening (%v)", cmd.ProcessState)
+	case <-time.After(20 * time.Second):
+	case <-ctx.Done():
+	}
+	s.kill()
+	return nil, fmt.Errorf("the demo's server process did not listen within 20s")
+}
+
+// kill is kill -9, then waits for the process to be gone.
+func (s *crashServer) kill() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.done
+}
+
+// crashBetweenPhases sends a payment to a separate server process, kills it (kill -9) once the
+// gateway has charged and before the result is recorded, and lets the recovery worker finish
+// the key after its lease expires: it asks the gateway by reference and records the charge it
+// finds instead of charging again. The client's retry gets the stored answer.
+func (d *demo) crashBetweenPhases(ctx context.Context, res *scenarioResult) error {
+	inv, err := d.invoice(ctx, 5000)
+	if err != nil {
+		return err
+	}
+	server, err := d.startCrashServer(ctx)
+	if err != nil {
+		return err
+	}
+	defer server.kill()
+
+	// Hold the gateway's answer after it charged, so that the kill lands between phases.
+	if _, err := d.sim.SetFaults(func(s *sim.Settings) { s.Latency = time.Minute }); err != nil {
+		return err
+	}
+	unhold := func() { _, _ = d.sim.SetFaults(func(s *sim.Settings) { s.Latency = 0 }) }
+	defer unhold()
+
+	key, body := uuid.NewString(), paymentBody(inv, 2000)
+	before := d.sim.TotalCharges()
+	sent := make(chan error, 1)
+	go func() {
+		_, err := d.post(ctx, nil, server.url, "alice", key, "/payments", body)
+		sent <- err
+	}()
+	res.requests++
+	if err := waitFor(ctx, 20*time.Second, 2*time.Millisecond, func() (bool, error) { return d.sim.TotalCharges() > before, nil }); err != nil {
+		return fmt.Errorf("the gateway was never charged: %w", err)
+	}
+	server.kill()
+	if err := <-sent; err == nil {
+		return fmt.Errorf("the request to the killed server got an answer")
+	}
+	unhold()
+
+	scope := saga.Scope{Tenant: d.tenant, Actor: "alice"}
+	k, err := readKey(ctx, d.pool, scope, key)
+	if err != nil {
+		return err
+	}
+	if k.Status != saga.KeyStatusStarted {
+		return fmt.Errorf("after the crash the key is %s, want started", k.Status)
+	}
+	crashedAt := k.RecoveryPoint
+
+	// The worker: once the dead server's lease expires, claim the key and resume it.
+	var outcome recovery.Outcome
+	err = waitFor(ctx, 30*time.Second, 100*time.Millisecond, func() (bool, error) {
+		var err error
+		outcome, err = d.resumer.ResumeKey(ctx, recovery.KeyRef{Scope: scope, Key: key})
+		return outcome == recovery.OutcomeCompleted, err
+	})
+	if err != nil {
+		return fmt.Errorf("the worker did not finish the key (last outcome %q): %w", outcome, err)
+	}
+
+	retry, err := d.post(ctx, res, "", "alice", key, "/payments", body)
+	if err != nil {
+		return err
+	}
+	if retry.status != http.StatusCreated || !retry.replayed() {
+		return fmt.Errorf("the client's retry after recovery: want a replayed 201, got %s", retry)
+	}
+	res.expect(inv, 1)
+	res.verdict = fmt.Sprintf("ok: server killed (-9) after charging, key at %s; worker resumed it, no second charge; retry replayed", crashedAt)
+	return nil
+}
+
+// waitFor polls cond every interval until it holds, returns an error, or timeout passes.
+func waitFor(ctx context.Context, timeout, interval time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("gave up after %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}
