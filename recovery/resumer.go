@@ -28,6 +28,9 @@ const (
 	// OutcomeParked: the key ran out of attempts or failed permanently and is parked as failed
 	// for an operator.
 	OutcomeParked Outcome = "parked"
+	// OutcomeSuperseded: another execution took the key over while this one ran (this one was
+	// paused past its lease); this one's writes were fenced and the key is as the other left it.
+	OutcomeSuperseded Outcome = "superseded"
 	// OutcomeSkipped: the key was not due (gone, finished, parked, leased by someone else, or
 	// its next attempt not yet reached), so nothing ran.
 	OutcomeSkipped Outcome = "skipped"
@@ -41,6 +44,8 @@ type RunResult struct {
 	Completed int
 	Failed    int
 	Parked    int
+	// Superseded counts resumes whose key another execution took over meanwhile.
+	Superseded int
 	// Released is how many claimed keys were given back unstarted because the pass was
 	// cancelled.
 	Released int
@@ -129,10 +134,15 @@ func (r *Resumer) ResumeKey(ctx context.Context, ref KeyRef) (Outcome, error) {
 }
 
 func (r *Resumer) resume(ctx context.Context, k *saga.Key) Outcome {
-	_, err := r.cfg.Client.ResumeClaimed(ctx, k)
+	res, err := r.cfg.Client.ResumeClaimed(ctx, k)
 	switch {
+	case err == nil && res.Replayed:
+		// Fenced: the stored answer is another execution's.
+		return OutcomeSuperseded
 	case err == nil:
 		return OutcomeCompleted
+	case errors.Is(err, saga.ErrInProgress):
+		return OutcomeSuperseded
 	case errors.Is(err, saga.ErrParked):
 		return OutcomeParked
 	}
@@ -146,6 +156,8 @@ func (res *RunResult) count(out Outcome) {
 		res.Completed++
 	case OutcomeParked:
 		res.Parked++
+	case OutcomeSuperseded:
+		res.Superseded++
 	default:
 		res.Failed++
 	}

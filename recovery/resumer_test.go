@@ -1,0 +1,346 @@
+package recovery_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/examples/payments"
+	"github.com/pgsaga/pgsaga/gateway/sim"
+	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/phases"
+	"github.com/pgsaga/pgsaga/recovery"
+	"github.com/pgsaga/pgsaga/saga"
+)
+
+func TestNewValidatesConfig(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	c := newClient(t, db.Pool, &saga.Config{})
+	for _, tc := range []struct {
+		name string
+		cfg  *recovery.Config
+		want string
+	}{
+		{"nil", nil, "Config.DB"},
+		{"no db", &recovery.Config{Client: c}, "Config.DB"},
+		{"no client", &recovery.Config{DB: db.Pool}, "Config.Client"},
+		{"negative batch", &recovery.Config{DB: db.Pool, Client: c, BatchSize: -1}, "Config.BatchSize"},
+		{"negative concurrency", &recovery.Config{DB: db.Pool, Client: c, Concurrency: -2}, "Config.Concurrency"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := recovery.New(tc.cfg)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// A payment whose process lost the gateway's answer after the charge was made (and gave up) is
+// finished by the resumer: it asks the gateway first, finds the charge, and records it. One
+// charge in the ledger, the invoice paid, the key completed with a 201.
+func TestRunOnceFinishesCrashedPayment(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	gw := sim.New(nil)
+	svc, err := payments.New(&payments.Config{Pool: db.Pool, Gateway: gw.Gateway(), GatewayRetries: 1})
+	require.NoError(t, err)
+	c := svc.Client()
+	ctx := t.Context()
+
+	inv, err := c.Run(ctx, payments.OpCreateInvoice, &saga.Request{Scope: scope, Key: "invoice-key-1", Method: "POST", Path: "/invoices",
+		Body: []byte(`{"amount": 5000, "currency": "USD"}`)})
+	require.NoError(t, err)
+	var invoice struct{ ID string }
+	require.NoError(t, json.Unmarshal(inv.Response.Body, &invoice))
+
+	// The charge is made but both answers (the first try and the in-process retry with the same
+	// key) are lost, and the gateway cannot be asked: the request gives up with the charge made.
+	_, err = gw.SetFaults(func(s *sim.Settings) { s.Inquiry = false })
+	require.NoError(t, err)
+	gw.LoseNext(2)
+	_, err = c.Run(ctx, payments.OpCreatePayment, &saga.Request{Scope: scope, Key: "payment-key-1", Method: "POST", Path: "/payments",
+		Body: []byte(`{"invoice_id": "` + invoice.ID + `", "amount": 2000}`)})
+	var transient *saga.TransientError
+	require.ErrorAs(t, err, &transient)
+	require.Equal(t, 1, gw.TotalCharges(), "the lost answer's charge exists")
+	k := keyRow(t, c, "payment-key-1")
+	require.Equal(t, saga.KeyStatusStarted, k.Status)
+	require.Equal(t, "payment_created", k.RecoveryPoint)
+
+	_, err = gw.SetFaults(func(s *sim.Settings) { s.Inquiry = true })
+	require.NoError(t, err)
+
+	// Not due yet: saga scheduled the next attempt after a delay.
+	r, err := recovery.New(&recovery.Config{DB: db.Pool, Client: c})
+	require.NoError(t, err)
+	res, err := r.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, res.Claimed, "the retry delay has not passed")
+	// Make it due now (as if the delay passed), then resume.
+	_, err = db.Pool.Exec(ctx, `UPDATE pgsaga_key SET locked_until = now() - interval '1 second', next_attempt_at = now() WHERE key = 'payment-key-1'`)
+	require.NoError(t, err)
+	res, err = r.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, &recovery.RunResult{Claimed: 1, Completed: 1}, res)
+
+	k = keyRow(t, c, "payment-key-1")
+	require.Equal(t, saga.KeyStatusCompleted, k.Status)
+	require.Equal(t, http.StatusCreated, k.Response.Status, string(k.Response.Body))
+	require.Equal(t, 1, gw.TotalCharges(), "resuming must not charge again")
+	var paid int
+	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT paid FROM invoices WHERE id = $1`, invoice.ID).Scan(&paid))
+	require.Equal(t, 2000, paid)
+
+	// Nothing left to do.
+	res, err = r.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, res.Claimed)
+}
+
+// Three resumers, each with its own pool and client (as separate processes would be), drain
+// 1,000 crashed keys concurrently: every key's external call runs once and its last phase
+// commits once.
+func TestConcurrentResumersResumeEachKeyOnce(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	createEffectTable(t, db.Pool)
+	keys := seedCrashed(t, db.Pool, "crashed", 1000)
+	eff := newEffects()
+
+	results := make([]*recovery.RunResult, 3)
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range results {
+		pool, err := pgxpool.New(t.Context(), db.URL)
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+		c := newClient(t, pool, &saga.Config{Operations: []*phases.Operation{eff.operation()}})
+		r, err := recovery.New(&recovery.Config{DB: pool, Client: c, BatchSize: 25, Concurrency: 4})
+		require.NoError(t, err)
+		wg.Go(func() { results[i], errs[i] = drain(t.Context(), r) })
+	}
+	wg.Wait()
+
+	claimed := 0
+	for i, res := range results {
+		require.NoError(t, errs[i])
+		require.Zero(t, res.Failed+res.Parked, "resumer %d: %+v", i, res)
+		claimed += res.Claimed
+		t.Logf("resumer %d: %+v", i, res)
+	}
+	require.Equal(t, len(keys), claimed, "each key claimed exactly once across the resumers")
+	for _, k := range keys {
+		require.Equal(t, 1, eff.count(k), "external calls for %s", k)
+	}
+	require.Equal(t, len(keys), countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`))
+	require.Equal(t, len(keys), countRows(t, db.Pool, `SELECT count(DISTINCT key) FROM effect_rows`))
+	require.Equal(t, len(keys), countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key WHERE status = 'completed' AND attempts = 2`))
+}
+
+// A key whose call always fails transiently is retried on schedule and parked after
+// MaxAttempts, with the last error; the resumer then leaves it alone.
+func TestKeyThatAlwaysFailsIsParkedAfterMaxAttempts(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	createEffectTable(t, db.Pool)
+	eff := newEffects()
+	eff.fail = errFlaky
+	var delay time.Duration // the retry delay saga schedules; changed below
+	var mu sync.Mutex
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation()}, MaxAttempts: 3,
+		RetryDelay: func(int) time.Duration { mu.Lock(); defer mu.Unlock(); return delay }})
+	r, err := recovery.New(&recovery.Config{DB: db.Pool, Client: c})
+	require.NoError(t, err)
+	ctx := t.Context()
+
+	// Attempt 1: the request itself.
+	_, err = c.Run(ctx, opEffect, &saga.Request{Scope: scope, Key: "always-fails", Method: "POST", Path: "/effects", Body: []byte(`{}`)})
+	var transient *saga.TransientError
+	require.ErrorAs(t, err, &transient)
+
+	// Attempt 2, by the resumer.
+	res, err := r.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, &recovery.RunResult{Claimed: 1, Failed: 1}, res)
+	k := keyRow(t, c, "always-fails")
+	require.Equal(t, saga.KeyStatusStarted, k.Status)
+	require.Equal(t, 2, k.Attempts)
+	require.Contains(t, k.LastError, errFlaky.Error())
+
+	// A scheduled delay is honoured: the key is not due until next_attempt_at.
+	mu.Lock()
+	delay = time.Hour
+	mu.Unlock()
+	_, err = db.Pool.Exec(ctx, `UPDATE pgsaga_key SET next_attempt_at = now() + interval '1 hour'`)
+	require.NoError(t, err)
+	res, err = r.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, res.Claimed, "a key whose next attempt is in an hour is not due")
+	_, err = db.Pool.Exec(ctx, `UPDATE pgsaga_key SET next_attempt_at = now()`)
+	require.NoError(t, err)
+
+	// Attempt 3 is the last: the key is parked.
+	res, err = r.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, &recovery.RunResult{Claimed: 1, Parked: 1}, res)
+	k = keyRow(t, c, "always-fails")
+	require.Equal(t, saga.KeyStatusFailed, k.Status)
+	require.Equal(t, 3, k.Attempts)
+	require.Contains(t, k.LastError, "attempts exhausted (3)")
+	require.Contains(t, k.LastError, errFlaky.Error())
+	require.Equal(t, 3, eff.count("always-fails"))
+
+	// Parked keys are an operator's: the resumer never claims them, however old.
+	_, err = db.Pool.Exec(ctx, `UPDATE pgsaga_key SET locked_until = now() - interval '1 day', next_attempt_at = now() - interval '1 day'`)
+	require.NoError(t, err)
+	res, err = r.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Zero(t, res.Claimed)
+	outcome, err := r.ResumeKey(ctx, recovery.KeyRef{Scope: scope, Key: "always-fails"})
+	require.NoError(t, err)
+	require.Equal(t, recovery.OutcomeSkipped, outcome)
+	require.Equal(t, 3, eff.count("always-fails"))
+	require.Equal(t, 0, countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`))
+}
+
+// Keys with a live lease, completed keys and keys of operations the client does not know are
+// not claimed.
+func TestRunOnceClaimsOnlyDueKeysOfKnownOperations(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	createEffectTable(t, db.Pool)
+	seedCrashed(t, db.Pool, "due", 3)
+	seedCrashed(t, db.Pool, "leased", 2)
+	seedCrashed(t, db.Pool, "other", 2)
+	ctx := t.Context()
+	_, err := db.Pool.Exec(ctx, `UPDATE pgsaga_key SET locked_until = now() + interval '1 minute' WHERE key LIKE 'leased-%'`)
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(ctx, `UPDATE pgsaga_key SET operation = 'not_registered' WHERE key LIKE 'other-%'`)
+	require.NoError(t, err)
+
+	eff := newEffects()
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation()}})
+	r, err := recovery.New(&recovery.Config{DB: db.Pool, Client: c})
+	require.NoError(t, err)
+
+	due, err := r.DueKeys(ctx, 100)
+	require.NoError(t, err)
+	require.Len(t, due, 3)
+	res, err := drain(ctx, r)
+	require.NoError(t, err)
+	require.Equal(t, &recovery.RunResult{Claimed: 3, Completed: 3}, res)
+	require.Equal(t, 4, countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key WHERE status = 'started' AND attempts = 1`))
+
+	outcome, err := r.ResumeKey(ctx, recovery.KeyRef{Scope: scope, Key: "leased-00000"})
+	require.NoError(t, err)
+	require.Equal(t, recovery.OutcomeSkipped, outcome, "a live lease is someone else's")
+	outcome, err = r.ResumeKey(ctx, recovery.KeyRef{Scope: scope, Key: "due-00000"})
+	require.NoError(t, err)
+	require.Equal(t, recovery.OutcomeSkipped, outcome, "a completed key is not due")
+	outcome, err = r.ResumeKey(ctx, recovery.KeyRef{Scope: scope, Key: "no-such-key"})
+	require.NoError(t, err)
+	require.Equal(t, recovery.OutcomeSkipped, outcome)
+}
+
+// Cancelling a pass mid-batch: the resume under way finishes, the claimed keys not yet started
+// get their leases (and attempts) back at once, and another resumer finishes them.
+func TestRunOnceCancelledMidBatchLosesNothing(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	createEffectTable(t, db.Pool)
+	keys := seedCrashed(t, db.Pool, "batch", 5)
+	eff := newEffects()
+	eff.hold = make(chan struct{})
+	eff.entered = make(chan string, 10)
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation()}})
+	r, err := recovery.New(&recovery.Config{DB: db.Pool, Client: c, BatchSize: 5, Concurrency: 1})
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan *recovery.RunResult, 1)
+	go func() {
+		res, err := r.RunOnce(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	first := <-eff.entered
+	cancel()
+	close(eff.hold)
+	res := <-done
+	require.Equal(t, &recovery.RunResult{Claimed: 5, Completed: 1, Released: 4}, res)
+
+	require.Equal(t, saga.KeyStatusCompleted, keyRow(t, c, first).Status)
+	for _, k := range keys {
+		if k == first {
+			continue
+		}
+		row := keyRow(t, c, k)
+		require.Equal(t, saga.KeyStatusStarted, row.Status)
+		require.False(t, row.Leased, "%s was given back", k)
+		require.Equal(t, 1, row.Attempts, "%s: the unstarted claim does not count as an attempt", k)
+		require.Zero(t, eff.count(k))
+	}
+
+	other, err := recovery.New(&recovery.Config{DB: db.Pool, Client: newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation()}})})
+	require.NoError(t, err)
+	eff.mu.Lock()
+	eff.entered = nil
+	eff.mu.Unlock()
+	res, err = drain(t.Context(), other)
+	require.NoError(t, err)
+	require.Equal(t, &recovery.RunResult{Claimed: 4, Completed: 4}, res)
+	for _, k := range keys {
+		require.Equal(t, 1, eff.count(k), k)
+	}
+	require.Equal(t, 5, countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`))
+}
+
+// A resumer paused past its lease (a zombie) commits nothing once another took the key over.
+func TestZombieResumerIsFenced(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	createEffectTable(t, db.Pool)
+	seedCrashed(t, db.Pool, "zombie", 1)
+	eff := newEffects()
+	eff.hold = make(chan struct{})
+	eff.entered = make(chan string, 2)
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation()}})
+	r, err := recovery.New(&recovery.Config{DB: db.Pool, Client: c})
+	require.NoError(t, err)
+
+	done := make(chan *recovery.RunResult, 1)
+	go func() {
+		res, err := r.RunOnce(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	<-eff.entered
+	// The first resumer stalls inside its call; its lease runs out and a second one takes over.
+	_, err = db.Pool.Exec(t.Context(), `UPDATE pgsaga_key SET locked_until = now() - interval '1 second'`)
+	require.NoError(t, err)
+	eff.mu.Lock()
+	stalled := eff.hold
+	eff.hold = nil
+	eff.mu.Unlock()
+	second, err := recovery.New(&recovery.Config{DB: db.Pool, Client: c})
+	require.NoError(t, err)
+	res, err := second.RunOnce(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, &recovery.RunResult{Claimed: 1, Completed: 1}, res)
+
+	close(stalled)
+	zombie := <-done
+	require.Equal(t, &recovery.RunResult{Claimed: 1, Superseded: 1}, zombie, "the zombie's last phase is fenced")
+	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`))
+	require.Equal(t, 2, eff.count("zombie-00000"), "both calls ran: fencing protects the commit, not the call")
+}
