@@ -117,6 +117,7 @@ func (s *Service) Handler() (http.Handler, error) {
 	mux.Handle("GET /invoices/{id}", s.authenticated(s.getInvoice))
 	mux.Handle("GET /payments", s.authenticated(s.listPayments))
 	mux.Handle("GET /sales", s.authenticated(s.listSales))
+	mux.Handle("POST /webhooks/{source}", WebhookHandler(s.cfg.Pool, nil))
 	return mux, nil
 }
 
