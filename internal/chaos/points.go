@@ -20,7 +20,9 @@ type Points struct {
 type action struct {
 	crash bool
 	gate  *Gate
-	err   error
+	// frozen gates wait whatever the context says, as a stopped process (SIGSTOP) would.
+	frozen bool
+	err    error
 }
 
 // NewPoints returns a set with nothing armed.
@@ -37,8 +39,16 @@ func (p *Points) Fail(name string, err error) { p.arm(name, action{err: err}) }
 // Block makes the next hit of name wait until the returned gate is released (or the hit's
 // context ends). Gate.Reached is closed when an execution arrives there.
 func (p *Points) Block(name string) *Gate {
-	g := &Gate{reached: make(chan struct{}), release: make(chan struct{})}
+	g := newGate()
 	p.arm(name, action{gate: g})
+	return g
+}
+
+// Freeze is Block for a stopped process: the execution waits for the gate's release even when
+// its context ends meanwhile, and then goes on with whatever deadline has passed.
+func (p *Points) Freeze(name string) *Gate {
+	g := newGate()
+	p.arm(name, action{gate: g, frozen: true})
 	return g
 }
 
@@ -64,6 +74,10 @@ func (p *Points) Hit(ctx context.Context, name string) error {
 	switch {
 	case a.crash:
 		runtime.Goexit()
+	case a.gate != nil && a.frozen:
+		close(a.gate.reached)
+		<-a.gate.release
+		return a.gate.err
 	case a.gate != nil:
 		close(a.gate.reached)
 		select {
@@ -103,6 +117,10 @@ type Gate struct {
 	release chan struct{}
 	once    sync.Once
 	err     error
+}
+
+func newGate() *Gate {
+	return &Gate{reached: make(chan struct{}), release: make(chan struct{})}
 }
 
 // Reached is closed when an execution arrives at the gate.

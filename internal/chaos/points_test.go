@@ -49,8 +49,20 @@ func TestPoints(t *testing.T) {
 	require.False(t, g.Wait())
 	require.ErrorIs(t, err, boom)
 
-	gate = p.Block("d")
+	p.Block("d")
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	require.ErrorIs(t, p.Hit(cancelled, "d"), context.Canceled, "a blocked hit gives up when its context ends")
+
+	gate = p.Freeze("e")
+	g = chaos.Start(func() { err = p.Hit(cancelled, "e") })
+	<-gate.Reached()
+	select {
+	case <-g.Done():
+		t.Fatal("a frozen hit returned before its gate was released, although its context had ended")
+	default:
+	}
+	gate.Release()
+	require.False(t, g.Wait())
+	require.NoError(t, err)
 }
