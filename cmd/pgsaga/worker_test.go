@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"syscall"
@@ -33,14 +34,30 @@ func TestWorkerResumesAStuckKeyAndStopsOnSignal(t *testing.T) {
 	w := newWorld(t)
 	key, invoiceID := w.stuckPayment("t1", "alice")
 	require.Zero(t, w.sim.TotalCharges())
+	events := make(chan string, 10)
+	hook := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		events <- r.Header.Get("X-Event-ID")
+	}))
+	t.Cleanup(hook.Close)
 
 	p := start(t, nil, true, "worker", "--database-url", w.db.URL, "--gateway-url", w.simURL,
-		"--sweep-interval", "100ms", "--metrics-addr", "127.0.0.1:0")
+		"--sweep-interval", "100ms", "--metrics-addr", "127.0.0.1:0", "--webhook-url", hook.URL)
 	waitUntil(t, 30*time.Second, "the worker to finish the key", func() bool {
 		return w.count(`SELECT count(*) FROM pgsaga_key WHERE key = $1 AND status = 'completed'`, key) == 1
 	})
 	require.Equal(t, 1, w.sim.TotalCharges())
 	require.Equal(t, 1, w.count(`SELECT count(*) FROM payments WHERE invoice_id = $1 AND status = 'succeeded'`, invoiceID))
+
+	// The resume recorded the payment and its payment.succeeded event together; the worker
+	// delivers the event.
+	var paymentID string
+	require.NoError(t, w.db.Pool.QueryRow(t.Context(), `SELECT id FROM payments WHERE invoice_id = $1`, invoiceID).Scan(&paymentID))
+	select {
+	case id := <-events:
+		require.Equal(t, "payment.succeeded:"+paymentID, id)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the payment.succeeded event was not delivered")
+	}
 
 	status, _, body := httpDo(t, "GET", p.url+"/metrics", nil, "")
 	require.Equal(t, http.StatusOK, status)

@@ -13,6 +13,7 @@ import (
 	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/migrations"
 	"github.com/pgsaga/pgsaga/saga"
+	"github.com/pgsaga/pgsaga/worker"
 )
 
 // App is what an application plugs into the commands: its migrations and how to build its
@@ -43,6 +44,10 @@ type BuildParams struct {
 	Logger *slog.Logger
 	// Registerer receives the service's metrics; serve exposes them on /metrics.
 	Registerer prometheus.Registerer
+	// Outbox inserts outbox events in the caller's transaction (worker.EmitTx); any worker
+	// delivers them. It is an insert-only River client, the same whether or not this process
+	// also runs a worker.
+	Outbox worker.Inserter
 }
 
 // Service is an application's service as the commands run it.
@@ -66,6 +71,9 @@ func PaymentsApp() *App {
 				Lease:      p.Lease,
 				Logger:     p.Logger,
 				Registerer: p.Registerer,
+				// Every succeeded payment emits payment.succeeded in the transaction that
+				// records it; `worker --webhook-url` delivers it.
+				PaymentHooks: []payments.PaymentHook{payments.PaymentSucceededHook(p.Outbox)},
 			})
 			if err != nil {
 				return nil, err

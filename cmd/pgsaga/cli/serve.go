@@ -145,11 +145,16 @@ func (c *cli) serve(ctx context.Context, f *serveFlags) error {
 	return nil
 }
 
-// build calls the application's Build.
+// build calls the application's Build, giving it an insert-only outbox client.
 func (c *cli) build(ctx context.Context, p *BuildParams) (*Service, error) {
 	if c.app.Build == nil {
 		return nil, errors.New("this binary has no operations (App.Build is nil)")
 	}
+	outbox, err := worker.NewInsertOnlyClient(p.Pool)
+	if err != nil {
+		return nil, err
+	}
+	p.Outbox = outbox
 	svc, err := c.app.Build(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("error building the service: %w", err)

@@ -1,0 +1,133 @@
+package cli_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/cmd/pgsaga/cli"
+	"github.com/pgsaga/pgsaga/internal/dbtest"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m, nil) }
+
+// lineWriter collects output and hands over the first "listening on" address.
+type lineWriter struct {
+	mu   sync.Mutex
+	buf  strings.Builder
+	addr chan string
+}
+
+var listening = regexp.MustCompile(`listening on (http://\S+)`)
+
+func (w *lineWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(b)
+	if m := listening.FindStringSubmatch(w.buf.String()); m != nil {
+		select {
+		case w.addr <- m[1]:
+		default:
+		}
+	}
+	return len(b), nil
+}
+
+func (w *lineWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// An application's own App: migrate applies its line after pgsaga's, serve runs its operation
+// idempotently, and cancelling the context stops serve cleanly.
+func TestOwnApp(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t) // empty: no migrations in the template
+	app := shopApp()
+	env := func(out io.Writer) *cli.Env {
+		return &cli.Env{Stdout: out, Stderr: out, Getenv: func(name string) string {
+			if name == "DATABASE_URL" {
+				return db.URL
+			}
+			return ""
+		}}
+	}
+
+	var migrated strings.Builder
+	require.Equal(t, cli.ExitOK, cli.Run(t.Context(), app, []string{"migrate"}, env(&migrated)), migrated.String())
+	require.Contains(t, migrated.String(), "applied shop 001_receipts")
+	var again strings.Builder
+	require.Equal(t, cli.ExitOK, cli.Run(t.Context(), app, []string{"migrate"}, env(&again)))
+	require.Equal(t, "already up to date\n", again.String())
+
+	ctx, cancel := context.WithCancel(t.Context())
+	out := &lineWriter{addr: make(chan string, 1)}
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run(ctx, app, []string{"serve", "--addr", "127.0.0.1:0", "--log-level", "off"}, env(out))
+	}()
+	var url string
+	select {
+	case url = <-out.addr:
+	case code := <-done:
+		t.Fatalf("serve exited with %d: %s", code, out)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not listen: %s", out)
+	}
+
+	post := func() (int, string, string) {
+		req, err := http.NewRequestWithContext(t.Context(), "POST", url+"/receipts", strings.NewReader(`{}`))
+		require.NoError(t, err)
+		req.Header.Set("X-Tenant-ID", "t1")
+		req.Header.Set("X-Actor-ID", "alice")
+		req.Header.Set("Idempotency-Key", "receipt-0001")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, resp.Header.Get("Idempotent-Replayed"), string(b)
+	}
+	status, replayed, first := post()
+	require.Equal(t, http.StatusCreated, status, first)
+	require.Empty(t, replayed)
+	status, replayed, second := post()
+	require.Equal(t, http.StatusCreated, status)
+	require.Equal(t, "true", replayed)
+	require.Equal(t, first, second)
+	var receipts int
+	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM receipts`).Scan(&receipts))
+	require.Equal(t, 1, receipts)
+
+	cancel()
+	select {
+	case code := <-done:
+		require.Equal(t, cli.ExitOK, code, out.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop after its context was cancelled")
+	}
+}
+
+// An App without Build still migrates and inspects keys; the commands that need operations
+// say so in one line.
+func TestAppWithoutBuild(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	var out strings.Builder
+	env := &cli.Env{Stdout: &out, Stderr: &out}
+	require.Equal(t, cli.ExitOK, cli.Run(t.Context(), &cli.App{}, []string{"migrate", "--database-url", db.URL}, env), out.String())
+	out.Reset()
+	require.Equal(t, cli.ExitOK, cli.Run(t.Context(), &cli.App{}, []string{"keys", "--database-url", db.URL}, env), out.String())
+	require.Equal(t, "no keys\n", out.String())
+	out.Reset()
+	require.Equal(t, cli.ExitFailure, cli.Run(t.Context(), &cli.App{}, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", db.URL, "--log-level", "off"}, env))
+	require.Equal(t, "pgsaga serve: this binary has no operations (App.Build is nil)\n", out.String())
+}

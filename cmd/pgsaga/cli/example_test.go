@@ -1,0 +1,92 @@
+package cli_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"testing/fstest"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsaga/pgsaga/cmd/pgsaga/cli"
+	"github.com/pgsaga/pgsaga/migrations"
+	"github.com/pgsaga/pgsaga/phases"
+	"github.com/pgsaga/pgsaga/saga"
+)
+
+// shopApp is an application's own binary: its tables, its operations, pgsaga's commands.
+// Its main is `func main() { os.Exit(cli.Main(shopApp())) }`.
+func shopApp() *cli.App {
+	tables := fstest.MapFS{
+		"001_receipts.up.sql":   {Data: []byte(`CREATE TABLE receipts (id text PRIMARY KEY, tenant_id text NOT NULL, total bigint NOT NULL)`)},
+		"001_receipts.down.sql": {Data: []byte(`DROP TABLE receipts`)},
+	}
+	issueReceipt := &phases.Operation{
+		Name: "issue_receipt",
+		Steps: []phases.Step{
+			phases.Atomic("receipt_issued", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+				id := "rcpt_" + uuid.NewString()
+				if _, err := tx.Exec(ctx, `INSERT INTO receipts (id, tenant_id, total) VALUES ($1, $2, 100)`, id, run.Tenant()); err != nil {
+					return err
+				}
+				return run.Respond(http.StatusCreated, map[string]string{"id": id})
+			}),
+		},
+	}
+	return &cli.App{
+		Name:       "shop",
+		Migrations: []migrations.Line{{Name: "shop", FS: tables}},
+		Build: func(ctx context.Context, p *cli.BuildParams) (*cli.Service, error) {
+			client, err := saga.NewClient(&saga.Config{
+				DB:         p.Pool,
+				Operations: []*phases.Operation{issueReceipt},
+				Lease:      p.Lease,
+				Logger:     p.Logger,
+				Registerer: p.Registerer,
+			})
+			if err != nil {
+				return nil, err
+			}
+			h, err := client.Handler("issue_receipt", &saga.HandlerOpts{Scope: func(r *http.Request) (saga.Scope, error) {
+				tenant, actor := r.Header.Get("X-Tenant-ID"), r.Header.Get("X-Actor-ID")
+				if tenant == "" || actor == "" {
+					return saga.Scope{}, errors.New("X-Tenant-ID and X-Actor-ID are required")
+				}
+				return saga.Scope{Tenant: tenant, Actor: actor}, nil
+			}})
+			if err != nil {
+				return nil, err
+			}
+			mux := http.NewServeMux()
+			mux.Handle("POST /receipts", h)
+			return &cli.Service{Client: client, Handler: mux}, nil
+		},
+	}
+}
+
+// An application builds pgsaga's commands into its own binary with its own operations: `shop
+// migrate` adds its receipts table, `shop serve` serves POST /receipts idempotently, `shop
+// worker` and `shop resume` resume its keys. Run runs one command line and returns the exit
+// status, as Main does with os.Args; errors are one line on stderr.
+func Example() {
+	app := shopApp()
+	env := &cli.Env{Stdout: os.Stdout, Stderr: os.Stdout, Getenv: os.Getenv}
+	code := cli.Run(context.Background(), app, []string{"show", "--actor", "alice", "some-key-0001"}, env)
+	fmt.Println("exit status", code)
+	// Output:
+	// shop show: required flag --tenant not set (see shop show --help)
+	// exit status 2
+}
+
+// Without --database-url or $DATABASE_URL, a command that needs a database is bad usage.
+func ExampleRun_noDatabase() {
+	env := &cli.Env{Stdout: os.Stdout, Stderr: os.Stdout} // no environment: DATABASE_URL is unset
+	code := cli.Run(context.Background(), cli.PaymentsApp(), []string{"keys", "--stuck"}, env)
+	fmt.Println("exit status", code)
+	// Output:
+	// pgsaga keys: no database: set --database-url or DATABASE_URL (see pgsaga keys --help)
+	// exit status 2
+}
