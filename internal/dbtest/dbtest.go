@@ -43,6 +43,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgsaga/pgsaga/internal/pglocal"
+	"github.com/pgsaga/pgsaga/migrations"
 )
 
 // EnvURL names the environment variable that, when set, points the tests at an existing server
@@ -58,8 +59,19 @@ const (
 // Opts configures Main. A nil *Opts uses every default.
 type Opts struct {
 	// Migrate brings the template database to the schema every test database starts from.
-	// Defaults to applying no migrations (an empty database).
+	// Defaults to migrations.Migrate(ctx, pool, nil): River's and pgsaga's tables. NoMigrate
+	// leaves the template empty.
 	Migrate func(ctx context.Context, pool *pgxpool.Pool) error
+}
+
+// NoMigrate is an Opts.Migrate that leaves the template empty, for tests that migrate the
+// database themselves.
+func NoMigrate(ctx context.Context, pool *pgxpool.Pool) error { return nil }
+
+// defaultMigrate applies River's and pgsaga's migrations.
+func defaultMigrate(ctx context.Context, pool *pgxpool.Pool) error {
+	_, err := migrations.Migrate(ctx, pool, nil)
+	return err
 }
 
 // DB is a test's own database. It is dropped when the test ends.
@@ -97,6 +109,9 @@ func Main(m *testing.M, opts *Opts) {
 	s := &suite{prefix: fmt.Sprintf("pgsaga_%d_%s", os.Getpid(), randomHex(3))}
 	if opts != nil {
 		s.opts = *opts
+	}
+	if s.opts.Migrate == nil {
+		s.opts.Migrate = defaultMigrate
 	}
 	current = s
 	code := m.Run()
@@ -182,9 +197,6 @@ func (s *suite) setup() error {
 	s.template = strings.Replace(s.prefix, "pgsaga_", "pgsaga_tpl_", 1)
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+quote(s.template)); err != nil {
 		return fmt.Errorf("error creating template database %s: %w", s.template, err)
-	}
-	if s.opts.Migrate == nil {
-		return nil
 	}
 	// Cloning needs the template to have no session: this pool is closed (all its connections
 	// ended) before the first CREATE DATABASE … TEMPLATE.

@@ -116,3 +116,19 @@ func TestSharedServer(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"postgres", "template0", "template1"}, names, "templates and test databases dropped")
 }
+
+// TestDefaultMigrate checks that the default template holds pgsaga's and River's tables.
+func TestDefaultMigrate(t *testing.T) {
+	t.Parallel()
+	c, err := pglocal.Start(t.Context(), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Stop()) })
+	pool, err := newPool(t.Context(), c.URL("postgres"), 2)
+	require.NoError(t, err)
+	defer pool.Close()
+	require.NoError(t, defaultMigrate(t.Context(), pool))
+	var n int
+	require.NoError(t, pool.QueryRow(t.Context(),
+		"SELECT count(*) FROM pg_tables WHERE tablename IN ('pgsaga_migration', 'river_job')").Scan(&n))
+	require.Equal(t, 2, n)
+}
