@@ -166,6 +166,7 @@ func start(t *testing.T, env []string, wantURL bool, args ...string) *process {
 	require.NoError(t, err)
 	p := &process{t: t, cmd: cmd, done: make(chan struct{}), stderr: &syncWriter{buf: &bytes.Buffer{}}}
 	cmd.Stderr = p.stderr
+	begin := time.Now()
 	require.NoError(t, cmd.Start())
 	urls := make(chan string, 1)
 	go func() {
@@ -192,6 +193,7 @@ func start(t *testing.T, env []string, wantURL bool, args ...string) *process {
 	if wantURL {
 		select {
 		case p.url = <-urls:
+			t.Logf("pgsaga %s listening on %s %s after start", args[0], p.url, time.Since(begin).Round(time.Millisecond))
 		case <-p.done:
 			t.Fatalf("pgsaga %v exited before listening: %s", args, p.stderr.String())
 		case <-time.After(30 * time.Second):

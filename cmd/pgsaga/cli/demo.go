@@ -53,7 +53,9 @@ must be installed) and removes it afterwards; with one, it migrates that databas
 example's tables) and uses fresh tenant ids, so it can run again. It prints one row per
 scenario with the requests sent, the charges made and the verdict, and exits 0 only when every
 effect happened exactly once (checked against the simulator's ledger and the payments table).
-It leaves no process and no temporary directory behind, also when interrupted.`,
+It leaves no process and no temporary directory behind, also when interrupted (SIGINT,
+SIGTERM). Killed outright (kill -9), it still leaves no process (its children die with it);
+the throwaway cluster's directory is then removed by the next run.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.demo(cmd.Context(), verbose, pgBinDir) },
 	}
@@ -62,13 +64,18 @@ It leaves no process and no temporary directory behind, also when interrupted.`,
 	return cmd
 }
 
-func (c *cli) demo(ctx context.Context, verbose bool, pgBinDir string) error {
+func (c *cli) demo(ctx context.Context, verbose bool, pgBinDir string) (err error) {
 	logger := slog.New(slog.DiscardHandler)
 	if verbose {
 		logger = slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			err = errors.New("interrupted")
+		}
+	}()
 	out := c.env.Stdout
 
 	url := c.databaseURL
@@ -79,9 +86,6 @@ func (c *cli) demo(ctx context.Context, verbose bool, pgBinDir string) error {
 		fmt.Fprintln(out, "starting a throwaway PostgreSQL…")
 		cluster, err := pglocal.Start(ctx, &pglocal.Config{Logger: logger, BinDir: pgBinDir})
 		if err != nil {
-			if ctx.Err() != nil {
-				return errors.New("interrupted")
-			}
 			msg := err.Error()
 			if !strings.Contains(msg, envDatabaseURL) {
 				msg += "; install PostgreSQL (initdb and postgres, e.g. apt-get install postgresql) or set " + envDatabaseURL + " to an existing server"
@@ -116,7 +120,7 @@ func (c *cli) demo(ctx context.Context, verbose bool, pgBinDir string) error {
 		res := &scenarioResult{name: sc.name}
 		if err := sc.run(ctx, res); err != nil {
 			if ctx.Err() != nil {
-				return errors.New("interrupted")
+				return err
 			}
 			res.fail(err.Error())
 		}

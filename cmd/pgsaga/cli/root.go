@@ -106,6 +106,11 @@ value, missing required flag or argument, no database URL). Errors are one line 
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		// Checked before any command runs, also those that log nothing.
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			_, err := c.logger(logOneShot)
+			return err
+		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetOut(c.env.Stdout)
