@@ -272,7 +272,8 @@ func (c *Cluster) serverArgs(cfg *Config) []string {
 	}
 	settings := []string{
 		"listen_addresses=" + listen,
-		"unix_socket_directories=" + c.dir,
+		// Double quotes: the setting is a comma-separated list.
+		"unix_socket_directories=\"" + c.dir + "\"",
 		"port=" + strconv.Itoa(c.port),
 		"max_connections=" + strconv.Itoa(cfg.MaxConnections),
 		"shared_buffers=32MB",

@@ -249,6 +249,33 @@ func TestSweepKeepsLiveProcessDirs(t *testing.T) {
 	require.DirExists(t, other)
 }
 
+func TestRunAsUser(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("RunAsUser matters only when running as root")
+	}
+	t.Run("nobody", func(t *testing.T) {
+		t.Parallel()
+		u, err := user.Lookup("nobody")
+		if err != nil {
+			t.Skip("no user nobody here")
+		}
+		cfg := testConfig(t)
+		cfg.RunAsUser = "nobody"
+		c, err := Start(t.Context(), cfg)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, c.Stop()) })
+		require.Equal(t, u.Uid, strconv.Itoa(processUID(t, c.proc.cmd.Process.Pid)))
+	})
+	t.Run("missing", func(t *testing.T) {
+		t.Parallel()
+		cfg := testConfig(t)
+		cfg.RunAsUser = "pgsaga-no-such-user"
+		_, err := Start(t.Context(), cfg)
+		require.ErrorContains(t, err, "error starting postgres: running as root and no user [pgsaga-no-such-user]")
+	})
+}
+
 // reachableTempDir returns a new empty directory that the postgres user can reach when we are
 // root (t.TempDir's parent is private), removed at the end of the test.
 func reachableTempDir(t testing.TB) string {
