@@ -73,6 +73,11 @@ type Operation struct {
 	// MaxAttempts is how many executions a key gets before it is parked as failed. Defaults to
 	// the client's MaxAttempts.
 	MaxAttempts int
+	// WaitInFlight is how long a duplicate of a request still in flight waits for it to finish
+	// (woken by LISTEN/NOTIFY, never past the lease) and answers with its stored response,
+	// instead of answering 409 at once. Each waiting duplicate holds a database connection.
+	// Defaults to 0: answer 409 request_in_progress at once.
+	WaitInFlight time.Duration
 }
 
 // Reserved recovery points.
@@ -107,8 +112,8 @@ func (o *Operation) Check() error {
 		}
 		seen[s.name] = true
 	}
-	if o.Retention < 0 || o.MaxAttempts < 0 {
-		return fmt.Errorf("phases: operation %q: Retention and MaxAttempts must not be negative", o.Name)
+	if o.Retention < 0 || o.MaxAttempts < 0 || o.WaitInFlight < 0 {
+		return fmt.Errorf("phases: operation %q: Retention, MaxAttempts and WaitInFlight must not be negative", o.Name)
 	}
 	return nil
 }

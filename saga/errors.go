@@ -26,9 +26,13 @@ var ErrLeaseLost = errors.New("the key's lease was taken over by another process
 // ErrUnknownOperation is returned when a stored key names an operation the client lacks.
 var ErrUnknownOperation = errors.New("operation is not registered with this client")
 
-// InProgressError is ErrInProgress with the time until the lease expires.
+// InProgressError is ErrInProgress with a hint of when to retry.
 type InProgressError struct {
+	// RetryAfter is when a retry is worth sending (the Retry-After header).
 	RetryAfter time.Duration
+	// LeaseRemaining is how long the execution in flight still holds the key; if it died, a
+	// retry after that takes the key over.
+	LeaseRemaining time.Duration
 }
 
 func (e *InProgressError) Error() string {

@@ -134,6 +134,14 @@ func (c *Client) decide(ctx context.Context, op *phases.Operation, req *Request,
 		c.metrics.request(op.Name, outcomeParked)
 		return nil, ErrParked
 	}
+	if k.Leased && op.WaitInFlight > 0 && !waited(ctx) {
+		// The operation prefers an answer to a 409: wait, bounded, for the execution in flight.
+		later, err := c.waitForKey(ctx, req.Scope, req.Key, op.WaitInFlight)
+		if err != nil {
+			return nil, &TransientError{Err: err}
+		}
+		return c.decide(context.WithValue(ctx, waitedKey{}, true), op, req, hash, later, mayTakeOver)
+	}
 	if k.Leased || !mayTakeOver {
 		c.metrics.request(op.Name, outcomeInProgress)
 		return nil, inProgress(k)
@@ -150,12 +158,19 @@ func (c *Client) decide(ctx context.Context, op *phases.Operation, req *Request,
 	return c.resume(ctx, op, taken)
 }
 
+// waitedKey marks a context whose request already waited for an in-flight execution once.
+type waitedKey struct{}
+
+func waited(ctx context.Context) bool { return ctx.Value(waitedKey{}) != nil }
+
+// inProgress answers a duplicate of an execution in flight. It suggests retrying in a second:
+// the execution usually finishes well before its lease (which only bounds a dead one).
 func inProgress(k *Key) error {
-	wait := time.Second
+	e := &InProgressError{RetryAfter: time.Second}
 	if k.LockedUntil != nil {
-		wait = max(k.LockedUntil.Sub(k.DBNow), time.Second)
+		e.LeaseRemaining = max(k.LockedUntil.Sub(k.DBNow), 0)
 	}
-	return &InProgressError{RetryAfter: wait}
+	return e
 }
 
 // ResumeOpts are optional settings for Resume.

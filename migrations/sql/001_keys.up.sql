@@ -62,3 +62,18 @@ BEGIN
         USING ERRCODE = 'PGS01';
 END;
 $$;
+
+-- Notified when a key that was committed as started leaves that state (completed or parked), so
+-- that a duplicate waiting for an in-flight request (Operation.WaitInFlight) wakes up. A
+-- single-transaction key is inserted completed and never notifies.
+CREATE FUNCTION pgsaga_key_notify_done() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('pgsaga_key_done', json_build_array(NEW.tenant_id, NEW.actor_id, NEW.key)::text);
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER pgsaga_key_done
+    AFTER UPDATE OF status ON pgsaga_key
+    FOR EACH ROW WHEN (OLD.status = 'started' AND NEW.status <> 'started')
+    EXECUTE FUNCTION pgsaga_key_notify_done();
