@@ -52,7 +52,9 @@ func (d *demo) startCrashServer(ctx context.Context) (*crashServer, error) {
 		return nil, fmt.Errorf("error finding this program to run its server: %w", err)
 	}
 	cmd := exec.Command(self, "demo-server", "--addr", "127.0.0.1:0", "--gateway-url", d.simURL,
-		"--lease", demoLease.String(), "--database-url", d.dbURL)
+		"--lease", demoLease.String())
+	// The URL goes in the environment, not on a command line that ps shows.
+	cmd.Env = append(os.Environ(), envDatabaseURL+"="+d.dbURL)
 	cmd.SysProcAttr = childProcAttr()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

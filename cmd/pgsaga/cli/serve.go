@@ -113,7 +113,6 @@ func (c *cli) serve(ctx context.Context, f *serveFlags) error {
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          nil,
 	}
 	fmt.Fprintf(c.env.Stdout, "%s serve: listening on http://%s\n", c.app.Name, ln.Addr())
 	logger.Info("serving", "addr", ln.Addr().String(), "gateway", gatewayName(f.gatewayURL), "worker", f.worker)
