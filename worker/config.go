@@ -26,7 +26,8 @@ type Config struct {
 	// SweepBatchSize bounds how many due keys one sweep enqueues. Keys beyond it wait for the
 	// next sweep. Defaults to 1000.
 	SweepBatchSize int
-	// ResumeConcurrency is how many keys this worker resumes at once. Defaults to 8.
+	// ResumeConcurrency is how many keys this worker resumes at once; each resume holds a pool
+	// connection while a phase runs. Defaults to 4.
 	ResumeConcurrency int
 	// WebhookURL receives every outbox event as a JSON POST with X-Event-ID and X-Event-Type
 	// headers; River retries a delivery that does not get a 2xx. Defaults to "": events are
@@ -61,7 +62,7 @@ func (c *Config) WithDefaults() *Config {
 		out.SweepBatchSize = 1000
 	}
 	if out.ResumeConcurrency == 0 {
-		out.ResumeConcurrency = 8
+		out.ResumeConcurrency = 4
 	}
 	if out.HTTPClient == nil {
 		out.HTTPClient = &http.Client{Timeout: 10 * time.Second}

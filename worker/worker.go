@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -56,7 +57,7 @@ func New(cfg *Config) (*Worker, error) {
 		Workers:      workers,
 		PeriodicJobs: periodic,
 		Queues: map[string]river.QueueConfig{
-			QueueResume:      {MaxWorkers: cfg.ResumeConcurrency},
+			QueueResume:      {MaxWorkers: cfg.ResumeConcurrency, FetchCooldown: 5 * time.Millisecond},
 			QueueOutbox:      {MaxWorkers: cfg.OutboxConcurrency},
 			QueueMaintenance: {MaxWorkers: 2},
 		},

@@ -1,0 +1,178 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/examples/payments"
+	"github.com/pgsaga/pgsaga/gateway/sim"
+	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/phases"
+	"github.com/pgsaga/pgsaga/saga"
+	"github.com/pgsaga/pgsaga/worker"
+)
+
+func TestNewValidatesConfig(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	c := newClient(t, db.Pool, &saga.Config{})
+	for _, tc := range []struct {
+		name string
+		cfg  *worker.Config
+		want string
+	}{
+		{"nil", nil, "Config.Pool"},
+		{"no pool", &worker.Config{Client: c}, "Config.Pool"},
+		{"no client", &worker.Config{Pool: db.Pool}, "Config.Client"},
+		{"negative sweep", &worker.Config{Pool: db.Pool, Client: c, SweepInterval: -time.Second}, "Config.SweepInterval"},
+		{"negative batch", &worker.Config{Pool: db.Pool, Client: c, SweepBatchSize: -1}, "Config.SweepBatchSize"},
+		{"negative concurrency", &worker.Config{Pool: db.Pool, Client: c, ResumeConcurrency: -1}, "Config.ResumeConcurrency"},
+		{"bad webhook", &worker.Config{Pool: db.Pool, Client: c, WebhookURL: "ftp://x"}, "Config.WebhookURL"},
+		{"relative webhook", &worker.Config{Pool: db.Pool, Client: c, WebhookURL: "/hooks"}, "Config.WebhookURL"},
+		{"negative retention", &worker.Config{Pool: db.Pool, Client: c, Retention: -time.Hour}, "Config.Retention"},
+		{"tiny gc interval", &worker.Config{Pool: db.Pool, Client: c, GCInterval: time.Millisecond}, "Config.GCInterval"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := worker.New(tc.cfg)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// A payment whose process lost the gateway's answer after charging is finished by the running
+// worker (sweep → resume job → inquiry → record): one charge, invoice paid, key completed.
+func TestWorkerFinishesCrashedPayment(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	gw := sim.New(nil)
+	svc, err := payments.New(&payments.Config{Pool: db.Pool, Gateway: gw.Gateway(), GatewayRetries: 1})
+	require.NoError(t, err)
+	c := svc.Client()
+	ctx := t.Context()
+
+	inv, err := c.Run(ctx, payments.OpCreateInvoice, &saga.Request{Scope: scope, Key: "invoice-key-1", Method: "POST", Path: "/invoices",
+		Body: []byte(`{"amount": 5000, "currency": "USD"}`)})
+	require.NoError(t, err)
+	var invoice struct{ ID string }
+	require.NoError(t, json.Unmarshal(inv.Response.Body, &invoice))
+
+	_, err = gw.SetFaults(func(s *sim.Settings) { s.Inquiry = false })
+	require.NoError(t, err)
+	gw.LoseNext(2)
+	_, err = c.Run(ctx, payments.OpCreatePayment, &saga.Request{Scope: scope, Key: "payment-key-1", Method: "POST", Path: "/payments",
+		Body: []byte(`{"invoice_id": "` + invoice.ID + `", "amount": 2000}`)})
+	var transient *saga.TransientError
+	require.ErrorAs(t, err, &transient)
+	require.Equal(t, 1, gw.TotalCharges())
+	_, err = gw.SetFaults(func(s *sim.Settings) { s.Inquiry = true })
+	require.NoError(t, err)
+	// The process "died": its retry is due now.
+	_, err = db.Pool.Exec(ctx, `UPDATE pgsaga_key SET locked_until = now() - interval '1 second', next_attempt_at = now() WHERE key = 'payment-key-1'`)
+	require.NoError(t, err)
+
+	startWorker(t, &worker.Config{Pool: db.Pool, Client: c})
+	waitFor(t, "the worker to complete the payment", 20*time.Second, func() bool {
+		k, err := c.Key(ctx, scope, "payment-key-1")
+		require.NoError(t, err)
+		return k.Status == saga.KeyStatusCompleted
+	})
+	k, err := c.Key(ctx, scope, "payment-key-1")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, k.Response.Status, string(k.Response.Body))
+	require.Equal(t, 1, gw.TotalCharges(), "one charge")
+	require.Equal(t, 2000, countRows(t, db.Pool, `SELECT paid FROM invoices WHERE id = $1`, invoice.ID))
+}
+
+// Three workers, each with its own pool, client and River client (as three processes would
+// be), over 1,000 crashed keys: each key's external call runs once and its last phase commits
+// once.
+func TestThreeWorkersResumeEachKeyOnce(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	createEffectTable(t, db.Pool)
+	keys := seedCrashed(t, db.Pool, "crashed", 1000)
+	eff := newEffects()
+
+	var mu sync.Mutex
+	perWorker := make([]int64, 3)
+	for i := range perWorker {
+		pool, err := pgxpool.New(t.Context(), db.URL)
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+		c := newClient(t, pool, &saga.Config{Operations: []*phases.Operation{eff.operation(&perWorker[i], &mu)}})
+		startWorker(t, &worker.Config{Pool: pool, Client: c, ResumeConcurrency: 4})
+	}
+	start := time.Now()
+	waitFor(t, "every key to complete", 40*time.Second, func() bool {
+		return countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key WHERE status = 'completed'`) == len(keys)
+	})
+	mu.Lock()
+	t.Logf("1000 keys resumed in %s; calls per worker: %v", time.Since(start).Round(time.Millisecond), perWorker)
+	mu.Unlock()
+
+	for _, k := range keys {
+		require.Equal(t, 1, eff.count(k), "external calls for %s", k)
+	}
+	require.Equal(t, len(keys), eff.total())
+	require.Equal(t, len(keys), countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`))
+	require.Equal(t, len(keys), countRows(t, db.Pool, `SELECT count(DISTINCT key) FROM effect_rows`))
+	require.Equal(t, len(keys), countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key WHERE attempts = 2`), "each key claimed once")
+}
+
+// Stopping a worker while it resumes: Stop waits for the running resumes, the keys it had not
+// started stay started and unleased, and a second worker finishes them; no key's call runs
+// twice.
+func TestWorkerStopsCleanlyMidBatch(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	createEffectTable(t, db.Pool)
+	keys := seedCrashed(t, db.Pool, "batch", 20)
+	eff := newEffects()
+	eff.hold = make(chan struct{})
+	eff.entered = make(chan string, len(keys))
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation(nil, nil)}})
+	w, err := worker.New(&worker.Config{Pool: db.Pool, Client: c, SweepInterval: 50 * time.Millisecond, ResumeConcurrency: 2})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+
+	running := []string{<-eff.entered, <-eff.entered}
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Stop(context.Background()) }()
+	// Stop must wait for the two held resumes.
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) while resumes were running", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	eff.mu.Lock()
+	close(eff.hold)
+	eff.hold = nil
+	eff.mu.Unlock()
+	require.NoError(t, <-stopped)
+
+	for _, k := range running {
+		row, err := c.Key(t.Context(), scope, k)
+		require.NoError(t, err)
+		require.Equal(t, saga.KeyStatusCompleted, row.Status, "%s ran to its end", k)
+	}
+	require.Equal(t, 2, countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key WHERE status = 'completed'`))
+	require.Equal(t, len(keys)-2, countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key
+		WHERE status = 'started' AND attempts = 1 AND locked_until <= now()`), "the rest are untouched and due")
+	require.Equal(t, 2, eff.total())
+
+	startWorker(t, &worker.Config{Pool: db.Pool, Client: newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation(nil, nil)}})})
+	waitFor(t, "a second worker to finish the rest", 20*time.Second, func() bool {
+		return countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key WHERE status = 'completed'`) == len(keys)
+	})
+	for _, k := range keys {
+		require.Equal(t, 1, eff.count(k), k)
+	}
+	require.Equal(t, len(keys), countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`))
+}
