@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFlushAgainstServe runs the offline client against a real `pgsaga
+// serve`: 20 payment intents are enqueued while the server is down, then
+// flushed while flush is killed at random moments and rerun until the queue
+// is empty; the API must then show exactly 20 payments and 20 charges.
+//
+// It needs a pgsaga binary in PGSAGA_SERVE_BIN and a PostgreSQL URL in
+// PGSAGA_TEST_DATABASE_URL (migrated here with `pgsaga migrate`).
+func TestFlushAgainstServe(t *testing.T) {
+	serveBin := os.Getenv("PGSAGA_SERVE_BIN")
+	databaseURL := os.Getenv("PGSAGA_TEST_DATABASE_URL")
+	if serveBin == "" || databaseURL == "" {
+		t.Skip("set PGSAGA_SERVE_BIN (a pgsaga binary) and PGSAGA_TEST_DATABASE_URL to run the offline client against a real pgsaga serve")
+	}
+	t.Parallel()
+	const n = 20
+
+	bin := buildBinary(t, t.TempDir())
+	out, err := exec.Command(serveBin, "migrate", "--database-url", databaseURL).CombinedOutput()
+	require.NoError(t, err, "pgsaga migrate: %s", out)
+
+	addr := freeAddr(t)
+	base := "http://" + addr
+	api := &serveAPI{t: t, base: base, tenant: "offline-" + uuid.NewString()[:8], actor: "pos-1"}
+	startServe := func() (stop func()) {
+		cmd := exec.Command(serveBin, "serve", "--addr", addr, "--database-url", databaseURL, "--lease", "2s")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		require.NoError(t, cmd.Start())
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		require.Eventually(t, func() bool {
+			resp, err := http.Get(base + "/healthz")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == 200
+		}, 30*time.Second, 50*time.Millisecond, "pgsaga serve did not become healthy")
+		return func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(15 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		}
+	}
+
+	// Invoices exist before the terminal goes offline.
+	stop := startServe()
+	var invoices []string
+	for range n {
+		invoices = append(invoices, api.createInvoice(2000))
+	}
+	stop()
+
+	c := &cli{t: t, bin: bin, queue: filepath.Join(t.TempDir(), "queue.db")}
+	for _, inv := range invoices {
+		res := c.run("enqueue", "--invoice", inv, "--amount", "2000", "--tenant", api.tenant, "--actor", api.actor)
+		require.Equal(t, 0, res.code, res.stderr)
+	}
+	res := c.run(append([]string{"flush", "--server", base, "--max-elapsed", "1s"}, fastFlush...)...)
+	require.Equal(t, 1, res.code, "the server is down: %s", res.stderr)
+	require.Len(t, c.list(), n, "nothing leaves the queue without a definitive answer")
+
+	stop = startServe()
+	defer stop()
+	kills := 0
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		require.True(t, time.Now().Before(deadline), "the queue never drained")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		flush, _, stderr := c.command(ctx, append([]string{"flush", "--server", base}, fastFlush...)...)
+		require.NoError(t, flush.Start())
+		done := make(chan error, 1)
+		go func() { done <- flush.Wait() }()
+		if kills < 10 {
+			select {
+			case err := <-done:
+				done <- err
+			case <-time.After(time.Duration(rand.IntN(400)) * time.Millisecond):
+				_ = flush.Process.Signal(syscall.SIGKILL)
+				kills++
+			}
+		}
+		err := <-done
+		cancel()
+		if err == nil {
+			break
+		}
+		t.Logf("flush ended with %v: %s", err, stderr)
+	}
+	require.Empty(t, c.list())
+
+	charges := map[string]bool{}
+	for _, inv := range invoices {
+		payments := api.payments(inv)
+		require.Len(t, payments, 1, "invoice %s paid once", inv)
+		require.Equal(t, "succeeded", payments[0].Status)
+		require.NotEmpty(t, payments[0].ChargeID)
+		charges[payments[0].ChargeID] = true
+	}
+	require.Len(t, charges, n, "one charge per payment")
+	t.Logf("%d intents, %d kills", n, kills)
+}
+
+// serveAPI calls the example payments API as one (tenant, actor).
+type serveAPI struct {
+	t             *testing.T
+	base          string
+	tenant, actor string
+}
+
+type payment struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	ChargeID string `json:"charge_id"`
+}
+
+func (a *serveAPI) do(method, path string, body any, into any) int {
+	a.t.Helper()
+	var reader *bytes.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		require.NoError(a.t, err)
+		reader = bytes.NewReader(b)
+	} else {
+		reader = bytes.NewReader(nil)
+	}
+	req, err := http.NewRequest(method, a.base+path, reader)
+	require.NoError(a.t, err)
+	req.Header.Set("X-Tenant-ID", a.tenant)
+	req.Header.Set("X-Actor-ID", a.actor)
+	req.Header.Set("Content-Type", "application/json")
+	if method == http.MethodPost {
+		req.Header.Set("Idempotency-Key", uuid.NewString())
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(a.t, err)
+	defer resp.Body.Close()
+	require.NoError(a.t, json.NewDecoder(resp.Body).Decode(into))
+	return resp.StatusCode
+}
+
+func (a *serveAPI) createInvoice(amount int) string {
+	a.t.Helper()
+	var invoice struct {
+		ID string `json:"id"`
+	}
+	status := a.do(http.MethodPost, "/invoices", map[string]any{"amount": amount, "currency": "USD"}, &invoice)
+	require.Equal(a.t, http.StatusCreated, status)
+	require.NotEmpty(a.t, invoice.ID)
+	return invoice.ID
+}
+
+func (a *serveAPI) payments(invoice string) []payment {
+	a.t.Helper()
+	var list struct {
+		Payments []payment `json:"payments"`
+	}
+	status := a.do(http.MethodGet, "/payments?invoice_id="+url.QueryEscape(invoice), nil, &list)
+	require.Equal(a.t, http.StatusOK, status)
+	return list.Payments
+}
+
+// freeAddr returns a loopback address with a port nothing listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
