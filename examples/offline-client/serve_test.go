@@ -22,7 +22,10 @@ import (
 // TestFlushAgainstServe runs the offline client against a real `pgsaga
 // serve`: 20 payment intents are enqueued while the server is down, then
 // flushed while flush is killed at random moments and rerun until the queue
-// is empty; the API must then show exactly 20 payments and 20 charges.
+// is empty; the API must then show exactly 20 payments, and the gateway
+// simulator's ledger exactly 20 charges. The simulator (`pgsaga
+// gateway-sim`) answers each charge after 50ms, so kills land while payments
+// are in flight.
 //
 // It needs a pgsaga binary in PGSAGA_SERVE_BIN and a PostgreSQL URL in
 // PGSAGA_TEST_DATABASE_URL (migrated here with `pgsaga migrate`).
@@ -39,32 +42,16 @@ func TestFlushAgainstServe(t *testing.T) {
 	out, err := exec.Command(serveBin, "migrate", "--database-url", databaseURL).CombinedOutput()
 	require.NoError(t, err, "pgsaga migrate: %s", out)
 
+	gatewayURL := "http://" + freeAddr(t)
+	stopGateway := startProcess(t, gatewayURL+"/_sim/info", serveBin, "gateway-sim", "--addr", gatewayURL[len("http://"):], "--latency", "50ms")
+	defer stopGateway()
+
 	addr := freeAddr(t)
 	base := "http://" + addr
 	api := &serveAPI{t: t, base: base, tenant: "offline-" + uuid.NewString()[:8], actor: "pos-1"}
 	startServe := func() (stop func()) {
-		cmd := exec.Command(serveBin, "serve", "--addr", addr, "--database-url", databaseURL, "--lease", "2s")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		require.NoError(t, cmd.Start())
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		require.Eventually(t, func() bool {
-			resp, err := http.Get(base + "/healthz")
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == 200
-		}, 30*time.Second, 50*time.Millisecond, "pgsaga serve did not become healthy")
-		return func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(15 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-			}
-		}
+		return startProcess(t, base+"/healthz", serveBin, "serve", "--addr", addr, "--database-url", databaseURL,
+			"--gateway-url", gatewayURL, "--lease", "2s")
 	}
 
 	// Invoices exist before the terminal goes offline.
@@ -99,7 +86,7 @@ func TestFlushAgainstServe(t *testing.T) {
 			select {
 			case err := <-done:
 				done <- err
-			case <-time.After(time.Duration(rand.IntN(400)) * time.Millisecond):
+			case <-time.After(time.Duration(rand.IntN(250)) * time.Millisecond):
 				_ = flush.Process.Signal(syscall.SIGKILL)
 				kills++
 			}
@@ -109,7 +96,9 @@ func TestFlushAgainstServe(t *testing.T) {
 		if err == nil {
 			break
 		}
-		t.Logf("flush ended with %v: %s", err, stderr)
+		if stderr.Len() > 0 {
+			t.Logf("flush ended with %v: %s", err, stderr)
+		}
 	}
 	require.Empty(t, c.list())
 
@@ -122,7 +111,46 @@ func TestFlushAgainstServe(t *testing.T) {
 		charges[payments[0].ChargeID] = true
 	}
 	require.Len(t, charges, n, "one charge per payment")
+
+	var ledger struct {
+		Charges     []json.RawMessage `json:"charges"`
+		ByReference map[string]int    `json:"by_reference"`
+	}
+	status := (&serveAPI{t: t, base: gatewayURL}).do(http.MethodGet, "/_sim/ledger", nil, &ledger)
+	require.Equal(t, http.StatusOK, status)
+	require.Len(t, ledger.Charges, n, "the gateway charged each payment once")
+	for ref, count := range ledger.ByReference {
+		require.Equal(t, 1, count, "reference %s", ref)
+	}
 	t.Logf("%d intents, %d kills", n, kills)
+}
+
+// startProcess runs a pgsaga command until the returned stop is called,
+// once healthURL answers 200.
+func startProcess(t *testing.T, healthURL, bin string, args ...string) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, cmd.Start())
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(healthURL)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 50*time.Millisecond, "%s %s did not become healthy", bin, args[0])
+	return func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
 }
 
 // serveAPI calls the example payments API as one (tenant, actor).
