@@ -241,7 +241,7 @@ func (q *Queue) Remove(key string) error {
 // not nil) after each intent's new state is committed:
 //
 //   - 2xx (first execution or replay): the intent is removed; report gets a
-//     nil error.
+//     nil error and the intent's last stored copy.
 //   - definitive rejection ([*RejectedError]), or an intent that can never be
 //     sent ([ErrInvalidIntent]): it moves to held, out of the way of the
 //     intents behind it; report gets that error and an item in state held.

@@ -30,14 +30,13 @@ type fakeServer struct {
 	// arrivals receives one value per request received, if not nil.
 	arrivals chan struct{}
 
-	mu       sync.Mutex
-	keys     map[string]*fakeKey
-	balance  map[string]int64 // invoice -> outstanding amount
-	effects  map[string]int   // idempotency key -> payments made
-	order    []string         // invoice of each first execution, in order
-	replays  int
-	requests int
-	stop     chan struct{} // closed at cleanup: work in progress ends now
+	mu      sync.Mutex
+	keys    map[string]*fakeKey
+	balance map[string]int64 // invoice -> outstanding amount
+	effects map[string]int   // idempotency key -> payments made
+	order   []string         // invoice of each first execution, in order
+	replays int
+	stop    chan struct{} // closed at cleanup: work in progress ends now
 }
 
 type fakeKey struct {
@@ -117,7 +116,6 @@ func (s *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 	scoped := tenant + "\x00" + actor + "\x00" + key
 	fingerprint := r.Method + " " + r.URL.Path + " " + string(body)
 	s.mu.Lock()
-	s.requests++
 	k, exists := s.keys[scoped]
 	switch {
 	case !exists:

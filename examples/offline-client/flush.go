@@ -113,11 +113,11 @@ func printFlushLine(out io.Writer, item client.QueuedIntent, r *client.Result, e
 		fmt.Fprintf(out, "%s %s payment %s%s\n", key, status, payment.ID, replayed)
 	case item.State == client.QueueStateHeld:
 		code := item.LastCode
-		var rejected *client.RejectedError
-		if code == "" && !errors.As(err, &rejected) {
+		switch {
+		case code != "":
+		case errors.Is(err, client.ErrInvalidIntent):
 			code = "invalid_intent"
-		}
-		if code == "" {
+		default:
 			code = "-"
 		}
 		fmt.Fprintf(out, "%s %s held: %s\n", key, status, code)
