@@ -17,6 +17,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/internal/dbtest"
 )
 
 // TestFlushAgainstServe runs the offline client against a real `pgsaga
@@ -27,15 +29,17 @@ import (
 // gateway-sim`) answers each charge after 50ms, so kills land while payments
 // are in flight.
 //
-// It needs a pgsaga binary in PGSAGA_SERVE_BIN and a PostgreSQL URL in
-// PGSAGA_TEST_DATABASE_URL (migrated here with `pgsaga migrate`).
+// It builds pgsaga from this tree (or uses the binary in PGSAGA_SERVE_BIN) and runs it on a
+// database of its own, migrated here with `pgsaga migrate`.
 func TestFlushAgainstServe(t *testing.T) {
-	serveBin := os.Getenv("PGSAGA_SERVE_BIN")
-	databaseURL := os.Getenv("PGSAGA_TEST_DATABASE_URL")
-	if serveBin == "" || databaseURL == "" {
-		t.Skip("set PGSAGA_SERVE_BIN (a pgsaga binary) and PGSAGA_TEST_DATABASE_URL to run the offline client against a real pgsaga serve")
-	}
 	t.Parallel()
+	serveBin := os.Getenv("PGSAGA_SERVE_BIN")
+	if serveBin == "" {
+		serveBin = filepath.Join(t.TempDir(), "pgsaga")
+		out, err := exec.Command("go", "build", "-o", serveBin, "../../cmd/pgsaga").CombinedOutput()
+		require.NoError(t, err, "go build pgsaga: %s", out)
+	}
+	databaseURL := dbtest.NewDB(t).URL
 	const n = 20
 
 	bin := buildBinary(t, t.TempDir())
