@@ -37,23 +37,32 @@ const claimSQL = `UPDATE pgsaga_key SET
 		FOR UPDATE SKIP LOCKED)
 	RETURNING ` + saga.KeyColumns
 
-// claimOneSQL is claimSQL for one key named by $3, $4, $5.
-const claimOneSQL = `UPDATE pgsaga_key SET
+// claimKeySQL takes the lease of one started key whose lease expired ($3, $4, $5), whatever its
+// next_attempt_at: the caller (a resume job) was scheduled because the key was due.
+const claimKeySQL = `UPDATE pgsaga_key SET
 		lease_token = gen_random_uuid(),
 		locked_until = now() + $2 * interval '1 millisecond',
 		attempts = attempts + 1,
 		updated_at = now()
-	WHERE (tenant_id, actor_id, key) IN (
-		SELECT tenant_id, actor_id, key FROM pgsaga_key
-		WHERE tenant_id = $3 AND actor_id = $4 AND key = $5 AND ` + dueCondition + `
-		FOR UPDATE SKIP LOCKED)
+	WHERE tenant_id = $3 AND actor_id = $4 AND key = $5
+	  AND status = 'started'
+	  AND (locked_until IS NULL OR locked_until <= now())
+	  AND operation = ANY($1::text[])
 	RETURNING ` + saga.KeyColumns
 
-// dueSQL lists due keys without claiming them (the worker's sweep).
-const dueSQL = `SELECT tenant_id, actor_id, key FROM pgsaga_key
-	WHERE ` + dueCondition + `
-	ORDER BY next_attempt_at
-	LIMIT $2`
+// reserveSQL hands up to $3 due keys to resume jobs: it moves their next_attempt_at $2 ms ahead
+// so that the next sweeps do not list them again while their jobs wait in the queue. If a job
+// never runs, the key falls due again when the reservation ends. It does not touch the lease:
+// a client retry may still take the key over meanwhile.
+const reserveSQL = `UPDATE pgsaga_key SET
+		next_attempt_at = now() + $2 * interval '1 millisecond'
+	WHERE (tenant_id, actor_id, key) IN (
+		SELECT tenant_id, actor_id, key FROM pgsaga_key
+		WHERE ` + dueCondition + `
+		ORDER BY next_attempt_at
+		LIMIT $3
+		FOR UPDATE SKIP LOCKED)
+	RETURNING tenant_id, actor_id, key`
 
 // releaseSQL gives back the leases of claimed keys that were never resumed (a cancelled pass),
 // and the attempt their claim counted. The token fences it: a key someone else took since is
@@ -78,8 +87,8 @@ func (r *Resumer) claim(ctx context.Context, limit int) ([]*saga.Key, error) {
 	return keys, nil
 }
 
-func (r *Resumer) claimOne(ctx context.Context, ref KeyRef) (*saga.Key, error) {
-	rows, err := r.cfg.DB.Query(ctx, claimOneSQL, r.ops, r.lease.Milliseconds(), ref.Scope.Tenant, ref.Scope.Actor, ref.Key)
+func (r *Resumer) claimKey(ctx context.Context, ref KeyRef) (*saga.Key, error) {
+	rows, err := r.cfg.DB.Query(ctx, claimKeySQL, r.ops, r.lease.Milliseconds(), ref.Scope.Tenant, ref.Scope.Actor, ref.Key)
 	if err != nil {
 		return nil, fmt.Errorf("error claiming key: %w", err)
 	}
@@ -110,19 +119,22 @@ func (r *Resumer) release(ctx context.Context, keys []*saga.Key) error {
 	return nil
 }
 
-// DueKeys lists up to limit keys that are due for resuming, oldest next attempt first, without
-// claiming them. The worker's sweep turns them into resume jobs; ResumeKey claims each.
-func (r *Resumer) DueKeys(ctx context.Context, limit int) ([]KeyRef, error) {
-	rows, err := r.cfg.DB.Query(ctx, dueSQL, r.ops, limit)
+// ReserveDueTx reserves up to limit due keys for resume jobs, in the caller's transaction (the
+// one that inserts the jobs), and returns them, oldest next attempt first. A reserved key is not
+// due again for hold, so repeated sweeps do not list it while its job waits; if the job never
+// runs (the transaction rolled back, the job was lost), the key falls due again after hold.
+// Reserving does not take the lease: ResumeKey does.
+func (r *Resumer) ReserveDueTx(ctx context.Context, tx pgx.Tx, limit int, hold time.Duration) ([]KeyRef, error) {
+	rows, err := tx.Query(ctx, reserveSQL, r.ops, hold.Milliseconds(), limit)
 	if err != nil {
-		return nil, fmt.Errorf("error listing due keys: %w", err)
+		return nil, fmt.Errorf("error reserving due keys: %w", err)
 	}
 	refs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (KeyRef, error) {
 		var ref KeyRef
 		return ref, row.Scan(&ref.Scope.Tenant, &ref.Scope.Actor, &ref.Key)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("error listing due keys: %w", err)
+		return nil, fmt.Errorf("error reserving due keys: %w", err)
 	}
 	return refs, nil
 }

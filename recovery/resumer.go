@@ -119,11 +119,13 @@ feed:
 	return res, nil
 }
 
-// ResumeKey claims one key if it is due and resumes it. It returns OutcomeSkipped when the key
-// is not due (finished, parked, leased, scheduled later, gone), and an error only when the
-// claim could not be made.
+// ResumeKey takes the lease of one started key whose lease expired and resumes it; it is what a
+// resume job runs for a key ReserveDueTx returned. Unlike RunOnce it does not wait for the key's
+// next_attempt_at: whoever scheduled the job decided the key was due. It returns OutcomeSkipped
+// when the key cannot be taken (finished, parked, leased by someone else, gone, or of an unknown
+// operation), and an error only when the claim could not be made.
 func (r *Resumer) ResumeKey(ctx context.Context, ref KeyRef) (Outcome, error) {
-	k, err := r.claimOne(ctx, ref)
+	k, err := r.claimKey(ctx, ref)
 	if err != nil {
 		return "", err
 	}

@@ -26,8 +26,9 @@ type Config struct {
 	// SweepBatchSize bounds how many due keys one sweep enqueues. Keys beyond it wait for the
 	// next sweep. Defaults to 1000.
 	SweepBatchSize int
-	// ResumeConcurrency is how many keys this worker resumes at once; each resume holds a pool
-	// connection while a phase runs. Defaults to 4.
+	// ResumeConcurrency is how many keys this worker resumes at once. A resume holds a pool
+	// connection only while an atomic phase runs, not during external calls, so this may well
+	// exceed the pool size when calls are slow. Defaults to 16.
 	ResumeConcurrency int
 	// WebhookURL receives every outbox event as a JSON POST with X-Event-ID and X-Event-Type
 	// headers; River retries a delivery that does not get a 2xx. Defaults to "": events are
@@ -62,7 +63,7 @@ func (c *Config) WithDefaults() *Config {
 		out.SweepBatchSize = 1000
 	}
 	if out.ResumeConcurrency == 0 {
-		out.ResumeConcurrency = 4
+		out.ResumeConcurrency = 16
 	}
 	if out.HTTPClient == nil {
 		out.HTTPClient = &http.Client{Timeout: 10 * time.Second}

@@ -84,10 +84,18 @@ func (s *sweepWorker) Work(ctx context.Context, _ *river.Job[sweepArgs]) error {
 	return nil
 }
 
-// sweep enqueues a resume job for each due key (up to SweepBatchSize) and returns how many keys
-// it saw. Keys that already have an unfinished job are skipped by River's uniqueness.
+// sweep reserves up to SweepBatchSize due keys and enqueues their resume jobs in one
+// transaction, and returns how many. A reserved key is not listed again for the client's lease
+// (the reservation), so sweeps never pile duplicate inserts on keys whose jobs wait; if the jobs
+// are lost the keys fall due again after it, and River's uniqueness still refuses a second
+// unfinished job for a key.
 func (w *Worker) sweep(ctx context.Context) (int, error) {
-	refs, err := w.resumer.DueKeys(ctx, w.cfg.SweepBatchSize)
+	tx, err := w.cfg.Pool.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("error beginning sweep: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	refs, err := w.resumer.ReserveDueTx(ctx, tx, w.cfg.SweepBatchSize, w.cfg.Client.Config().Lease)
 	if err != nil {
 		return 0, err
 	}
@@ -98,8 +106,11 @@ func (w *Worker) sweep(ctx context.Context) (int, error) {
 	for i, ref := range refs {
 		params[i] = river.InsertManyParams{Args: ResumeArgs{Tenant: ref.Scope.Tenant, Actor: ref.Scope.Actor, Key: ref.Key}}
 	}
-	if _, err := w.river.InsertMany(ctx, params); err != nil {
+	if _, err := w.river.InsertManyTx(ctx, tx, params); err != nil {
 		return 0, fmt.Errorf("error enqueuing resume jobs: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("error committing sweep: %w", err)
 	}
 	return len(refs), nil
 }
@@ -109,9 +120,9 @@ type resumeWorker struct {
 	w *Worker
 }
 
-// Work claims the key if it is still due and resumes it. Every saga outcome (completed, failed
-// and rescheduled, parked, not due) completes the job; only a failure to reach the database
-// returns an error for River to retry.
+// Work takes the key's lease if it is still free and resumes it. Every saga outcome (completed,
+// failed and rescheduled, parked, superseded, skipped) completes the job; only a failure to
+// reach the database returns an error for River to retry.
 func (r *resumeWorker) Work(ctx context.Context, job *river.Job[ResumeArgs]) error {
 	ref := recovery.KeyRef{Scope: saga.Scope{Tenant: job.Args.Tenant, Actor: job.Args.Actor}, Key: job.Args.Key}
 	out, err := r.w.resumer.ResumeKey(ctx, ref)

@@ -1,0 +1,60 @@
+package worker_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/phases"
+	"github.com/pgsaga/pgsaga/saga"
+	"github.com/pgsaga/pgsaga/worker"
+)
+
+// BenchmarkWorkerResume measures resumed keys per second through River (sweep → one resume job
+// per key) with 1 and 2 workers over 10,000 crashed keys, each key running a no-op call and one
+// atomic phase. Compare with recovery's BenchmarkResume (batch claims, no job queue) in the same
+// run. Seeding is outside the timer; the workers are running (and idle) when the keys appear.
+func BenchmarkWorkerResume(b *testing.B) {
+	const keys = 10_000
+	for _, n := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
+			db := dbtest.NewDB(b)
+			createEffectTable(b, db.Pool)
+			eff := newEffects()
+			for range n {
+				pool, err := pgxpool.New(b.Context(), db.URL)
+				require.NoError(b, err)
+				b.Cleanup(pool.Close)
+				c := newClient(b, pool, &saga.Config{Operations: []*phases.Operation{eff.operation(nil, nil)}})
+				startWorker(b, &worker.Config{Pool: pool, Client: c, SweepInterval: 100 * time.Millisecond})
+			}
+			var elapsed time.Duration
+			resumed := 0
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				_, err := db.Pool.Exec(b.Context(), `TRUNCATE effect_rows`)
+				require.NoError(b, err)
+				_, err = db.Pool.Exec(b.Context(), `DELETE FROM pgsaga_key`)
+				require.NoError(b, err)
+				b.StartTimer()
+				start := time.Now()
+				seedCrashed(b, db.Pool, fmt.Sprintf("bench%d", i), keys)
+				deadline := time.Now().Add(5 * time.Minute)
+				for countRows(b, db.Pool, `SELECT count(*) FROM effect_rows`) < keys {
+					require.True(b, time.Now().Before(deadline), "timed out")
+					time.Sleep(20 * time.Millisecond)
+				}
+				elapsed += time.Since(start)
+				resumed += keys
+			}
+			b.StopTimer()
+			require.Equal(b, keys, countRows(b, db.Pool, `SELECT count(*) FROM pgsaga_key WHERE status = 'completed' AND attempts = 2`))
+			b.ReportMetric(float64(resumed)/elapsed.Seconds(), "keys/s")
+		})
+	}
+}
