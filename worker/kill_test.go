@@ -168,4 +168,3 @@ func keyStatus(t *testing.T, db *dbtest.DB, key string) string {
 	require.NoError(t, db.Pool.QueryRow(context.Background(), `SELECT status FROM pgsaga_key WHERE tenant_id = 't1' AND actor_id = 'a1' AND key = $1`, key).Scan(&status))
 	return status
 }
-
