@@ -4,15 +4,22 @@
 //
 // # Design
 //
-// A periodic sweep job (every SweepInterval, default 1s, run by whichever worker River elects
-// leader) lists due keys — started, lease expired, next_attempt_at passed, of an operation this
-// worker knows — and enqueues one resume job per key, unique per key among unfinished jobs. Resume
-// jobs spread over every worker process; each claims its key with the resumer's conditional
-// UPDATE (package recovery: a fresh lease token, one attempt counted, and only if the key is
-// still due) and falls through the remaining phases. We chose jobs over running the batch
-// resumer inside the sweep so that the work spreads across all workers (River runs periodic jobs
-// on the leader only), each key's resume is visible and retried in River, and a stopping worker
-// leaves queued jobs for the others.
+// A periodic sweep job (every SweepInterval, default 1s, enqueued by whichever worker River
+// elects leader) reserves due keys — started, lease expired, next_attempt_at passed, of an
+// operation this worker knows — and, in the same transaction, enqueues one resume job per key,
+// unique per key among unfinished jobs. The reservation moves the key's next_attempt_at one
+// lease ahead, so later sweeps do not list it again while its job waits; if the job is lost the
+// key falls due again. Resume jobs spread over every worker process; each takes its key's lease
+// with a conditional UPDATE (package recovery: a fresh lease token, one attempt counted, only if
+// the key is still started and its lease free) and falls through the remaining phases.
+//
+// We chose jobs over running the batch resumer (recovery.Resumer.RunOnce) inside the sweep
+// because River runs periodic jobs on the leader only: jobs spread the resumes over all
+// workers, make each key's resume visible and retried in River, and let a stopping worker leave
+// queued work to the others. The price is River's bookkeeping per key (an insert, a fetch and a
+// completion on river_job): on a 2-core machine running PostgreSQL too, about 1,700 keys/s per
+// worker against about 4,300 for RunOnce's batch claims. RunOnce remains available for callers
+// without River.
 //
 // # Guarantees
 //
@@ -25,12 +32,14 @@
 //     attempts reach the operation's MaxAttempts is parked as failed by saga and never swept
 //     again (an operator resumes it). A job errors, and River retries it, only when the claim
 //     could not reach the database.
-//   - Crash (kill -9): a running resume job leaves its key started with a lease that expires; the
-//     next sweep after that enqueues it again (River's rescuer also retries the job itself). A
+//   - Crash (kill -9): a running resume job leaves its key started with a lease that expires; a
+//     sweep after that (and the reservation's end) enqueues it again, and River's rescuer
+//     eventually retries the stuck job itself, which then finds the key done or resumes it. A
 //     queued job stays queued for any worker.
 //   - Stop: Stop stops fetching, lets running jobs finish (a resume is detached from cancellation,
 //     so it is never cut between a call and the phase that records it) and leaves queued jobs in
-//     the database; nothing is lost.
+//     the database; nothing is lost. Keys are never claimed ahead of their job, so there is
+//     nothing to give back.
 //   - Outbox: EmitTx inserts the event's delivery job in the caller's transaction (River's
 //     InsertTx): it exists exactly when that transaction commits. Delivery is at least once — a
 //     POST that gets no 2xx is retried by River with backoff — so receivers de-duplicate by the

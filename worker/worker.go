@@ -69,7 +69,9 @@ func New(cfg *Config) (*Worker, error) {
 }
 
 // Start starts working jobs and, on whichever worker River elects leader, the periodic sweep
-// and GC. It returns once started; Stop ends it.
+// and GC. It returns once started; Stop ends it. Cancelling ctx is an abrupt stop (River cancels
+// the running jobs' contexts; resumes are detached from cancellation and still run to their
+// end), so pass a context that outlives the worker and call Stop.
 func (w *Worker) Start(ctx context.Context) error {
 	if err := w.river.Start(ctx); err != nil {
 		return fmt.Errorf("error starting worker: %w", err)
@@ -78,15 +80,19 @@ func (w *Worker) Start(ctx context.Context) error {
 }
 
 // Stop stops fetching jobs and the periodic sweep, waits for the jobs already running (a resume
-// runs to its end; saga detaches it from cancellation) and returns. Jobs not yet fetched stay
-// queued for another worker, and keys not yet resumed stay started and due, so nothing is lost.
-// If ctx ends first, Stop returns its error with jobs still running; cancelling them only cuts
-// deliveries and GC, never a resume between a call and its phase.
+// runs to its end) and returns nil. Jobs not yet fetched stay queued for another worker, and keys
+// not yet resumed stay started (their reservations lapse after the lease), so nothing is lost.
+// If ctx ends first, Stop cancels the running jobs' contexts — which cuts deliveries and GC, never
+// a resume between a call and its phase — waits up to 5s more for them, and returns ctx's error.
 func (w *Worker) Stop(ctx context.Context) error {
-	if err := w.river.Stop(ctx); err != nil {
-		return fmt.Errorf("error stopping worker: %w", err)
+	err := w.river.Stop(ctx)
+	if err == nil {
+		return nil
 	}
-	return nil
+	hard, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = w.river.StopAndCancel(hard)
+	return fmt.Errorf("error stopping worker cleanly: %w", err)
 }
 
 // RiverClient is the worker's River client: pass it to EmitTx (and payments.PaymentSucceededHook)

@@ -176,3 +176,30 @@ func TestWorkerStopsCleanlyMidBatch(t *testing.T) {
 	}
 	require.Equal(t, len(keys), countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`))
 }
+
+// A Stop whose context ends while a resume is held returns the context's error, and the resume
+// is not cut: released later, it still completes its key.
+func TestStopTimeoutDoesNotCutAResume(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	createEffectTable(t, db.Pool)
+	seedCrashed(t, db.Pool, "held", 1)
+	eff := newEffects()
+	eff.hold = make(chan struct{})
+	eff.entered = make(chan string, 1)
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation(nil, nil)}})
+	w, err := worker.New(&worker.Config{Pool: db.Pool, Client: c, SweepInterval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	<-eff.entered
+
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, w.Stop(ctx), context.DeadlineExceeded)
+	require.Equal(t, 0, countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key WHERE status = 'completed'`))
+	close(eff.hold)
+	waitFor(t, "the held resume to complete", 10*time.Second, func() bool {
+		return countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`) == 1
+	})
+	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key WHERE status = 'completed'`))
+}
