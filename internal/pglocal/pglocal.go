@@ -277,7 +277,9 @@ func (c *Cluster) serverArgs(cfg *Config) []string {
 		"port=" + strconv.Itoa(c.port),
 		"max_connections=" + strconv.Itoa(cfg.MaxConnections),
 		"shared_buffers=32MB",
-		"dynamic_shared_memory_type=posix",
+		// Segments in the data directory rather than /dev/shm: a server killed with SIGKILL
+		// leaves none behind once the directory is removed.
+		"dynamic_shared_memory_type=mmap",
 	}
 	if !cfg.Fsync {
 		settings = append(settings, "fsync=off", "synchronous_commit=off", "full_page_writes=off")

@@ -25,10 +25,11 @@ func defaultBaseDir() string {
 }
 
 // Sweep removes the cluster directories under baseDir ("pgsaga-pg-<pid>-*") whose owning
-// process is gone: what a SIGKILLed test binary or demo leaves behind. A server still running
-// in such a directory (possible only where there is no parent-death signal) is killed first,
-// but only when its command line names that directory. Directories of live processes are left
-// alone. It returns how many directories it removed. Start calls it.
+// process is gone: what a SIGKILLed test binary or demo leaves behind. Directories of live
+// processes are left alone. A directory whose server still runs (shutting down after its parent
+// died, or, where there is no parent-death signal, orphaned) is kept for a later sweep, and its
+// server is sent SIGQUIT (immediate shutdown, which removes its shared memory) when its command
+// line names that directory. It returns how many directories it removed. Start calls it.
 func Sweep(baseDir string) (int, error) {
 	dirs, err := filepath.Glob(filepath.Join(baseDir, dirPrefix+"*"))
 	if err != nil {
@@ -41,7 +42,9 @@ func Sweep(baseDir string) (int, error) {
 		if !ok || processAlive(pid) {
 			continue
 		}
-		killOrphanServer(dir)
+		if stopOrphanServer(dir) {
+			continue
+		}
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, err)
 			continue
@@ -80,27 +83,26 @@ func processAlive(pid int) bool {
 	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
 
-// killOrphanServer SIGKILLs the postmaster recorded in dir's postmaster.pid, if that process
-// is running on dir's data directory, with its process group.
-func killOrphanServer(dir string) {
+// stopOrphanServer reports whether the postmaster recorded in dir's postmaster.pid still runs,
+// and if it runs on dir's data directory sends it SIGQUIT.
+func stopOrphanServer(dir string) (running bool) {
 	dataDir := filepath.Join(dir, "data")
 	f, err := os.Open(filepath.Join(dataDir, "postmaster.pid"))
 	if err != nil {
-		return
+		return false
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	if !sc.Scan() {
-		return
+		return false
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(sc.Text()))
 	if err != nil || pid <= 0 || !processAlive(pid) {
-		return
+		return false
 	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || !strings.Contains(string(cmdline), dataDir) {
-		return
+	if err == nil && strings.Contains(string(cmdline), dataDir) {
+		_ = syscall.Kill(pid, syscall.SIGQUIT)
 	}
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	_ = syscall.Kill(pid, syscall.SIGKILL)
+	return true
 }
