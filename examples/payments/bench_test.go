@@ -242,39 +242,20 @@ func paymentRequest(key, invoice string) *saga.Request {
 // rawPayment is the phased payment without pgsaga: the business statements of
 // examples/payments/payments.go, two transactions around the charge, no key.
 func rawPayment(ctx context.Context, pool *pgxpool.Pool, gw gateway.Gateway, invoice string) error {
-	id := "pay_" + newKey()
-	var currency string
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		var total, committed int64
-		if err := tx.QueryRow(ctx, `SELECT i.amount, i.currency,
-				coalesce((SELECT sum(p.amount) FROM payments p WHERE p.invoice_id = i.id AND p.status <> 'declined'), 0)
-			FROM invoices i WHERE i.id = $1 AND i.tenant_id = $2
-			FOR UPDATE OF i`, invoice, benchScope.Tenant).Scan(&total, &currency, &committed); err != nil {
-			return err
-		}
-		if 2000 > total-committed {
-			return fmt.Errorf("invoice %s has no balance left", invoice)
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO payments (id, tenant_id, invoice_id, amount, currency) VALUES ($1, $2, $3, $4, $5)`,
-			id, benchScope.Tenant, invoice, 2000, currency)
+	var p *payments.PendingPayment
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
+		p, err = payments.ReservePaymentTx(ctx, tx, benchScope.Tenant, invoice, 2000)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	ref := gateway.DeriveKey("payment", id)
-	charge, err := gw.Charge(ctx, gateway.ChargeParams{Amount: 2000, Currency: currency, Reference: ref, IdempotencyKey: ref})
+	ref := gateway.DeriveKey("payment", p.ID)
+	charge, err := gw.Charge(ctx, gateway.ChargeParams{Amount: p.Amount, Currency: p.Currency, Reference: ref, IdempotencyKey: ref})
 	if err != nil {
 		return err
 	}
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `WITH settled AS (
-				UPDATE payments SET status = 'succeeded', charge_id = $2
-				WHERE id = $1 AND status = 'pending'
-				RETURNING invoice_id, amount, status)
-			UPDATE invoices i SET paid = i.paid + s.amount,
-				status = CASE WHEN i.paid + s.amount = i.amount THEN 'paid' ELSE 'open' END
-			FROM settled s WHERE i.id = s.invoice_id`, id, charge.ID)
-		return err
+		return payments.SettlePaymentTx(ctx, tx, p.ID, charge.Status, charge.ID)
 	})
 }

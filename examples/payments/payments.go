@@ -46,17 +46,8 @@ func parseCreatePayment(body []byte) (string, int64, error) {
 	return p.InvoiceID, amount, err
 }
 
-// pendingPayment is what the first phase saves for the charge and the record phase.
-type pendingPayment struct {
-	ID        string    `json:"id"`
-	InvoiceID string    `json:"invoice_id"`
-	Amount    int64     `json:"amount"`
-	Currency  string    `json:"currency"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-// createPayment is the phased operation behind POST /payments: create the payment row, charge
-// the gateway with the derived key payment:<id>, record the result.
+// createPayment is the phased operation behind POST /payments: reserve the amount and create
+// the payment row, charge the gateway with the derived key payment:<id>, record the result.
 func (s *Service) createPayment() *phases.Operation {
 	return &phases.Operation{
 		Name: OpCreatePayment,
@@ -72,41 +63,89 @@ func (s *Service) createPayment() *phases.Operation {
 	}
 }
 
-// createPaymentRow checks the outstanding balance with the invoice locked, so concurrent
-// payments of one invoice cannot together exceed it, and creates a pending payment.
+// createPaymentRow is the payment_created phase: reserve the amount, create the pending payment,
+// save it for the charge and the record phase.
 func createPaymentRow(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
 	invoiceID, amount, err := parseCreatePayment(run.Body())
 	if err != nil {
 		return phases.Permanent(err)
 	}
-	p := pendingPayment{ID: newID("pay"), InvoiceID: invoiceID, Amount: amount}
-	var total, committed int64
-	err = tx.QueryRow(ctx, `SELECT i.amount, i.currency,
-			coalesce((SELECT sum(p.amount) FROM payments p WHERE p.invoice_id = i.id AND p.status <> 'declined'), 0)
-		FROM invoices i WHERE i.id = $1 AND i.tenant_id = $2
-		FOR UPDATE OF i`, invoiceID, run.Tenant()).Scan(&total, &p.Currency, &committed)
+	p, err := ReservePaymentTx(ctx, tx, run.Tenant(), invoiceID, amount)
+	if err != nil {
+		return err
+	}
+	return run.Set("payment", p)
+}
+
+// PendingPayment is a payment reserved on its invoice and not yet charged.
+type PendingPayment struct {
+	ID        string    `json:"id"`
+	InvoiceID string    `json:"invoice_id"`
+	Amount    int64     `json:"amount"`
+	Currency  string    `json:"currency"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// ReservePaymentTx reserves amount on the invoice and creates a pending payment, in one
+// statement. The reservation is a conditional UPDATE of the invoice row: concurrent payments of
+// one invoice queue on that row, and each re-checks the balance against the row as the one
+// before it left it, so together they can never exceed the invoice. It rejects with 404
+// not_found or 422 amount_exceeds_balance. It is the first business transaction of
+// create_payment, exported so benchmarks can run it without idempotency.
+func ReservePaymentTx(ctx context.Context, tx pgx.Tx, tenant, invoiceID string, amount int64) (*PendingPayment, error) {
+	p := &PendingPayment{ID: newID("pay"), InvoiceID: invoiceID, Amount: amount}
+	err := tx.QueryRow(ctx, `WITH reserved AS (
+			UPDATE invoices SET reserved = reserved + $3
+			WHERE id = $1 AND tenant_id = $2 AND amount - reserved >= $3
+			RETURNING id, currency)
+		INSERT INTO payments (id, tenant_id, invoice_id, amount, currency)
+		SELECT $4, $2, id, $3, currency FROM reserved
+		RETURNING currency, created_at`, invoiceID, tenant, amount, p.ID).Scan(&p.Currency, &p.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, refusePayment(ctx, tx, tenant, invoiceID, amount)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// refusePayment says why no payment could be reserved: no such invoice, or not enough left.
+func refusePayment(ctx context.Context, tx pgx.Tx, tenant, invoiceID string, amount int64) error {
+	var outstanding int64
+	err := tx.QueryRow(ctx, `SELECT amount - reserved FROM invoices WHERE id = $1 AND tenant_id = $2`, invoiceID, tenant).Scan(&outstanding)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return phases.Reject(http.StatusNotFound, "not_found", "no such invoice")
 	}
 	if err != nil {
 		return err
 	}
-	if amount > total-committed {
-		return phases.Reject(http.StatusUnprocessableEntity, "amount_exceeds_balance",
-			fmt.Sprintf("the amount %d exceeds the outstanding balance %d", amount, total-committed))
-	}
-	if err := tx.QueryRow(ctx, `INSERT INTO payments (id, tenant_id, invoice_id, amount, currency) VALUES ($1, $2, $3, $4, $5) RETURNING created_at`,
-		p.ID, run.Tenant(), p.InvoiceID, p.Amount, p.Currency).Scan(&p.CreatedAt); err != nil {
-		return err
-	}
-	return run.Set("payment", p)
+	return phases.Reject(http.StatusUnprocessableEntity, "amount_exceeds_balance",
+		fmt.Sprintf("the amount %d exceeds the outstanding balance %d", amount, outstanding))
+}
+
+// SettlePaymentTx records a charge's result, in one statement: a success moves the amount from
+// reserved to paid (and marks the invoice paid when it is), a decline gives the reservation
+// back. It is the second business transaction of create_payment, exported for benchmarks.
+func SettlePaymentTx(ctx context.Context, tx pgx.Tx, paymentID string, status gateway.ChargeStatus, chargeID string) error {
+	_, err := tx.Exec(ctx, `WITH settled AS (
+			UPDATE payments SET status = $2, charge_id = $3
+			WHERE id = $1 AND status = 'pending'
+			RETURNING invoice_id, amount, status)
+		UPDATE invoices i SET
+			paid = i.paid + CASE WHEN s.status = 'succeeded' THEN s.amount ELSE 0 END,
+			reserved = i.reserved - CASE WHEN s.status = 'declined' THEN s.amount ELSE 0 END,
+			status = CASE WHEN s.status = 'succeeded' AND i.paid + s.amount = i.amount THEN 'paid' ELSE i.status END
+		FROM settled s WHERE i.id = s.invoice_id`,
+		paymentID, string(status), chargeID)
+	return err
 }
 
 // charge calls the gateway outside any transaction. On resume it resolves what an earlier
 // attempt may have done (inquiry when the gateway has it) before charging again with the same
 // derived key.
 func (s *Service) charge(ctx context.Context, run *phases.Run) error {
-	var p pendingPayment
+	var p PendingPayment
 	if _, err := run.Get("payment", &p); err != nil {
 		return phases.Permanent(err)
 	}
@@ -138,7 +177,7 @@ func (s *Service) charge(ctx context.Context, run *phases.Run) error {
 // succeeded charge, 402 card_declined (with the payment kept as declined) for a decline.
 func (s *Service) recordResult(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
 	var (
-		p      pendingPayment
+		p      PendingPayment
 		charge gateway.Charge
 	)
 	if _, err := run.Get("payment", &p); err != nil {
@@ -147,20 +186,13 @@ func (s *Service) recordResult(ctx context.Context, tx pgx.Tx, run *phases.Run) 
 	if found, err := run.Get("charge", &charge); err != nil || !found {
 		return phases.Permanent(fmt.Errorf("no charge recorded for payment %s: %v", p.ID, err))
 	}
-	status := "declined"
-	if charge.Status == gateway.ChargeStatusSucceeded {
-		status = "succeeded"
+	if charge.Status != gateway.ChargeStatusSucceeded {
+		charge.Status = gateway.ChargeStatusDeclined
 	}
-	if _, err := tx.Exec(ctx, `WITH settled AS (
-			UPDATE payments SET status = $2, charge_id = $3
-			WHERE id = $1 AND status = 'pending'
-			RETURNING invoice_id, amount, status)
-		UPDATE invoices i SET paid = i.paid + s.amount,
-			status = CASE WHEN i.paid + s.amount = i.amount THEN 'paid' ELSE 'open' END
-		FROM settled s WHERE i.id = s.invoice_id AND s.status = 'succeeded'`,
-		p.ID, status, charge.ID); err != nil {
+	if err := SettlePaymentTx(ctx, tx, p.ID, charge.Status, charge.ID); err != nil {
 		return err
 	}
+	status := string(charge.Status)
 	payment := &Payment{ID: p.ID, InvoiceID: p.InvoiceID, Amount: p.Amount, Status: status, ChargeID: &charge.ID}
 	for _, hook := range s.cfg.PaymentHooks {
 		if err := hook(ctx, tx, run.Tenant(), payment); err != nil {

@@ -129,8 +129,7 @@ func TestRoundTripBudget(t *testing.T) {
 		requireTrips(t, c.counter.Take(),
 			// payment_created
 			"begin + SELECT tenant_id, actor_id, key", // the key is new
-			"SELECT i.amount, i.currency",             // business: lock the invoice, read the balance
-			"INSERT INTO payments",                    // business: the pending payment
+			"WITH reserved AS ( UPDATE invoices",      // business: reserve the amount, insert the pending payment
 			"INSERT INTO pgsaga_key + COMMIT",         // the claim, at recovery point payment_created
 			// charged: the gateway call, no statement
 			// result_recorded

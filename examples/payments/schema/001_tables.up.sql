@@ -5,10 +5,14 @@ CREATE TABLE invoices (
     amount     bigint      NOT NULL,
     currency   text        NOT NULL,
     paid       bigint      NOT NULL DEFAULT 0,
+    -- Pending and succeeded payments: what a new payment must fit under. Kept on the row, so the
+    -- balance check is one conditional UPDATE that concurrent payments serialise on.
+    reserved   bigint      NOT NULL DEFAULT 0,
     status     text        NOT NULL DEFAULT 'open',
     created_at timestamptz NOT NULL DEFAULT now(),
     CONSTRAINT invoices_amount_positive CHECK (amount > 0),
     CONSTRAINT invoices_paid_within_amount CHECK (paid >= 0 AND paid <= amount),
+    CONSTRAINT invoices_reserved_within_amount CHECK (reserved >= paid AND reserved <= amount),
     CONSTRAINT invoices_status_valid CHECK (status IN ('open', 'paid')),
     CONSTRAINT invoices_paid_status CHECK ((status = 'paid') = (paid = amount))
 );
