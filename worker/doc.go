@@ -32,10 +32,12 @@
 //     attempts reach the operation's MaxAttempts is parked as failed by saga and never swept
 //     again (an operator resumes it). A job errors, and River retries it, only when the claim
 //     could not reach the database.
-//   - Crash (kill -9): a running resume job leaves its key started with a lease that expires; a
-//     sweep after that (and the reservation's end) enqueues it again, and River's rescuer
-//     eventually retries the stuck job itself, which then finds the key done or resumes it. A
-//     queued job stays queued for any worker.
+//   - Crash (kill -9) of a serving process: its key's lease expires and the next sweep enqueues
+//     the key. Crash of a worker in the middle of a resume: the job stays "running" in River and
+//     keeps the key's unique slot until River's rescuer retries it (after a minute plus the
+//     lease, checked every 30s), which then takes the expired lease and resumes the key — so
+//     such a key waits about two minutes with the default 30s lease. Queued jobs stay queued for
+//     any worker.
 //   - Stop: Stop stops fetching, lets running jobs finish (a resume is detached from cancellation,
 //     so it is never cut between a call and the phase that records it) and leaves queued jobs in
 //     the database; nothing is lost. Keys are never claimed ahead of their job, so there is

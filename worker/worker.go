@@ -12,6 +12,9 @@ import (
 	"github.com/pgsaga/pgsaga/recovery"
 )
 
+// jobTimeout bounds each job's context.
+const jobTimeout = time.Minute
+
 // Worker runs the resumer, outbox delivery and retention GC on River.
 type Worker struct {
 	cfg     *Config
@@ -53,9 +56,16 @@ func New(cfg *Config) (*Worker, error) {
 			&river.PeriodicJobOpts{ID: "pgsaga_gc", RunOnStart: true}),
 	}
 	w.river, err = river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
-		Logger:       cfg.Logger,
-		Workers:      workers,
-		PeriodicJobs: periodic,
+		Logger: cfg.Logger,
+		// A resume job left "running" by a worker that died keeps its key's unique slot until
+		// River's rescuer retries it; rescue after a minute and a lease rather than River's
+		// default hour. A job rescued while it still runs is harmless: the retry finds the key's
+		// lease live (or the key done) and skips it. Resumes ignore the timeout (saga detaches
+		// them); it bounds deliveries and GC passes.
+		JobTimeout:           jobTimeout,
+		RescueStuckJobsAfter: jobTimeout + cfg.Client.Config().Lease,
+		Workers:              workers,
+		PeriodicJobs:         periodic,
 		Queues: map[string]river.QueueConfig{
 			QueueResume:      {MaxWorkers: cfg.ResumeConcurrency, FetchCooldown: 5 * time.Millisecond},
 			QueueOutbox:      {MaxWorkers: cfg.OutboxConcurrency},

@@ -203,3 +203,34 @@ func TestStopTimeoutDoesNotCutAResume(t *testing.T) {
 	})
 	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key WHERE status = 'completed'`))
 }
+
+// A worker killed in the middle of a resume leaves its job "running" in River, holding the key's
+// unique slot; the next worker's rescue (after a minute plus the lease, not River's default hour)
+// retries the job, which resumes the key once.
+func TestJobOfADeadWorkerIsRescued(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	createEffectTable(t, db.Pool)
+	seedCrashed(t, db.Pool, "dead", 1)
+	eff := newEffects()
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation(nil, nil)}, Lease: 2 * time.Second})
+	inserter, err := worker.NewInsertOnlyClient(db.Pool)
+	require.NoError(t, err)
+	tx, err := db.Pool.Begin(t.Context())
+	require.NoError(t, err)
+	_, err = inserter.InsertTx(t.Context(), tx, worker.ResumeArgs{Tenant: "t1", Actor: "a1", Key: "dead-00000"}, nil)
+	require.NoError(t, err)
+	// The dead worker fetched it two minutes ago (more than a minute and the lease).
+	_, err = tx.Exec(t.Context(), `UPDATE river_job SET state = 'running', attempt = 1,
+		attempted_at = now() - interval '2 minutes', attempted_by = '{dead-worker}' WHERE kind = 'pgsaga_resume'`)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(t.Context()))
+
+	startWorker(t, &worker.Config{Pool: db.Pool, Client: c})
+	waitFor(t, "the rescued job to resume the key", 45*time.Second, func() bool {
+		return countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`) == 1
+	})
+	require.Equal(t, 1, eff.count("dead-00000"))
+	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM river_job WHERE kind = 'pgsaga_resume'`), "the sweep added no second job")
+	require.Equal(t, 2, countRows(t, db.Pool, `SELECT attempts FROM pgsaga_key`))
+}
