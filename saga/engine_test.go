@@ -155,3 +155,21 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	_, err = saga.NewClient(&saga.Config{DB: db.Pool, Lease: 10e9, CallTimeout: 20e9})
 	require.ErrorContains(t, err, "Config.CallTimeout")
 }
+
+func TestResumeLeavesUnknownOperationsAlone(t *testing.T) {
+	t.Parallel()
+	failing := singleTx("thing", func() error { return phases.Permanent(errors.New("broken")) })
+	c, db := newClient(t, failing)
+	key := uuid.NewString()
+	_, err := c.Run(t.Context(), "thing", request(key))
+	require.ErrorIs(t, err, saga.ErrParked)
+
+	other, err := saga.NewClient(&saga.Config{DB: db.Pool})
+	require.NoError(t, err)
+	_, err = other.Resume(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key, &saga.ResumeOpts{Parked: true})
+	require.ErrorIs(t, err, saga.ErrUnknownOperation)
+	k, err := c.Key(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key)
+	require.NoError(t, err)
+	require.Equal(t, saga.KeyStatusFailed, k.Status, "a client that cannot run the key must not take it")
+	require.Equal(t, 1, k.Attempts)
+}

@@ -187,6 +187,16 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 		opts = &ResumeOpts{}
 	}
 	ctx = context.WithoutCancel(ctx)
+	// A key of an operation this client cannot run is left alone: taking its lease would only
+	// spend one of its attempts.
+	k, err := lookupKey(ctx, c.cfg.DB, scope, key)
+	if err != nil {
+		return nil, err
+	}
+	op, err := c.operation(k.Operation)
+	if err != nil {
+		return nil, err
+	}
 	taken, err := takeOverKey(ctx, c.cfg.DB, scope, key, c.cfg.Lease, opts.Parked)
 	if errors.Is(err, ErrInProgress) {
 		switch taken.Status {
@@ -197,10 +207,6 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 		}
 		return nil, inProgress(taken)
 	}
-	if err != nil {
-		return nil, err
-	}
-	op, err := c.operation(taken.Operation)
 	if err != nil {
 		return nil, err
 	}
