@@ -1,10 +1,11 @@
 package saga
 
 import (
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pgsaga/pgsaga/internal/promreg"
 )
 
 // Request outcomes, the values of the "outcome" label.
@@ -57,35 +58,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	// Two clients on one registry (serve with an in-process worker) share the collectors.
 	var err error
-	if m.requests, err = register(reg, m.requests); err != nil {
+	if m.requests, err = promreg.Register(reg, m.requests); err != nil {
 		return nil, err
 	}
-	if m.resumes, err = register(reg, m.resumes); err != nil {
+	if m.resumes, err = promreg.Register(reg, m.resumes); err != nil {
 		return nil, err
 	}
-	if m.parks, err = register(reg, m.parks); err != nil {
+	if m.parks, err = promreg.Register(reg, m.parks); err != nil {
 		return nil, err
 	}
-	if m.steps, err = register(reg, m.steps); err != nil {
+	if m.steps, err = promreg.Register(reg, m.steps); err != nil {
 		return nil, err
 	}
-	if m.calls, err = register(reg, m.calls); err != nil {
+	if m.calls, err = promreg.Register(reg, m.calls); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var already prometheus.AlreadyRegisteredError
-		if errors.As(err, &already) {
-			if existing, ok := already.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }
 
 func (m *metrics) request(op, outcome string) {

@@ -2,12 +2,12 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pgsaga/pgsaga/internal/promreg"
 	"github.com/pgsaga/pgsaga/recovery"
 )
 
@@ -42,37 +42,22 @@ func newMetrics(reg prometheus.Registerer, db *pgxpool.Pool) (*metrics, error) {
 		}),
 	}
 	var err error
-	if m.sweeps, err = register(reg, m.sweeps); err != nil {
+	if m.sweeps, err = promreg.Register(reg, m.sweeps); err != nil {
 		return nil, err
 	}
-	if m.resumes, err = register(reg, m.resumes); err != nil {
+	if m.resumes, err = promreg.Register(reg, m.resumes); err != nil {
 		return nil, err
 	}
-	if m.deliveries, err = register(reg, m.deliveries); err != nil {
+	if m.deliveries, err = promreg.Register(reg, m.deliveries); err != nil {
 		return nil, err
 	}
-	if m.gcDeleted, err = register(reg, m.gcDeleted); err != nil {
+	if m.gcDeleted, err = promreg.Register(reg, m.gcDeleted); err != nil {
 		return nil, err
 	}
-	if _, err := register(reg, NewStateCollector(db)); err != nil {
+	if _, err := promreg.Register(reg, NewStateCollector(db)); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under its names (two
-// workers, or serve with an in-process worker, on one registry).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var already prometheus.AlreadyRegisteredError
-		if errors.As(err, &already) {
-			if existing, ok := already.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, err
-	}
-	return c, nil
 }
 
 func (m *metrics) sweep(err error) {
