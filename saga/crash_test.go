@@ -120,6 +120,8 @@ func TestCrashAtEveryRecoveryPoint(t *testing.T) {
 						var inProgress *saga.InProgressError
 						require.ErrorAs(t, err, &inProgress)
 						require.Positive(t, inProgress.RetryAfter)
+						_, err = h.client.Resume(t.Context(), h.scope, key, nil)
+						require.ErrorAs(t, err, &inProgress, "Resume must not take a live lease")
 						h.expireLease(key)
 					}
 				}

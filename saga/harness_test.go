@@ -50,6 +50,9 @@ func newHarness(t *testing.T, cfg *saga.Config, ops func(h *harness) []*phases.O
 	h := &harness{t: t, db: dbtest.NewDB(t), points: chaos.NewPoints(), ext: newOutside(), scope: saga.Scope{Tenant: "tenant-1", Actor: "alice"}}
 	_, err := h.db.Pool.Exec(t.Context(), testTables)
 	require.NoError(t, err)
+	// Before the database is dropped (its pool waits for connections in use): let blocked
+	// executions go.
+	t.Cleanup(h.points.ReleaseAll)
 	h.client = h.newClient(cfg, ops)
 	return h
 }

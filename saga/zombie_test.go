@@ -92,3 +92,40 @@ func TestZombieTransientFailureIsNotUnavailable(t *testing.T) {
 	require.True(t, resA.Replayed)
 	require.Equal(t, resB.Response.Body, resA.Response.Body)
 }
+
+// TestZombieFencedWhileTheNewOwnerRuns: A wakes while B, which took the key over, is still in
+// the middle of it (the key is still started). Only the lease token tells them apart: A's phase
+// must not commit, and A must be told the key is in progress; B then finishes alone.
+func TestZombieFencedWhileTheNewOwnerRuns(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, fiveSteps)
+	key := "zombie-concurrent-" + newID()
+	gateA := h.points.Block(chaos.AfterStep(opFiveSteps, "notify"))
+	var errA error
+	a := chaos.Start(func() { _, errA = h.client.Run(t.Context(), opFiveSteps, h.req(key, `{}`)) })
+	<-gateA.Reached()
+	h.expireLease(key)
+
+	// B takes over and stops inside the confirm phase's transaction, before its writes.
+	gateB := h.points.Block(chaos.BeforeStep(opFiveSteps, "confirm"))
+	var (
+		resB *saga.Result
+		errB error
+	)
+	b := chaos.Start(func() { resB, errB = h.newClient(nil, fiveSteps).Resume(t.Context(), h.scope, key, nil) })
+	<-gateB.Reached()
+
+	gateA.Release()
+	require.False(t, a.Wait())
+	require.ErrorIs(t, errA, saga.ErrInProgress, "A's confirm must be fenced while B holds the key")
+	require.Zero(t, h.effects(key, "confirm"), "A's confirm phase committed although B holds the lease")
+	require.Equal(t, "reserve", h.key(key).RecoveryPoint)
+
+	gateB.Release()
+	require.False(t, b.Wait())
+	require.NoError(t, errB)
+	require.Equal(t, http.StatusCreated, resB.Response.Status)
+	for _, step := range []string{"reserve", "confirm", "finish"} {
+		require.Equal(t, 1, h.effects(key, step), "effect of %s", step)
+	}
+}

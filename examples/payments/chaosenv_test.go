@@ -72,6 +72,8 @@ func newChaosEnv(t *testing.T, o chaosOpts) *chaosEnv {
 	}
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
+	// Before the server closes (it waits for requests in flight): let blocked executions go.
+	t.Cleanup(points.ReleaseAll)
 	return &chaosEnv{env: &env{t: t, db: db, sim: s, svc: svc, srv: srv}, points: points, client: client}
 }
 

@@ -166,13 +166,12 @@ func TestRealProcesses(t *testing.T) {
 		first, base1 := p.serve()
 		inv := p.createInvoice(base1, 5000)
 		key, body := newKey(), paymentBody(inv, 5000)
-		lost := chaos.Start(func() {
-			_, err := p.post(base1, "/payments", key, body)
-			require.Error(t, err, "the killed process cannot have answered")
-		})
+		var lostErr error
+		lost := chaos.Start(func() { _, lostErr = p.post(base1, "/payments", key, body) })
 		require.Eventually(t, func() bool { return p.sim.TotalCharges() == 1 }, 10*time.Second, 5*time.Millisecond)
 		require.NoError(t, first.Kill())
 		require.False(t, lost.Wait())
+		require.Error(t, lostErr, "the killed process cannot have answered")
 		require.Equal(t, 1, p.count(`SELECT count(*) FROM pgsaga_key WHERE key = $1 AND status = 'started' AND recovery_point = 'payment_created'`, key))
 		require.Equal(t, 1, p.count(`SELECT count(*) FROM payments WHERE status = 'pending'`))
 
@@ -192,10 +191,8 @@ func TestRealProcesses(t *testing.T) {
 		inv := p.createInvoice(base1, 5000)
 		key, body := newKey(), paymentBody(inv, 2000)
 		p.hold.Store(true)
-		lost := chaos.Start(func() {
-			_, err := p.post(base1, "/payments", key, body)
-			require.Error(t, err)
-		})
+		var lostErr error
+		lost := chaos.Start(func() { _, lostErr = p.post(base1, "/payments", key, body) })
 		select {
 		case <-p.held:
 		case <-time.After(10 * time.Second):
@@ -203,6 +200,7 @@ func TestRealProcesses(t *testing.T) {
 		}
 		require.NoError(t, first.Kill())
 		require.False(t, lost.Wait())
+		require.Error(t, lostErr, "the killed process cannot have answered")
 		require.Zero(t, p.sim.TotalCharges())
 		p.hold.Store(false)
 

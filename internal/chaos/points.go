@@ -15,6 +15,7 @@ type Points struct {
 	mu    sync.Mutex
 	armed map[string][]action
 	hits  map[string]int
+	gates []*Gate
 }
 
 type action struct {
@@ -39,7 +40,7 @@ func (p *Points) Fail(name string, err error) { p.arm(name, action{err: err}) }
 // Block makes the next hit of name wait until the returned gate is released (or the hit's
 // context ends). Gate.Reached is closed when an execution arrives there.
 func (p *Points) Block(name string) *Gate {
-	g := newGate()
+	g := p.newGate()
 	p.arm(name, action{gate: g})
 	return g
 }
@@ -47,7 +48,7 @@ func (p *Points) Block(name string) *Gate {
 // Freeze is Block for a stopped process: the execution waits for the gate's release even when
 // its context ends meanwhile, and then goes on with whatever deadline has passed.
 func (p *Points) Freeze(name string) *Gate {
-	g := newGate()
+	g := p.newGate()
 	p.arm(name, action{gate: g, frozen: true})
 	return g
 }
@@ -119,8 +120,24 @@ type Gate struct {
 	err     error
 }
 
-func newGate() *Gate {
-	return &Gate{reached: make(chan struct{}), release: make(chan struct{})}
+func (p *Points) newGate() *Gate {
+	g := &Gate{reached: make(chan struct{}), release: make(chan struct{})}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gates = append(p.gates, g)
+	return g
+}
+
+// ReleaseAll releases every gate ever armed, so that a test that stops half-way leaves no
+// execution blocked (holding a connection, or an HTTP request its server waits for). Register
+// it with t.Cleanup after the servers the blocked executions run in.
+func (p *Points) ReleaseAll() {
+	p.mu.Lock()
+	gates := append([]*Gate(nil), p.gates...)
+	p.mu.Unlock()
+	for _, g := range gates {
+		g.Release()
+	}
 }
 
 // Reached is closed when an execution arrives at the gate.
