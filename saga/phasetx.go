@@ -30,17 +30,23 @@ func beginPhase(ctx context.Context, db DB, lookup *Request) (*phaseTx, *Key, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("error acquiring a connection: %w", err)
 	}
+	if lookup == nil {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			conn.Release()
+			return nil, nil, fmt.Errorf("error beginning a phase: %w", err)
+		}
+		return &phaseTx{conn: conn, tx: tx}, nil, nil
+	}
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{})
-	if lookup != nil {
-		b.Queue(`SELECT `+keyColumns+` FROM pgsaga_key WHERE tenant_id = $1 AND actor_id = $2 AND key = $3`,
-			lookup.Scope.Tenant, lookup.Scope.Actor, lookup.Key)
-	}
+	b.Queue(`SELECT `+keyColumns+` FROM pgsaga_key WHERE tenant_id = $1 AND actor_id = $2 AND key = $3`,
+		lookup.Scope.Tenant, lookup.Scope.Actor, lookup.Key)
 	br := conn.SendBatch(ctx, b)
 	p := &phaseTx{conn: conn, tx: br.Tx()}
 	_, err = br.Exec()
 	var k *Key
-	if err == nil && lookup != nil {
+	if err == nil {
 		k, err = scanKey(br.QueryRow())
 		if errors.Is(err, ErrKeyNotFound) {
 			k, err = nil, nil

@@ -122,8 +122,14 @@ func insertKeyArgs(req *Request, hash []byte, token uuid.UUID, w *keyWrite) ([]a
 	if err != nil {
 		return nil, err
 	}
+	// Only a started key may be resumed, and only resuming needs the request itself: a key
+	// stored finished keeps its fingerprint and its response, not a copy of the body.
+	requestBody := req.Body
+	if w.status != KeyStatusStarted {
+		requestBody = []byte{}
+	}
 	return []any{req.Scope.Tenant, req.Scope.Actor, req.Key, req.Operation, req.Method, req.Path,
-		hash, req.Body, string(w.status), w.recoveryPoint, state, token, w.lease.Milliseconds(),
+		hash, requestBody, string(w.status), w.recoveryPoint, state, token, w.lease.Milliseconds(),
 		nullIfEmpty(w.lastError), status, header, body, w.retention.Milliseconds()}, nil
 }
 
