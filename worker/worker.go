@@ -64,8 +64,11 @@ func New(cfg *Config) (*Worker, error) {
 		// them); it bounds deliveries and GC passes.
 		JobTimeout:           jobTimeout,
 		RescueStuckJobsAfter: jobTimeout + cfg.Client.Config().Lease,
-		Workers:              workers,
-		PeriodicJobs:         periodic,
+		// The sweep completes a job every SweepInterval (86,400 a day at 1s); the keys and the
+		// outbox events are the record, so completed jobs need not outlive an hour.
+		CompletedJobRetentionPeriod: time.Hour,
+		Workers:                     workers,
+		PeriodicJobs:                periodic,
 		Queues: map[string]river.QueueConfig{
 			QueueResume:      {MaxWorkers: cfg.ResumeConcurrency, FetchCooldown: 5 * time.Millisecond},
 			QueueOutbox:      {MaxWorkers: cfg.OutboxConcurrency},
