@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"regexp"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/pgsaga/pgsaga/gateway"
@@ -59,33 +55,12 @@ finish (up to 10s), then the worker stops.`,
 }
 
 func (c *cli) serve(ctx context.Context, f *serveFlags) error {
-	if err := checkLease(f.lease); err != nil {
-		return err
-	}
-	logger, err := c.logger(logDaemon)
+	d, err := c.startDaemon(ctx, f.lease, f.gatewayURL)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	pool, err := c.connectMigrated(ctx)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	gw, err := c.gateway(f.gatewayURL)
-	if err != nil {
-		return err
-	}
-	reg := newRegistry()
-	if err := reg.Register(worker.NewStateCollector(pool)); err != nil {
-		return fmt.Errorf("error registering the key state metrics: %w", err)
-	}
-	svc, err := c.build(ctx, &BuildParams{Pool: pool, Gateway: gw, Lease: f.lease, Logger: logger, Registerer: reg})
-	if err != nil {
-		return err
-	}
+	defer d.close()
+	ctx, logger, pool, reg, svc := d.ctx, d.logger, d.pool, d.reg, d.svc
 	if svc.Handler == nil {
 		return errors.New("the application's Build returned no Handler to serve")
 	}
@@ -98,9 +73,7 @@ func (c *cli) serve(ctx context.Context, f *serveFlags) error {
 		}
 	}
 
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.Handle("GET /healthz", healthz(pool))
+	mux := d.opsMux()
 	mux.Handle("/", svc.Handler)
 
 	ln, err := net.Listen("tcp", f.addr)

@@ -7,14 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/pgsaga/pgsaga/saga"
@@ -59,33 +55,15 @@ worker resumes those keys then. --metrics-addr serves /metrics and /healthz. Wit
 }
 
 func (c *cli) runWorker(ctx context.Context, f *workerFlags) error {
-	if err := checkLease(f.lease); err != nil {
-		return err
-	}
 	if f.sweepInterval < time.Millisecond {
 		return usageErrorf("--sweep-interval must be at least 1ms, got %s", f.sweepInterval)
 	}
-	logger, err := c.logger(logDaemon)
+	d, err := c.startDaemon(ctx, f.lease, f.gatewayURL)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	pool, err := c.connectMigrated(ctx)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	gw, err := c.gateway(f.gatewayURL)
-	if err != nil {
-		return err
-	}
-	reg := newRegistry()
-	svc, err := c.build(ctx, &BuildParams{Pool: pool, Gateway: gw, Lease: f.lease, Logger: logger, Registerer: reg})
-	if err != nil {
-		return err
-	}
+	defer d.close()
+	ctx, logger, pool, reg, svc := d.ctx, d.logger, d.pool, d.reg, d.svc
 	w, err := c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg,
 		sweepInterval: f.sweepInterval, webhookURL: f.webhookURL})
 	if err != nil {
@@ -100,10 +78,7 @@ func (c *cli) runWorker(ctx context.Context, f *workerFlags) error {
 		if err != nil {
 			return fmt.Errorf("error listening on %s: %w", f.metricsAddr, err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		mux.Handle("GET /healthz", healthz(pool))
-		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		srv = &http.Server{Handler: d.opsMux(), ReadHeaderTimeout: 10 * time.Second}
 		go func() { srvErr <- srv.Serve(ln) }()
 		fmt.Fprintf(c.env.Stdout, "%s worker: metrics listening on http://%s\n", c.app.Name, ln.Addr())
 	}
