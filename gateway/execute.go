@@ -132,6 +132,10 @@ type execution struct {
 func (x *execution) attempt(ctx context.Context) (*Charge, error) {
 	if x.needInquiry {
 		found, err := x.gw.Inquire(ctx, x.params.Reference)
+		if errors.Is(err, ErrUnsupported) {
+			// The provider no longer answers inquiries: resolve with what it still supports.
+			return x.withoutInquiry(ctx)
+		}
 		if err != nil {
 			err = fmt.Errorf("error inquiring about charge %q: %w", x.params.Reference, err)
 			if Classify(nil, err) == OutcomePermanent || errors.Is(err, ErrUnsupported) {
@@ -147,7 +151,11 @@ func (x *execution) attempt(ctx context.Context) (*Charge, error) {
 		// Inquiry is authoritative: nothing found means no earlier attempt charged.
 		x.mayHaveReached = false
 	}
+	return x.charge(ctx)
+}
 
+// charge sends the charge once and classifies the answer for the retry loop.
+func (x *execution) charge(ctx context.Context) (*Charge, error) {
 	start := x.opts.Now()
 	charge, err := x.gw.Charge(ctx, x.params)
 	outcome := Classify(charge, err)
@@ -176,6 +184,22 @@ func (x *execution) attempt(ctx context.Context) (*Charge, error) {
 	default:
 		return nil, backoff.Permanent(fmt.Errorf("error charging %q: %w", x.params.Reference, err))
 	}
+}
+
+// withoutInquiry continues an attempt that needed an inquiry the provider refused: re-send the
+// same key if the provider honours keys (and the key is within its window), else stop: nothing
+// can tell whether the earlier attempt charged.
+func (x *execution) withoutInquiry(ctx context.Context) (*Charge, error) {
+	x.caps = x.gw.Capabilities()
+	x.caps.Inquiry = false
+	x.needInquiry = false
+	if !x.caps.IdempotencyKeys || x.params.IdempotencyKey == "" {
+		return nil, backoff.Permanent(fmt.Errorf("error resolving charge %q: %w", x.params.Reference, ErrCannotResolve))
+	}
+	if x.caps.KeyRetention > 0 && !x.opts.KeyCreatedAt.IsZero() && x.opts.KeyCreatedAt.Before(x.opts.Now().Add(-x.caps.KeyRetention)) {
+		return nil, backoff.Permanent(fmt.Errorf("error resolving charge %q: %w", x.params.Reference, ErrKeyExpired))
+	}
+	return x.charge(ctx)
 }
 
 // finalError is what Execute returns when the loop gave up with err: permanent errors as

@@ -35,6 +35,9 @@ type ClientOpts struct {
 type Client struct {
 	base *url.URL
 	http *http.Client
+	// live is true when the capabilities come from the simulator (not ClientOpts): they are
+	// read again on every Capabilities call, since /_sim/faults can change them at run time.
+	live bool
 
 	mu   sync.Mutex
 	caps gateway.Capabilities
@@ -62,6 +65,7 @@ func NewClient(baseURL string, opts *ClientOpts) (*Client, error) {
 	if err := c.Refresh(context.Background()); err != nil {
 		return nil, err
 	}
+	c.live = true
 	return c, nil
 }
 
@@ -86,8 +90,16 @@ func (c *Client) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// Capabilities returns what the gateway supported when last asked.
+// Capabilities returns what the gateway supports. A simulator's settings can change at run time
+// (POST /_sim/faults), and a stale "keys are honoured" could make a resumed charge a second one,
+// so they are read again from GET /_sim/info on every call; if that fails, the last known ones
+// are returned.
 func (c *Client) Capabilities() gateway.Capabilities {
+	if c.live {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = c.Refresh(ctx)
+		cancel()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.caps
