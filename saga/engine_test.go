@@ -173,3 +173,30 @@ func TestResumeLeavesUnknownOperationsAlone(t *testing.T) {
 	require.Equal(t, saga.KeyStatusFailed, k.Status, "a client that cannot run the key must not take it")
 	require.Equal(t, 1, k.Attempts)
 }
+
+func TestRedactRunsBeforeStoringAndTheFirstAnswerIsTheStoredOne(t *testing.T) {
+	t.Parallel()
+	op := &phases.Operation{Name: "card", Steps: []phases.Step{
+		phases.Atomic("charged", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+			return run.Respond(http.StatusCreated, map[string]string{"id": "c1", "card_number": "4242424242424242"})
+		}),
+	}}
+	db := dbtest.NewDB(t)
+	c, err := saga.NewClient(&saga.Config{DB: db.Pool, Operations: []*phases.Operation{op},
+		Redact: func(_ string, r *saga.Response) *saga.Response {
+			out := *r
+			out.Body = []byte(`{"id":"c1"}`)
+			return &out
+		}})
+	require.NoError(t, err)
+	key := uuid.NewString()
+	first, err := c.Run(t.Context(), "card", request(key))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"id":"c1"}`, string(first.Response.Body), "the caller gets what is stored, never the secret")
+	replay, err := c.Run(t.Context(), "card", request(key))
+	require.NoError(t, err)
+	require.Equal(t, first.Response.Body, replay.Response.Body)
+	var stored []byte
+	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT response_body FROM pgsaga_key WHERE key = $1`, key).Scan(&stored))
+	require.NotContains(t, string(stored), "4242")
+}
