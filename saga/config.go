@@ -48,8 +48,9 @@ type Config struct {
 	// RetryDelay is the wait before the worker tries a key again after its attempt-th transient
 	// failure. Defaults to exponential from 1s, capped at 5m, with ±50% jitter.
 	RetryDelay func(attempt int) time.Duration
-	// Redact may change a response before it is stored (remove secrets or card data). The
-	// response sent to the first caller is the stored one. Defaults to storing it unchanged.
+	// Redact may change a response before it is stored (remove secrets or card data); returning
+	// nil keeps it as is. The response sent to the first caller is the stored one. Defaults to
+	// storing it unchanged.
 	Redact func(operation string, resp *Response) *Response
 	// StoredHeaders are the response headers stored and replayed. Defaults to Content-Type and
 	// Location.

@@ -334,7 +334,9 @@ func (e *execution) stored() *Response {
 	}
 	resp := &Response{Status: r.Status, Header: r.Header.Clone(), Body: r.Body}
 	if e.c.cfg.Redact != nil {
-		resp = e.c.cfg.Redact(e.op.Name, resp)
+		if redacted := e.c.cfg.Redact(e.op.Name, resp); redacted != nil {
+			resp = redacted
+		}
 	}
 	kept := make(map[string][]string, len(e.c.cfg.StoredHeaders))
 	for _, h := range e.c.cfg.StoredHeaders {
