@@ -82,6 +82,8 @@ type DB struct {
 	Pool *pgxpool.Pool
 	// Name is the database's name.
 	Name string
+
+	suite *suite // for Close, on databases from OpenDB
 }
 
 // current is the state of this test binary, set by Main: NewDB has only a testing.TB to go on.
@@ -294,4 +296,40 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
 	return hex.EncodeToString(b)
+}
+
+// OpenDB creates a database for code that has no testing.TB (an Example function): a clone of
+// the migrated template, like NewDB's. Close drops it.
+func OpenDB(ctx context.Context, label string) (*DB, error) {
+	s := current
+	if s == nil {
+		return nil, errors.New("dbtest.OpenDB: call dbtest.Main(m, opts) from TestMain first")
+	}
+	s.once.Do(func() { s.setupErr = s.setup() })
+	if s.setupErr != nil {
+		return nil, fmt.Errorf("dbtest: %w", s.setupErr)
+	}
+	name := s.dbName(label)
+	if _, err := s.admin.Exec(ctx, "CREATE DATABASE "+quote(name)+" TEMPLATE "+quote(s.template)); err != nil {
+		return nil, fmt.Errorf("dbtest: error creating database %s: %w", name, err)
+	}
+	db := &DB{URL: withDatabase(s.adminURL, name), Name: name, suite: s}
+	pool, err := newPool(ctx, db.URL, testMaxConns)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("dbtest: error opening a pool on %s: %w", name, err)
+	}
+	db.Pool = pool
+	return db, nil
+}
+
+// Close closes the pool of a database from OpenDB and drops the database.
+func (db *DB) Close() error {
+	if db.Pool != nil {
+		db.Pool.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := db.suite.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+quote(db.Name)+" WITH (FORCE)")
+	return err
 }
