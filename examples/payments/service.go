@@ -118,8 +118,37 @@ func (s *Service) Handler() (http.Handler, error) {
 	mux.Handle("GET /payments", s.authenticated(s.listPayments))
 	mux.Handle("GET /sales", s.authenticated(s.listSales))
 	mux.Handle("POST /webhooks/{source}", WebhookHandler(s.cfg.Pool, nil))
-	return mux, nil
+	return jsonErrors(mux), nil
 }
+
+// jsonErrors answers requests no route matches with the API's JSON error shape (404 not_found,
+// 405 method_not_allowed with Allow) instead of the mux's plain text.
+func jsonErrors(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		probe := &statusProbe{header: http.Header{}}
+		mux.ServeHTTP(probe, r)
+		if probe.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", probe.header.Get("Allow"))
+			saga.WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed on "+r.URL.Path)
+			return
+		}
+		saga.WriteError(w, http.StatusNotFound, "not_found", "no such resource: "+r.URL.Path)
+	})
+}
+
+// statusProbe records the status the mux would answer, and discards the body.
+type statusProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *statusProbe) Header() http.Header         { return p.header }
+func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *statusProbe) WriteHeader(status int)      { p.status = status }
 
 // HeaderScope is the example's stand-in for authentication: X-Tenant-ID and X-Actor-ID, 1–64
 // characters each. A real service takes the scope from a verified token.

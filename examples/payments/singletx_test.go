@@ -181,3 +181,18 @@ func TestBadInputIsRefusedAndNothingStored(t *testing.T) {
 	require.Equal(t, 0, e.count(`SELECT count(*) FROM orders`))
 	require.Equal(t, 0, e.count(`SELECT count(*) FROM payments`))
 }
+
+func TestUnknownRoutesAnswerJSON(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	r := e.do("GET", "/nope", alice, "", "")
+	require.Equal(t, http.StatusNotFound, r.status)
+	require.Equal(t, "not_found", r.code(t))
+	r = e.do("DELETE", "/invoices/inv_1", alice, "", "")
+	require.Equal(t, http.StatusMethodNotAllowed, r.status)
+	require.Equal(t, "method_not_allowed", r.code(t))
+	require.Contains(t, r.header.Get("Allow"), "GET")
+	r = e.do("GET", "/invoices/no-such-id", alice, "", "")
+	require.Equal(t, http.StatusNotFound, r.status)
+	require.Equal(t, "not_found", r.code(t))
+}
