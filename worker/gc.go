@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 )
 
 // gcArgs is the periodic retention job.
@@ -12,16 +11,7 @@ type gcArgs struct{}
 
 func (gcArgs) Kind() string { return "pgsaga_gc" }
 
-func (gcArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{
-		Queue:       QueueMaintenance,
-		MaxAttempts: 1,
-		UniqueOpts: river.UniqueOpts{ByState: []rivertype.JobState{
-			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-			rivertype.JobStateScheduled,
-		}},
-	}
-}
+func (gcArgs) InsertOpts() river.InsertOpts { return singletonJob() }
 
 type gcWorker struct {
 	river.WorkerDefaults[gcArgs]

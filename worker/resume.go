@@ -54,9 +54,12 @@ type sweepArgs struct{}
 
 func (sweepArgs) Kind() string { return "pgsaga_sweep" }
 
-// InsertOpts keeps at most one sweep queued or running: a slow sweep is not followed by a pile
-// of others.
-func (sweepArgs) InsertOpts() river.InsertOpts {
+func (sweepArgs) InsertOpts() river.InsertOpts { return singletonJob() }
+
+// singletonJob keeps at most one job of a kind queued or running, on the maintenance queue, with
+// one attempt: a slow sweep or GC pass is not followed by a pile of others, and the next period
+// inserts the next one.
+func singletonJob() river.InsertOpts {
 	return river.InsertOpts{
 		Queue:       QueueMaintenance,
 		MaxAttempts: 1,

@@ -18,12 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/internal/dbtest"
-	"github.com/pgsaga/pgsaga/migrations"
 )
 
 // binary is the pgsaga binary built once by TestMain.
@@ -48,10 +46,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// dbtest.Main exits the process, so the directory is removed by the next run's sweep.
-	dbtest.Main(m, &dbtest.Opts{Migrate: func(ctx context.Context, pool *pgxpool.Pool) error {
-		_, err := migrations.Migrate(ctx, pool, payments.Migrations())
-		return err
-	}})
+	dbtest.Main(m, &dbtest.Opts{Migrate: dbtest.MigrateWith(payments.Migrations())})
 }
 
 // sweepBinDirs removes the build directories of test processes that are gone.

@@ -74,6 +74,15 @@ func defaultMigrate(ctx context.Context, pool *pgxpool.Pool) error {
 	return err
 }
 
+// MigrateWith is an Opts.Migrate that applies River's, pgsaga's and opts' lines (an
+// application's tables, such as payments.Migrations()).
+func MigrateWith(opts *migrations.MigrateOpts) func(ctx context.Context, pool *pgxpool.Pool) error {
+	return func(ctx context.Context, pool *pgxpool.Pool) error {
+		_, err := migrations.Migrate(ctx, pool, opts)
+		return err
+	}
+}
+
 // DB is a test's own database. It is dropped when the test ends.
 type DB struct {
 	// URL connects to the database as a superuser (or as the user of $PGSAGA_TEST_DATABASE_URL).
