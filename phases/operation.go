@@ -49,7 +49,7 @@ func (s Step) Name() string { return s.name }
 // IsAtomic reports whether the step is an atomic phase.
 func (s Step) IsAtomic() bool { return s.atomic != nil }
 
-// Atomic returns the phase body, or nil for an external call.
+// AtomicFunc returns the phase body, or nil for an external call.
 func (s Step) AtomicFunc() AtomicFunc { return s.atomic }
 
 // CallFunc returns the call body, or nil for an atomic phase.

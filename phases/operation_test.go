@@ -1,0 +1,49 @@
+package phases_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/phases"
+)
+
+func noop(context.Context, pgx.Tx, *phases.Run) error { return nil }
+
+func TestCheckNamesWhatIsWrong(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		op   phases.Operation
+		want string
+	}{
+		{phases.Operation{}, "Operation.Name is required"},
+		{phases.Operation{Name: "x"}, "Operation.Steps"},
+		{phases.Operation{Name: "x", Steps: []phases.Step{phases.Atomic("", noop)}}, "has no name"},
+		{phases.Operation{Name: "x", Steps: []phases.Step{phases.Atomic("a", nil)}}, "has no function"},
+		{phases.Operation{Name: "x", Steps: []phases.Step{phases.Atomic("started", noop)}}, "reserved"},
+		{phases.Operation{Name: "x", Steps: []phases.Step{phases.Atomic("finished", noop)}}, "reserved"},
+		{phases.Operation{Name: "x", Steps: []phases.Step{phases.Atomic("a", noop), phases.Atomic("a", noop)}}, "used twice"},
+		{phases.Operation{Name: "x", Steps: []phases.Step{phases.Atomic("a", noop)}, WaitInFlight: -time.Second}, "must not be negative"},
+	} {
+		err := tc.op.Check()
+		require.ErrorContains(t, err, tc.want)
+	}
+	ok := phases.Operation{Name: "x", Steps: []phases.Step{phases.Atomic("a", noop).WithCompensation(noop)}}
+	require.NoError(t, ok.Check())
+	require.True(t, ok.SingleTransaction())
+}
+
+func TestErrorsClassifyByBehaviour(t *testing.T) {
+	t.Parallel()
+	require.False(t, phases.IsRetryable(phases.Reject(http.StatusNotFound, "not_found", "no such thing")))
+	require.False(t, phases.IsRetryable(phases.Permanent(errors.New("broken"))))
+	require.True(t, phases.IsRetryable(phases.RetryAfter(time.Second, errors.New("busy"))))
+	require.True(t, phases.IsRetryable(errors.New("anything else is transient")))
+	var reject *phases.RejectError
+	require.ErrorAs(t, phases.Permanent(phases.Reject(409, "taken", "taken")), &reject, "a wrapped rejection is still found")
+}
