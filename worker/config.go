@@ -46,6 +46,10 @@ type Config struct {
 	GCInterval time.Duration
 	// GCBatchSize is how many keys one GC statement deletes. Defaults to 1000.
 	GCBatchSize int
+	// InboxRetention is how long GC keeps the ids of events already applied (pgsaga_inbox). It
+	// must outlast every producer's redeliveries: an id deleted earlier lets a late duplicate be
+	// applied again. Defaults to 30 days.
+	InboxRetention time.Duration
 	// Registerer receives the worker's metrics and the key-state gauges (NewStateCollector).
 	// Defaults to none.
 	Registerer prometheus.Registerer
@@ -73,6 +77,9 @@ func (c *Config) WithDefaults() *Config {
 	}
 	if out.GCInterval == 0 {
 		out.GCInterval = time.Minute
+	}
+	if out.InboxRetention == 0 {
+		out.InboxRetention = 30 * 24 * time.Hour
 	}
 	if out.GCBatchSize == 0 {
 		out.GCBatchSize = 1000
@@ -104,6 +111,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("worker: Config.Retention must not be negative, got %s", c.Retention)
 	case c.GCInterval < time.Second:
 		return fmt.Errorf("worker: Config.GCInterval must be at least 1s, got %s", c.GCInterval)
+	case c.InboxRetention < time.Hour:
+		return fmt.Errorf("worker: Config.InboxRetention must be at least 1h, got %s", c.InboxRetention)
 	case c.GCBatchSize < 1:
 		return fmt.Errorf("worker: Config.GCBatchSize must be at least 1, got %d", c.GCBatchSize)
 	}

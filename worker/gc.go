@@ -18,11 +18,19 @@ type gcWorker struct {
 	w *Worker
 }
 
+// Work deletes completed keys past their retention, then inbox entries past InboxRetention.
 func (g *gcWorker) Work(ctx context.Context, _ *river.Job[gcArgs]) error {
 	n, err := DeleteExpired(ctx, g.w.cfg.Pool, &GCOpts{OlderThan: g.w.cfg.Retention, BatchSize: g.w.cfg.GCBatchSize})
 	g.w.metrics.deleted(n)
 	if n > 0 {
 		g.w.cfg.Logger.InfoContext(ctx, "retention GC deleted expired keys", "keys", n)
+	}
+	if err != nil {
+		return err
+	}
+	m, err := DeleteOldInbox(ctx, g.w.cfg.Pool, g.w.cfg.InboxRetention, g.w.cfg.GCBatchSize)
+	if m > 0 {
+		g.w.cfg.Logger.InfoContext(ctx, "retention GC deleted old inbox entries", "events", m)
 	}
 	return err
 }

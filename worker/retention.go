@@ -86,3 +86,27 @@ func DeleteExpired(ctx context.Context, db *pgxpool.Pool, opts *GCOpts) (int, er
 		}
 	}
 }
+
+// deleteInboxSQL deletes one batch of applied event ids older than $1 ms.
+const deleteInboxSQL = `DELETE FROM pgsaga_inbox WHERE ctid = ANY (ARRAY(
+	SELECT ctid FROM pgsaga_inbox WHERE received_at < now() - $1 * interval '1 millisecond'
+	LIMIT $2 FOR UPDATE SKIP LOCKED))`
+
+// DeleteOldInbox deletes the ids of events applied more than olderThan ago from pgsaga_inbox, in
+// batches of batchSize, and returns how many it deleted.
+func DeleteOldInbox(ctx context.Context, db *pgxpool.Pool, olderThan time.Duration, batchSize int) (int, error) {
+	if olderThan <= 0 || batchSize <= 0 {
+		return 0, fmt.Errorf("worker: DeleteOldInbox needs a positive age and batch size, got %s and %d", olderThan, batchSize)
+	}
+	total := 0
+	for {
+		tag, err := db.Exec(ctx, deleteInboxSQL, olderThan.Milliseconds(), batchSize)
+		if err != nil {
+			return total, fmt.Errorf("error deleting old inbox entries: %w", err)
+		}
+		total += int(tag.RowsAffected())
+		if tag.RowsAffected() < int64(batchSize) {
+			return total, nil
+		}
+	}
+}

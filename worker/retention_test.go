@@ -127,3 +127,23 @@ func TestWorkerRunsRetentionGC(t *testing.T) {
 	})
 	require.Equal(t, map[string]int{"fresh": 1, "failed": 1}, statusCounts(t, db.Pool))
 }
+
+func TestDeleteOldInboxKeepsRecentEventIDs(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	_, err := db.Pool.Exec(t.Context(), `INSERT INTO pgsaga_inbox (source, event_id, received_at)
+		SELECT 'gateway', 'old-' || i, now() - interval '31 days' FROM generate_series(1, 25) AS i
+		UNION ALL
+		SELECT 'gateway', 'new-' || i, now() - interval '1 day' FROM generate_series(1, 5) AS i`)
+	require.NoError(t, err)
+
+	n, err := worker.DeleteOldInbox(t.Context(), db.Pool, 30*24*time.Hour, 10)
+	require.NoError(t, err)
+	require.Equal(t, 25, n, "deleted in batches of 10 until none is left")
+	var left int
+	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM pgsaga_inbox WHERE event_id LIKE 'new-%'`).Scan(&left))
+	require.Equal(t, 5, left)
+
+	_, err = worker.DeleteOldInbox(t.Context(), db.Pool, 0, 10)
+	require.Error(t, err)
+}
