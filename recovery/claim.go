@@ -37,19 +37,6 @@ const claimSQL = `UPDATE pgsaga_key SET
 		FOR UPDATE SKIP LOCKED)
 	RETURNING ` + saga.KeyColumns
 
-// claimKeySQL takes the lease of one started key whose lease expired ($3, $4, $5), whatever its
-// next_attempt_at: the caller (a resume job) was scheduled because the key was due.
-const claimKeySQL = `UPDATE pgsaga_key SET
-		lease_token = gen_random_uuid(),
-		locked_until = now() + $2 * interval '1 millisecond',
-		attempts = attempts + 1,
-		updated_at = now()
-	WHERE tenant_id = $3 AND actor_id = $4 AND key = $5
-	  AND status = 'started'
-	  AND (locked_until IS NULL OR locked_until <= now())
-	  AND operation = ANY($1::text[])
-	RETURNING ` + saga.KeyColumns
-
 // reserveSQL hands up to $3 due keys to resume jobs: it moves their next_attempt_at $2 ms ahead
 // so that the next sweeps do not list them again while their jobs wait in the queue. If a job
 // never runs, the key falls due again when the reservation ends. It does not touch the lease:
@@ -85,21 +72,6 @@ func (r *Resumer) claim(ctx context.Context, limit int) ([]*saga.Key, error) {
 		return nil, fmt.Errorf("error claiming due keys: %w", err)
 	}
 	return keys, nil
-}
-
-func (r *Resumer) claimKey(ctx context.Context, ref KeyRef) (*saga.Key, error) {
-	rows, err := r.cfg.DB.Query(ctx, claimKeySQL, r.ops, r.lease.Milliseconds(), ref.Scope.Tenant, ref.Scope.Actor, ref.Key)
-	if err != nil {
-		return nil, fmt.Errorf("error claiming key: %w", err)
-	}
-	keys, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*saga.Key, error) { return saga.ScanKey(row) })
-	if err != nil {
-		return nil, fmt.Errorf("error claiming key: %w", err)
-	}
-	if len(keys) == 0 {
-		return nil, nil
-	}
-	return keys[0], nil
 }
 
 func (r *Resumer) release(ctx context.Context, keys []*saga.Key) error {

@@ -67,11 +67,7 @@ func New(cfg *Config) (*Resumer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	r := &Resumer{cfg: cfg, lease: cfg.Client.Config().Lease}
-	for _, op := range cfg.Client.Config().Operations {
-		r.ops = append(r.ops, op.Name)
-	}
-	return r, nil
+	return &Resumer{cfg: cfg, ops: cfg.Client.OperationNames(), lease: cfg.Client.Config().Lease}, nil
 }
 
 // RunOnce claims up to BatchSize due keys in one statement and resumes them, Concurrency at a
@@ -125,7 +121,10 @@ feed:
 // when the key cannot be taken (finished, parked, leased by someone else, gone, or of an unknown
 // operation), and an error only when the claim could not be made.
 func (r *Resumer) ResumeKey(ctx context.Context, ref KeyRef) (Outcome, error) {
-	k, err := r.claimKey(ctx, ref)
+	k, err := r.cfg.Client.TakeOver(ctx, ref.Scope, ref.Key)
+	if errors.Is(err, saga.ErrKeyNotFound) {
+		return OutcomeSkipped, nil
+	}
 	if err != nil {
 		return "", err
 	}

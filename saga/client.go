@@ -2,7 +2,9 @@ package saga
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pgsaga/pgsaga/phases"
@@ -29,6 +31,7 @@ type Request struct {
 type Client struct {
 	cfg     *Config
 	ops     map[string]*phases.Operation
+	opNames []string // the keys of ops, for statements that only touch keys this client runs
 	metrics *metrics
 }
 
@@ -44,6 +47,7 @@ func NewClient(cfg *Config) (*Client, error) {
 	c := &Client{cfg: cfg, ops: map[string]*phases.Operation{}}
 	for _, op := range cfg.Operations {
 		c.ops[op.Name] = op
+		c.opNames = append(c.opNames, op.Name)
 	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
@@ -60,6 +64,22 @@ func (c *Client) Config() *Config { return c.cfg }
 func (c *Client) Operation(name string) (*phases.Operation, bool) {
 	op, ok := c.ops[name]
 	return op, ok
+}
+
+// OperationNames are the names of the operations this client runs, in Config order.
+func (c *Client) OperationNames() []string { return slices.Clone(c.opNames) }
+
+// TakeOver takes the lease of a started key whose lease expired, with a new fencing token, if
+// its operation is one this client runs, and returns it for ResumeClaimed. It returns nil and no
+// error when the key cannot be taken (its lease is live, it finished or was parked, its
+// operation is not this client's) and ErrKeyNotFound when there is no such key. It is the
+// one-key form of a resumer's batch claim.
+func (c *Client) TakeOver(ctx context.Context, scope Scope, key string) (*Key, error) {
+	k, err := takeOverKey(ctx, c.cfg.DB, scope, key, c.cfg.Lease, false, c.opNames)
+	if errors.Is(err, ErrInProgress) {
+		return nil, nil
+	}
+	return k, err
 }
 
 func (c *Client) operation(name string) (*phases.Operation, error) {

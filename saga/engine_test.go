@@ -168,10 +168,21 @@ func TestResumeLeavesUnknownOperationsAlone(t *testing.T) {
 	require.NoError(t, err)
 	_, err = other.Resume(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key, &saga.ResumeOpts{Parked: true})
 	require.ErrorIs(t, err, saga.ErrUnknownOperation)
+	parked, err := c.Key(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key)
+	require.NoError(t, err)
+	require.Equal(t, saga.KeyStatusFailed, parked.Status, "a client that cannot run the key must not take it")
+	require.Equal(t, 1, parked.Attempts)
+
+	// Expired and started, as a resumer would find it: still not this client's to take.
+	_, err = db.Pool.Exec(t.Context(), `UPDATE pgsaga_key SET status = 'started', locked_until = now() - interval '1s' WHERE key = $1`, key)
+	require.NoError(t, err)
+	taken, err := other.TakeOver(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key)
+	require.NoError(t, err)
+	require.Nil(t, taken, "a resumer without the operation does not take the key")
 	k, err := c.Key(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key)
 	require.NoError(t, err)
-	require.Equal(t, saga.KeyStatusFailed, k.Status, "a client that cannot run the key must not take it")
-	require.Equal(t, 1, k.Attempts)
+	require.Equal(t, saga.KeyStatusStarted, k.Status)
+	require.Equal(t, 1, k.Attempts, "a client that cannot run the key must not take it")
 }
 
 func TestRedactRunsBeforeStoringAndTheFirstAnswerIsTheStoredOne(t *testing.T) {

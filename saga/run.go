@@ -146,7 +146,7 @@ func (c *Client) decide(ctx context.Context, op *phases.Operation, req *Request,
 		c.metrics.request(op.Name, outcomeInProgress)
 		return nil, inProgress(k)
 	}
-	taken, err := takeOverKey(ctx, c.cfg.DB, req.Scope, req.Key, c.cfg.Lease, false)
+	taken, err := takeOverKey(ctx, c.cfg.DB, req.Scope, req.Key, c.cfg.Lease, false, c.opNames)
 	if errors.Is(err, ErrInProgress) {
 		// Someone else took it over, or it finished meanwhile: answer from what is there now.
 		return c.decide(ctx, op, req, hash, taken, false)
@@ -187,18 +187,13 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 		opts = &ResumeOpts{}
 	}
 	ctx = context.WithoutCancel(ctx)
-	// A key of an operation this client cannot run is left alone: taking its lease would only
-	// spend one of its attempts.
-	k, err := lookupKey(ctx, c.cfg.DB, scope, key)
-	if err != nil {
-		return nil, err
-	}
-	op, err := c.operation(k.Operation)
-	if err != nil {
-		return nil, err
-	}
-	taken, err := takeOverKey(ctx, c.cfg.DB, scope, key, c.cfg.Lease, opts.Parked)
+	// The takeover only touches keys of this client's operations: a key it cannot run keeps its
+	// lease and its attempts.
+	taken, err := takeOverKey(ctx, c.cfg.DB, scope, key, c.cfg.Lease, opts.Parked, c.opNames)
 	if errors.Is(err, ErrInProgress) {
+		if _, opErr := c.operation(taken.Operation); opErr != nil {
+			return nil, opErr
+		}
 		switch taken.Status {
 		case KeyStatusCompleted:
 			return &Result{Response: taken.Response, Replayed: true}, nil
@@ -207,6 +202,10 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 		}
 		return nil, inProgress(taken)
 	}
+	if err != nil {
+		return nil, err
+	}
+	op, err := c.operation(taken.Operation)
 	if err != nil {
 		return nil, err
 	}

@@ -229,17 +229,18 @@ func releaseKey(ctx context.Context, q queryer, scope Scope, key string, token u
 }
 
 // takeOverKey takes the lease of a started key whose lease expired (and, with parked, of a
-// failed key), with a new fencing token. It returns ErrInProgress when the lease is live or
-// someone else took it first, and ErrKeyNotFound when there is no such key.
-func takeOverKey(ctx context.Context, q queryer, scope Scope, key string, lease time.Duration, parked bool) (*Key, error) {
+// failed key), with a new fencing token, when its operation is one of ops. When it cannot, it
+// returns the key as it is with ErrInProgress (the lease is live, someone else took it first,
+// the key finished, or its operation is not in ops), and ErrKeyNotFound when there is no key.
+func takeOverKey(ctx context.Context, q queryer, scope Scope, key string, lease time.Duration, parked bool, ops []string) (*Key, error) {
 	k, err := scanKey(q.QueryRow(ctx, `UPDATE pgsaga_key SET
 			status = 'started', lease_token = $4, locked_until = now() + $5 * interval '1 millisecond',
 			attempts = attempts + 1, updated_at = now()
-		WHERE tenant_id = $1 AND actor_id = $2 AND key = $3
+		WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND operation = ANY($7::text[])
 		  AND ((status = 'started' AND (locked_until IS NULL OR locked_until <= now()))
 		       OR (status = 'failed' AND $6))
 		RETURNING `+keyColumns,
-		scope.Tenant, scope.Actor, key, uuid.New(), lease.Milliseconds(), parked))
+		scope.Tenant, scope.Actor, key, uuid.New(), lease.Milliseconds(), parked, ops))
 	if errors.Is(err, ErrKeyNotFound) {
 		existing, lookErr := lookupKey(ctx, q, scope, key)
 		if lookErr != nil {

@@ -157,12 +157,10 @@ func TestRoundTripBudget(t *testing.T) {
 		res, err := c.svc.Client().Resume(t.Context(), c.scope, key, nil)
 		require.NoError(t, err)
 		require.Equal(t, 201, res.Response.Status, string(res.Response.Body))
-		// Resume reads the key first (a key of an operation this client lacks is left alone),
-		// then takes it over: one round trip more than a client retry's takeover, which has
-		// the key from its first read. The operation check could ride in the takeover's WHERE.
+		// Resume takes the key over in one statement (whose WHERE also leaves keys of operations
+		// this client lacks alone), then falls through the remaining phases.
 		requireTrips(t, c.counter.Take(),
-			"SELECT tenant_id, actor_id, key", // the key: which operation, is it ours to run
-			"UPDATE pgsaga_key",               // takeover: new lease and fencing token, returning the key
+			"UPDATE pgsaga_key", // takeover: new lease and fencing token, returning the key
 			// charged: the inquiry finds the charge; no statement
 			"begin",
 			"WITH settled AS ( UPDATE payments",
