@@ -89,3 +89,43 @@ func unavailable(w http.ResponseWriter) {
 	w.Header().Set("Retry-After", "1")
 	saga.WriteError(w, http.StatusServiceUnavailable, saga.CodeTemporarilyUnavailable, "the database is unavailable; retry")
 }
+
+// listUnder answers a GET of the rows under one parent (the payments of an invoice, the sales of
+// an order) in one query: 400 without the parent's id in param, 404 not_found when the tenant has
+// no such parent, otherwise 200 {field: [...]}. query selects the parent ($1, tenant $2) LEFT
+// JOINed to its rows, so a parent without rows is one row that scan reports as no row.
+func listUnder[T any](s *Service, w http.ResponseWriter, r *http.Request, scope saga.Scope, param, parent, field, query string,
+	scan func(pgx.Row) (T, bool, error)) {
+	id := r.URL.Query().Get(param)
+	if id == "" {
+		saga.WriteError(w, http.StatusBadRequest, saga.CodeInvalidRequest, param+" is required")
+		return
+	}
+	rows, err := s.cfg.Pool.Query(r.Context(), query, id, scope.Tenant)
+	if err != nil {
+		unavailable(w)
+		return
+	}
+	defer rows.Close()
+	found, list := false, []T{}
+	for rows.Next() {
+		found = true
+		v, ok, err := scan(rows)
+		if err != nil {
+			unavailable(w)
+			return
+		}
+		if ok {
+			list = append(list, v)
+		}
+	}
+	if rows.Err() != nil {
+		unavailable(w)
+		return
+	}
+	if !found {
+		saga.WriteError(w, http.StatusNotFound, "not_found", "no such "+parent)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string][]T{field: list})
+}

@@ -130,32 +130,21 @@ func completeOrder() *phases.Operation {
 }
 
 func (s *Service) listSales(w http.ResponseWriter, r *http.Request, scope saga.Scope) {
-	orderID := r.URL.Query().Get("order_id")
-	if orderID == "" {
-		saga.WriteError(w, http.StatusBadRequest, saga.CodeInvalidRequest, "order_id is required")
-		return
-	}
-	var exists bool
-	if err := s.cfg.Pool.QueryRow(r.Context(), `SELECT EXISTS (SELECT 1 FROM orders WHERE id = $1 AND tenant_id = $2)`, orderID, scope.Tenant).Scan(&exists); err != nil {
-		unavailable(w)
-		return
-	}
-	if !exists {
-		saga.WriteError(w, http.StatusNotFound, "not_found", "no such order")
-		return
-	}
-	rows, err := s.cfg.Pool.Query(r.Context(), `SELECT id, order_id, total FROM sales WHERE order_id = $1 AND tenant_id = $2 ORDER BY created_at`, orderID, scope.Tenant)
-	if err != nil {
-		unavailable(w)
-		return
-	}
-	sales, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Sale, error) {
-		var s Sale
-		return s, row.Scan(&s.ID, &s.OrderID, &s.Total)
-	})
-	if err != nil {
-		unavailable(w)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string][]Sale{"sales": sales})
+	listUnder(s, w, r, scope, "order_id", "order", "sales",
+		`SELECT s.id, o.id, s.total
+		FROM orders o LEFT JOIN sales s ON s.order_id = o.id AND s.tenant_id = o.tenant_id
+		WHERE o.id = $1 AND o.tenant_id = $2 ORDER BY s.created_at`,
+		func(row pgx.Row) (Sale, bool, error) {
+			var (
+				sale  Sale
+				id    *string
+				total *int64
+			)
+			err := row.Scan(&id, &sale.OrderID, &total)
+			if err != nil || id == nil {
+				return sale, false, err
+			}
+			sale.ID, sale.Total = *id, *total
+			return sale, true, nil
+		})
 }

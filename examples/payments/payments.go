@@ -208,33 +208,22 @@ func (s *Service) recordResult(ctx context.Context, tx pgx.Tx, run *phases.Run) 
 }
 
 func (s *Service) listPayments(w http.ResponseWriter, r *http.Request, scope saga.Scope) {
-	invoiceID := r.URL.Query().Get("invoice_id")
-	if invoiceID == "" {
-		saga.WriteError(w, http.StatusBadRequest, saga.CodeInvalidRequest, "invoice_id is required")
-		return
-	}
-	var exists bool
-	if err := s.cfg.Pool.QueryRow(r.Context(), `SELECT EXISTS (SELECT 1 FROM invoices WHERE id = $1 AND tenant_id = $2)`, invoiceID, scope.Tenant).Scan(&exists); err != nil {
-		unavailable(w)
-		return
-	}
-	if !exists {
-		saga.WriteError(w, http.StatusNotFound, "not_found", "no such invoice")
-		return
-	}
-	rows, err := s.cfg.Pool.Query(r.Context(), `SELECT id, invoice_id, amount, status, charge_id FROM payments
-		WHERE invoice_id = $1 AND tenant_id = $2 ORDER BY created_at, id`, invoiceID, scope.Tenant)
-	if err != nil {
-		unavailable(w)
-		return
-	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Payment, error) {
-		var p Payment
-		return p, row.Scan(&p.ID, &p.InvoiceID, &p.Amount, &p.Status, &p.ChargeID)
-	})
-	if err != nil {
-		unavailable(w)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string][]Payment{"payments": list})
+	listUnder(s, w, r, scope, "invoice_id", "invoice", "payments",
+		`SELECT p.id, i.id, p.amount, p.status, p.charge_id
+		FROM invoices i LEFT JOIN payments p ON p.invoice_id = i.id AND p.tenant_id = i.tenant_id
+		WHERE i.id = $1 AND i.tenant_id = $2 ORDER BY p.created_at, p.id`,
+		func(row pgx.Row) (Payment, bool, error) {
+			var (
+				p      Payment
+				id     *string
+				amount *int64
+				status *string
+			)
+			err := row.Scan(&id, &p.InvoiceID, &amount, &status, &p.ChargeID)
+			if err != nil || id == nil {
+				return p, false, err
+			}
+			p.ID, p.Amount, p.Status = *id, *amount, *status
+			return p, true, nil
+		})
 }

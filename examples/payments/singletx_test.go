@@ -196,3 +196,34 @@ func TestUnknownRoutesAnswerJSON(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, r.status)
 	require.Equal(t, "not_found", r.code(t))
 }
+
+func TestListsUnderAParent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	bob := who{"tenant-2", "bob"}
+	order := e.createOrder(alice, 700)
+	inv := e.createInvoice(alice, 5000)
+
+	// A parent without children is an empty list, not a 404 and not null.
+	require.JSONEq(t, `{"sales":[]}`, string(e.do("GET", "/sales?order_id="+order, alice, "", "").body))
+	require.JSONEq(t, `{"payments":[]}`, string(e.do("GET", "/payments?invoice_id="+inv, alice, "", "").body))
+
+	done := e.do("POST", "/orders/"+order+"/complete", alice, newKey(), `{}`).json(t)
+	sales := e.do("GET", "/sales?order_id="+order, alice, "", "")
+	require.Equal(t, http.StatusOK, sales.status)
+	require.JSONEq(t, `{"sales":[{"id":"`+done["sale_id"].(string)+`","order_id":"`+order+`","total":700}]}`, string(sales.body))
+
+	for _, path := range []string{"/sales?order_id=ord_nope", "/payments?invoice_id=inv_nope"} {
+		r := e.do("GET", path, alice, "", "")
+		require.Equal(t, http.StatusNotFound, r.status, path)
+		require.Equal(t, "not_found", r.code(t), path)
+	}
+	// Another tenant's parent does not exist for bob.
+	require.Equal(t, http.StatusNotFound, e.do("GET", "/sales?order_id="+order, bob, "", "").status)
+	require.Equal(t, http.StatusNotFound, e.do("GET", "/payments?invoice_id="+inv, bob, "", "").status)
+	for _, path := range []string{"/sales", "/payments"} {
+		r := e.do("GET", path, alice, "", "")
+		require.Equal(t, http.StatusBadRequest, r.status, path)
+		require.Equal(t, "invalid_request", r.code(t), path)
+	}
+}
