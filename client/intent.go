@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/pgsaga/pgsaga/internal/idemkey"
 )
 
 // HeaderIdempotencyKey is the request header that carries an intent's key.
@@ -164,18 +166,10 @@ func encodeBody(body any) ([]byte, error) {
 	return append([]byte(nil), encoded...), nil
 }
 
-// validateKey applies the server's key rule (CONTRACT.md): 8–255 characters
-// from '!' to '~' except '"' and '\'. Because of that alphabet the key can be
-// sent as an RFC 8941 string without escapes.
+// validateKey applies the server's key rule (CONTRACT.md, internal/idemkey).
 func validateKey(key string) error {
-	if len(key) < 8 || len(key) > 255 {
-		return fmt.Errorf("%w: key must be 8-255 characters, got %d", ErrInvalidIntent, len(key))
-	}
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if c < '!' || c > '~' || c == '"' || c == '\\' {
-			return fmt.Errorf("%w: key has a forbidden character at position %d", ErrInvalidIntent, i)
-		}
+	if problem := idemkey.Problem(key); problem != "" {
+		return fmt.Errorf("%w: %s", ErrInvalidIntent, problem)
 	}
 	return nil
 }

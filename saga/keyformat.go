@@ -5,12 +5,14 @@ import (
 	"strings"
 
 	"github.com/dunglas/httpsfv"
+
+	"github.com/pgsaga/pgsaga/internal/idemkey"
 )
 
 // Key length bounds, in characters.
 const (
-	MinKeyLength = 8
-	MaxKeyLength = 255
+	MinKeyLength = idemkey.MinLength
+	MaxKeyLength = idemkey.MaxLength
 )
 
 // ErrKeyMissing is returned by ParseKeyHeader when a request carries no Idempotency-Key.
@@ -54,14 +56,8 @@ func ParseKeyHeader(values []string) (string, error) {
 
 // ValidateKey checks a key's length and alphabet.
 func ValidateKey(key string) error {
-	if len(key) < MinKeyLength || len(key) > MaxKeyLength {
+	if idemkey.Problem(key) != "" {
 		return ErrKeyInvalid
-	}
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if c < '!' || c > '~' || c == '"' || c == '\\' {
-			return ErrKeyInvalid
-		}
 	}
 	return nil
 }
