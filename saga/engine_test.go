@@ -211,3 +211,39 @@ func TestRedactRunsBeforeStoringAndTheFirstAnswerIsTheStoredOne(t *testing.T) {
 	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT response_body FROM pgsaga_key WHERE key = $1`, key).Scan(&stored))
 	require.NotContains(t, string(stored), "4242")
 }
+
+func TestRunTxChecksTheKeyBeforeValidation(t *testing.T) {
+	t.Parallel()
+	op := singleTx("thing", func() error { return nil })
+	op.Validate = func(body []byte) error {
+		if string(body) == `{"n":1}` {
+			return nil
+		}
+		return errors.New("n must be 1")
+	}
+	c, db := newClient(t, op)
+	key := uuid.NewString()
+	ctx := t.Context()
+	run := func(body string) (*saga.Result, error) {
+		tx, err := db.Pool.Begin(ctx)
+		require.NoError(t, err)
+		defer tx.Rollback(ctx)
+		req := request(key)
+		req.Body = []byte(body)
+		res, err := c.RunTx(ctx, tx, "thing", req)
+		if err == nil {
+			require.NoError(t, tx.Commit(ctx))
+		}
+		return res, err
+	}
+	_, err := run(`{"n":2}`)
+	var invalid *saga.InvalidRequestError
+	require.ErrorAs(t, err, &invalid, "a new key with an invalid body stores nothing")
+	require.Equal(t, 0, countEffects(t, db, key))
+
+	_, err = run(`{"n":1}`)
+	require.NoError(t, err)
+	_, err = run(`{"n":2}`)
+	require.ErrorIs(t, err, saga.ErrKeyReused, "a reused key is refused before its body is validated")
+	require.Equal(t, 1, countEffects(t, db, key))
+}

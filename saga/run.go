@@ -37,34 +37,13 @@ var errDuplicate = errors.New("key already claimed")
 // The execution is detached from ctx's cancellation: a client that goes away does not cut an
 // operation between a call and the phase that records it. Each phase and call has its own bound.
 func (c *Client) Run(ctx context.Context, operation string, req *Request) (*Result, error) {
-	op, err := c.operation(operation)
+	op, hash, err := c.prepare(operation, req)
 	if err != nil {
 		return nil, err
-	}
-	if err := checkRequest(req); err != nil {
-		return nil, err
-	}
-	req.Operation = op.Name
-	hash, err := Fingerprint(req.Body)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
 	}
 	ctx = context.WithoutCancel(ctx)
-
-	if op.Validate != nil {
-		if verr := op.Validate(req.Body); verr != nil {
-			// The key's fingerprint is checked before validation: a reused key answers 422 (or
-			// replays) even when this body is also invalid.
-			k, err := lookupKey(ctx, c.cfg.DB, req.Scope, req.Key)
-			switch {
-			case errors.Is(err, ErrKeyNotFound):
-				c.metrics.request(op.Name, outcomeRejected)
-				return nil, &InvalidRequestError{Err: verr}
-			case err != nil:
-				return nil, &TransientError{Err: err}
-			}
-			return c.decide(ctx, op, req, hash, k, true)
-		}
+	if res, refused, err := c.refuseInvalid(ctx, c.cfg.DB, op, req, hash, true); refused {
+		return res, err
 	}
 
 	// The key is read in the round trip that begins the first phase: a retry (replay, 422, 409,
@@ -89,6 +68,47 @@ func (c *Client) Run(ctx context.Context, operation string, req *Request) (*Resu
 		return nil, &TransientError{Err: err}
 	}
 	return e.runFrom(ctx, 0, first)
+}
+
+// prepare finds the operation, checks the request and fingerprints its body: what Run and RunTx
+// do before touching the database.
+func (c *Client) prepare(operation string, req *Request) (*phases.Operation, []byte, error) {
+	op, err := c.operation(operation)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkRequest(req); err != nil {
+		return nil, nil, err
+	}
+	req.Operation = op.Name
+	hash, err := Fingerprint(req.Body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
+	}
+	return op, hash, nil
+}
+
+// refuseInvalid answers a body that fails the operation's validation, reporting refused. The
+// key's fingerprint is checked first: a reused key answers 422 (or replays) even when this body
+// is also invalid; an unknown key answers *InvalidRequestError and stores nothing.
+func (c *Client) refuseInvalid(ctx context.Context, q queryer, op *phases.Operation, req *Request, hash []byte, mayTakeOver bool) (*Result, bool, error) {
+	if op.Validate == nil {
+		return nil, false, nil
+	}
+	verr := op.Validate(req.Body)
+	if verr == nil {
+		return nil, false, nil
+	}
+	k, err := lookupKey(ctx, q, req.Scope, req.Key)
+	switch {
+	case errors.Is(err, ErrKeyNotFound):
+		c.metrics.request(op.Name, outcomeRejected)
+		return nil, true, &InvalidRequestError{Err: verr}
+	case err != nil:
+		return nil, true, &TransientError{Err: err}
+	}
+	res, err := c.decide(ctx, op, req, hash, k, mayTakeOver)
+	return res, true, err
 }
 
 func checkRequest(req *Request) error {

@@ -23,32 +23,15 @@ var ErrNotSingleTransaction = errors.New("RunTx runs single-transaction operatio
 // Use READ COMMITTED: a duplicate that commits while tx waits on the key is read by a new
 // statement snapshot.
 func (c *Client) RunTx(ctx context.Context, tx pgx.Tx, operation string, req *Request) (*Result, error) {
-	op, err := c.operation(operation)
+	op, hash, err := c.prepare(operation, req)
 	if err != nil {
 		return nil, err
 	}
 	if !op.SingleTransaction() {
 		return nil, fmt.Errorf("%w: %q", ErrNotSingleTransaction, op.Name)
 	}
-	if err := checkRequest(req); err != nil {
-		return nil, err
-	}
-	req.Operation = op.Name
-	hash, err := Fingerprint(req.Body)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
-	}
-	if op.Validate != nil {
-		if verr := op.Validate(req.Body); verr != nil {
-			k, err := lookupKey(ctx, tx, req.Scope, req.Key)
-			if errors.Is(err, ErrKeyNotFound) {
-				c.metrics.request(op.Name, outcomeRejected)
-				return nil, &InvalidRequestError{Err: verr}
-			} else if err != nil {
-				return nil, err
-			}
-			return c.decide(ctx, op, req, hash, k, false)
-		}
+	if res, refused, err := c.refuseInvalid(ctx, tx, op, req, hash, false); refused {
+		return res, err
 	}
 
 	e := c.newExecution(op, req, hash)
