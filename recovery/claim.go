@@ -21,6 +21,14 @@ const dueCondition = `status = 'started'
 	AND next_attempt_at <= now()
 	AND operation = ANY($1::text[])`
 
+// dueKeys locks up to $3 due keys, the longest waiting first. SKIP LOCKED lets concurrent
+// claims and sweeps take disjoint sets without waiting on each other.
+const dueKeys = `SELECT tenant_id, actor_id, key FROM pgsaga_key
+		WHERE ` + dueCondition + `
+		ORDER BY next_attempt_at
+		LIMIT $3
+		FOR UPDATE SKIP LOCKED`
+
 // claimSQL takes the leases of up to $3 due keys in one statement. SKIP LOCKED lets resumers
 // claim disjoint batches without waiting on each other; the new lease token fences whoever
 // held the key before. A claim counts as an attempt.
@@ -29,12 +37,7 @@ const claimSQL = `UPDATE pgsaga_key SET
 		locked_until = now() + $2 * interval '1 millisecond',
 		attempts = attempts + 1,
 		updated_at = now()
-	WHERE (tenant_id, actor_id, key) IN (
-		SELECT tenant_id, actor_id, key FROM pgsaga_key
-		WHERE ` + dueCondition + `
-		ORDER BY next_attempt_at
-		LIMIT $3
-		FOR UPDATE SKIP LOCKED)
+	WHERE (tenant_id, actor_id, key) IN (` + dueKeys + `)
 	RETURNING ` + saga.KeyColumns
 
 // reserveSQL hands up to $3 due keys to resume jobs: it moves their next_attempt_at $2 ms ahead
@@ -43,12 +46,7 @@ const claimSQL = `UPDATE pgsaga_key SET
 // a client retry may still take the key over meanwhile.
 const reserveSQL = `UPDATE pgsaga_key SET
 		next_attempt_at = now() + $2 * interval '1 millisecond'
-	WHERE (tenant_id, actor_id, key) IN (
-		SELECT tenant_id, actor_id, key FROM pgsaga_key
-		WHERE ` + dueCondition + `
-		ORDER BY next_attempt_at
-		LIMIT $3
-		FOR UPDATE SKIP LOCKED)
+	WHERE (tenant_id, actor_id, key) IN (` + dueKeys + `)
 	RETURNING tenant_id, actor_id, key`
 
 // releaseSQL gives back the leases of claimed keys that were never resumed (a cancelled pass),
