@@ -3,7 +3,6 @@ package saga
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 )
 
@@ -47,9 +46,6 @@ func (c *Client) waitForKey(ctx context.Context, scope Scope, key string, d time
 			break
 		}
 	}
-	k, err = lookupKey(ctx, conn, scope, key)
-	if errors.Is(err, ErrKeyNotFound) {
-		return nil, err
-	}
-	return k, err
+	// Read on the pool: a wait that timed out may have left this connection unusable.
+	return lookupKey(ctx, c.cfg.DB, scope, key)
 }
