@@ -30,7 +30,7 @@ func BenchmarkResume(b *testing.B) {
 				pool, err := pgxpool.New(b.Context(), db.URL)
 				require.NoError(b, err)
 				b.Cleanup(pool.Close)
-				c := newClient(b, pool, &saga.Config{Operations: []*phases.Operation{eff.operation()}})
+				c := newClient(b, pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
 				resumers[i], err = recovery.New(&recovery.Config{DB: pool, Client: c})
 				require.NoError(b, err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/gateway/sim"
 	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/internal/resumetest"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/recovery"
 	"github.com/pgsaga/pgsaga/saga"
@@ -120,7 +121,7 @@ func TestConcurrentResumersResumeEachKeyOnce(t *testing.T) {
 		pool, err := pgxpool.New(t.Context(), db.URL)
 		require.NoError(t, err)
 		t.Cleanup(pool.Close)
-		c := newClient(t, pool, &saga.Config{Operations: []*phases.Operation{eff.operation()}})
+		c := newClient(t, pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
 		r, err := recovery.New(&recovery.Config{DB: pool, Client: c, BatchSize: 25, Concurrency: 4})
 		require.NoError(t, err)
 		wg.Go(func() { results[i], errs[i] = drain(t.Context(), r) })
@@ -136,7 +137,7 @@ func TestConcurrentResumersResumeEachKeyOnce(t *testing.T) {
 	}
 	require.Equal(t, len(keys), claimed, "each key claimed exactly once across the resumers")
 	for _, k := range keys {
-		require.Equal(t, 1, eff.count(k), "external calls for %s", k)
+		require.Equal(t, 1, eff.Count(k), "external calls for %s", k)
 	}
 	require.Equal(t, len(keys), countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`))
 	require.Equal(t, len(keys), countRows(t, db.Pool, `SELECT count(DISTINCT key) FROM effect_rows`))
@@ -150,10 +151,10 @@ func TestKeyThatAlwaysFailsIsParkedAfterMaxAttempts(t *testing.T) {
 	db := dbtest.NewDB(t)
 	createEffectTable(t, db.Pool)
 	eff := newEffects()
-	eff.fail = errFlaky
+	eff.Fail = errFlaky
 	var delay time.Duration // the retry delay saga schedules; changed below
 	var mu sync.Mutex
-	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation()}, MaxAttempts: 3,
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}, MaxAttempts: 3,
 		RetryDelay: func(int) time.Duration { mu.Lock(); defer mu.Unlock(); return delay }})
 	r, err := recovery.New(&recovery.Config{DB: db.Pool, Client: c})
 	require.NoError(t, err)
@@ -194,7 +195,7 @@ func TestKeyThatAlwaysFailsIsParkedAfterMaxAttempts(t *testing.T) {
 	require.Equal(t, 3, k.Attempts)
 	require.Contains(t, k.LastError, "attempts exhausted (3)")
 	require.Contains(t, k.LastError, errFlaky.Error())
-	require.Equal(t, 3, eff.count("always-fails"))
+	require.Equal(t, 3, eff.Count("always-fails"))
 
 	// Parked keys are an operator's: the resumer never claims them, however old.
 	_, err = db.Pool.Exec(ctx, `UPDATE pgsaga_key SET locked_until = now() - interval '1 day', next_attempt_at = now() - interval '1 day'`)
@@ -205,7 +206,7 @@ func TestKeyThatAlwaysFailsIsParkedAfterMaxAttempts(t *testing.T) {
 	outcome, err := r.ResumeKey(ctx, recovery.KeyRef{Scope: scope, Key: "always-fails"})
 	require.NoError(t, err)
 	require.Equal(t, recovery.OutcomeSkipped, outcome)
-	require.Equal(t, 3, eff.count("always-fails"))
+	require.Equal(t, 3, eff.Count("always-fails"))
 	require.Equal(t, 0, countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`))
 }
 
@@ -225,7 +226,7 @@ func TestRunOnceClaimsOnlyDueKeysOfKnownOperations(t *testing.T) {
 	require.NoError(t, err)
 
 	eff := newEffects()
-	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation()}})
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
 	r, err := recovery.New(&recovery.Config{DB: db.Pool, Client: c})
 	require.NoError(t, err)
 
@@ -253,9 +254,9 @@ func TestRunOnceCancelledMidBatchLosesNothing(t *testing.T) {
 	createEffectTable(t, db.Pool)
 	keys := seedCrashed(t, db.Pool, "batch", 5)
 	eff := newEffects()
-	eff.hold = make(chan struct{})
-	eff.entered = make(chan string, 10)
-	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation()}})
+	eff.Hold = make(chan struct{})
+	eff.Entered = make(chan string, 10)
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
 	r, err := recovery.New(&recovery.Config{DB: db.Pool, Client: c, BatchSize: 5, Concurrency: 1})
 	require.NoError(t, err)
 
@@ -268,9 +269,9 @@ func TestRunOnceCancelledMidBatchLosesNothing(t *testing.T) {
 		}
 		done <- res
 	}()
-	first := <-eff.entered
+	first := <-eff.Entered
 	cancel()
-	close(eff.hold)
+	close(eff.Hold)
 	res := <-done
 	require.Equal(t, &recovery.RunResult{Claimed: 5, Completed: 1, Released: 4}, res)
 
@@ -283,19 +284,19 @@ func TestRunOnceCancelledMidBatchLosesNothing(t *testing.T) {
 		require.Equal(t, saga.KeyStatusStarted, row.Status)
 		require.False(t, row.Leased, "%s was given back", k)
 		require.Equal(t, 1, row.Attempts, "%s: the unstarted claim does not count as an attempt", k)
-		require.Zero(t, eff.count(k))
+		require.Zero(t, eff.Count(k))
 	}
 
-	other, err := recovery.New(&recovery.Config{DB: db.Pool, Client: newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation()}})})
+	other, err := recovery.New(&recovery.Config{DB: db.Pool, Client: newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})})
 	require.NoError(t, err)
-	eff.mu.Lock()
-	eff.entered = nil
-	eff.mu.Unlock()
+	eff.Change(func(eff *resumetest.Effects) {
+		eff.Entered = nil
+	})
 	res, err = drain(t.Context(), other)
 	require.NoError(t, err)
 	require.Equal(t, &recovery.RunResult{Claimed: 4, Completed: 4}, res)
 	for _, k := range keys {
-		require.Equal(t, 1, eff.count(k), k)
+		require.Equal(t, 1, eff.Count(k), k)
 	}
 	require.Equal(t, 5, countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`))
 }
@@ -307,9 +308,9 @@ func TestZombieResumerIsFenced(t *testing.T) {
 	createEffectTable(t, db.Pool)
 	seedCrashed(t, db.Pool, "zombie", 1)
 	eff := newEffects()
-	eff.hold = make(chan struct{})
-	eff.entered = make(chan string, 2)
-	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation()}})
+	eff.Hold = make(chan struct{})
+	eff.Entered = make(chan string, 2)
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
 	r, err := recovery.New(&recovery.Config{DB: db.Pool, Client: c})
 	require.NoError(t, err)
 
@@ -321,14 +322,15 @@ func TestZombieResumerIsFenced(t *testing.T) {
 		}
 		done <- res
 	}()
-	<-eff.entered
+	<-eff.Entered
 	// The first resumer stalls inside its call; its lease runs out and a second one takes over.
 	_, err = db.Pool.Exec(t.Context(), `UPDATE pgsaga_key SET locked_until = now() - interval '1 second'`)
 	require.NoError(t, err)
-	eff.mu.Lock()
-	stalled := eff.hold
-	eff.hold = nil
-	eff.mu.Unlock()
+	var stalled chan struct{}
+	eff.Change(func(eff *resumetest.Effects) {
+		stalled = eff.Hold
+		eff.Hold = nil
+	})
 	second, err := recovery.New(&recovery.Config{DB: db.Pool, Client: c})
 	require.NoError(t, err)
 	res, err := second.RunOnce(t.Context())
@@ -339,5 +341,5 @@ func TestZombieResumerIsFenced(t *testing.T) {
 	zombie := <-done
 	require.Equal(t, &recovery.RunResult{Claimed: 1, Superseded: 1}, zombie, "the zombie's last phase is fenced")
 	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`))
-	require.Equal(t, 2, eff.count("zombie-00000"), "both calls ran: fencing protects the commit, not the call")
+	require.Equal(t, 2, eff.Count("zombie-00000"), "both calls ran: fencing protects the commit, not the call")
 }

@@ -29,7 +29,7 @@ func BenchmarkWorkerResume(b *testing.B) {
 				pool, err := pgxpool.New(b.Context(), db.URL)
 				require.NoError(b, err)
 				b.Cleanup(pool.Close)
-				c := newClient(b, pool, &saga.Config{Operations: []*phases.Operation{eff.operation(nil, nil)}})
+				c := newClient(b, pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
 				startWorker(b, &worker.Config{Pool: pool, Client: c, SweepInterval: 100 * time.Millisecond})
 			}
 			var elapsed time.Duration

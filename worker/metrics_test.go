@@ -85,7 +85,7 @@ func TestWorkerMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	require.NoError(t, reg.Register(worker.NewStateCollector(db.Pool)))
 	eff := newEffects()
-	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation(nil, nil)}, Registerer: reg})
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}, Registerer: reg})
 	startWorker(t, &worker.Config{Pool: db.Pool, Client: c, Registerer: reg})
 
 	waitFor(t, "three completed resume jobs", 20*time.Second, func() bool {

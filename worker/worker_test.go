@@ -14,6 +14,7 @@ import (
 	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/gateway/sim"
 	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/internal/resumetest"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/worker"
@@ -106,7 +107,7 @@ func TestThreeWorkersResumeEachKeyOnce(t *testing.T) {
 		pool, err := pgxpool.New(t.Context(), db.URL)
 		require.NoError(t, err)
 		t.Cleanup(pool.Close)
-		c := newClient(t, pool, &saga.Config{Operations: []*phases.Operation{eff.operation(&perWorker[i], &mu)}})
+		c := newClient(t, pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(func() { mu.Lock(); perWorker[i]++; mu.Unlock() })}})
 		startWorker(t, &worker.Config{Pool: pool, Client: c, ResumeConcurrency: 4})
 	}
 	start := time.Now()
@@ -118,9 +119,9 @@ func TestThreeWorkersResumeEachKeyOnce(t *testing.T) {
 	mu.Unlock()
 
 	for _, k := range keys {
-		require.Equal(t, 1, eff.count(k), "external calls for %s", k)
+		require.Equal(t, 1, eff.Count(k), "external calls for %s", k)
 	}
-	require.Equal(t, len(keys), eff.total())
+	require.Equal(t, len(keys), eff.Total())
 	require.Equal(t, len(keys), countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`))
 	require.Equal(t, len(keys), countRows(t, db.Pool, `SELECT count(DISTINCT key) FROM effect_rows`))
 	require.Equal(t, len(keys), countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key WHERE attempts = 2`), "each key claimed once")
@@ -135,14 +136,14 @@ func TestWorkerStopsCleanlyMidBatch(t *testing.T) {
 	createEffectTable(t, db.Pool)
 	keys := seedCrashed(t, db.Pool, "batch", 20)
 	eff := newEffects()
-	eff.hold = make(chan struct{})
-	eff.entered = make(chan string, len(keys))
-	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation(nil, nil)}})
+	eff.Hold = make(chan struct{})
+	eff.Entered = make(chan string, len(keys))
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
 	w, err := worker.New(&worker.Config{Pool: db.Pool, Client: c, SweepInterval: 50 * time.Millisecond, ResumeConcurrency: 2})
 	require.NoError(t, err)
 	require.NoError(t, w.Start(context.Background()))
 
-	running := []string{<-eff.entered, <-eff.entered}
+	running := []string{<-eff.Entered, <-eff.Entered}
 	stopped := make(chan error, 1)
 	go func() { stopped <- w.Stop(context.Background()) }()
 	// Stop must wait for the two held resumes.
@@ -151,10 +152,10 @@ func TestWorkerStopsCleanlyMidBatch(t *testing.T) {
 		t.Fatalf("Stop returned (%v) while resumes were running", err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	eff.mu.Lock()
-	close(eff.hold)
-	eff.hold = nil
-	eff.mu.Unlock()
+	eff.Change(func(eff *resumetest.Effects) {
+		close(eff.Hold)
+		eff.Hold = nil
+	})
 	require.NoError(t, <-stopped)
 
 	for _, k := range running {
@@ -165,14 +166,14 @@ func TestWorkerStopsCleanlyMidBatch(t *testing.T) {
 	require.Equal(t, 2, countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key WHERE status = 'completed'`))
 	require.Equal(t, len(keys)-2, countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key
 		WHERE status = 'started' AND attempts = 1 AND locked_until <= now()`), "the rest are untouched and due")
-	require.Equal(t, 2, eff.total())
+	require.Equal(t, 2, eff.Total())
 
-	startWorker(t, &worker.Config{Pool: db.Pool, Client: newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation(nil, nil)}})})
+	startWorker(t, &worker.Config{Pool: db.Pool, Client: newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})})
 	waitFor(t, "a second worker to finish the rest", 20*time.Second, func() bool {
 		return countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key WHERE status = 'completed'`) == len(keys)
 	})
 	for _, k := range keys {
-		require.Equal(t, 1, eff.count(k), k)
+		require.Equal(t, 1, eff.Count(k), k)
 	}
 	require.Equal(t, len(keys), countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`))
 }
@@ -185,19 +186,19 @@ func TestStopTimeoutDoesNotCutAResume(t *testing.T) {
 	createEffectTable(t, db.Pool)
 	seedCrashed(t, db.Pool, "held", 1)
 	eff := newEffects()
-	eff.hold = make(chan struct{})
-	eff.entered = make(chan string, 1)
-	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation(nil, nil)}})
+	eff.Hold = make(chan struct{})
+	eff.Entered = make(chan string, 1)
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
 	w, err := worker.New(&worker.Config{Pool: db.Pool, Client: c, SweepInterval: 50 * time.Millisecond})
 	require.NoError(t, err)
 	require.NoError(t, w.Start(context.Background()))
-	<-eff.entered
+	<-eff.Entered
 
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, w.Stop(ctx), context.DeadlineExceeded)
 	require.Equal(t, 0, countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key WHERE status = 'completed'`))
-	close(eff.hold)
+	close(eff.Hold)
 	waitFor(t, "the held resume to complete", 10*time.Second, func() bool {
 		return countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`) == 1
 	})
@@ -213,7 +214,7 @@ func TestJobOfADeadWorkerIsRescued(t *testing.T) {
 	createEffectTable(t, db.Pool)
 	seedCrashed(t, db.Pool, "dead", 1)
 	eff := newEffects()
-	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.operation(nil, nil)}, Lease: 2 * time.Second})
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}, Lease: 2 * time.Second})
 	inserter, err := worker.NewInsertOnlyClient(db.Pool)
 	require.NoError(t, err)
 	tx, err := db.Pool.Begin(t.Context())
@@ -230,7 +231,7 @@ func TestJobOfADeadWorkerIsRescued(t *testing.T) {
 	waitFor(t, "the rescued job to resume the key", 45*time.Second, func() bool {
 		return countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`) == 1
 	})
-	require.Equal(t, 1, eff.count("dead-00000"))
+	require.Equal(t, 1, eff.Count("dead-00000"))
 	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM river_job WHERE kind = 'pgsaga_resume'`), "the sweep added no second job")
 	require.Equal(t, 2, countRows(t, db.Pool, `SELECT attempts FROM pgsaga_key`))
 }
