@@ -3,6 +3,7 @@ package main_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,13 +39,16 @@ func TestDemoWithDatabaseURL(t *testing.T) {
 	// An empty database: the demo migrates it itself.
 	_, err := db.Pool.Exec(t.Context(), `DROP SCHEMA public CASCADE; CREATE SCHEMA public`)
 	require.NoError(t, err)
-	requireDemoPassed(t, pgsaga(t, []string{"DATABASE_URL=" + db.URL}, "demo"))
+	first := pgsaga(t, []string{"DATABASE_URL=" + db.URL}, "demo")
+	requireDemoPassed(t, first)
 	// Again on the same database: fresh tenants, no collision.
-	requireDemoPassed(t, pgsaga(t, nil, "demo", "--database-url", db.URL))
+	second := pgsaga(t, nil, "demo", "--database-url", db.URL)
+	requireDemoPassed(t, second)
 	var tenants int
 	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(DISTINCT tenant_id) FROM payments`).Scan(&tenants))
 	require.Equal(t, 2, tenants)
-	requireNoDemoServer(t)
+	requireNoDemoServer(t, first)
+	requireNoDemoServer(t, second)
 }
 
 func TestDemoWithThrowawayPostgres(t *testing.T) {
@@ -60,7 +64,7 @@ func TestDemoWithThrowawayPostgres(t *testing.T) {
 	for _, cmdline := range processes() {
 		require.NotContains(t, cmdline, "pgsaga-pg-"+strconv.Itoa(pid)+"-", "the demo left a postgres process behind")
 	}
-	requireNoDemoServer(t)
+	requireNoDemoServer(t, r)
 }
 
 func TestDemoWithoutPostgres(t *testing.T) {
@@ -70,12 +74,16 @@ func TestDemoWithoutPostgres(t *testing.T) {
 	require.Contains(t, r.stderr, "pgsaga demo: no PostgreSQL could be started")
 }
 
-// requireNoDemoServer checks that no demo-server process of this test binary's pgsaga is left.
-func requireNoDemoServer(t *testing.T) {
+// requireNoDemoServer checks that the demo run r left no demo-server process behind. Demos run
+// in parallel tests, so it looks for r's own: the one given r's gateway simulator URL, which the
+// demo prints and no other run shares (each listens on a free port).
+func requireNoDemoServer(t *testing.T, r result) {
 	t.Helper()
+	m := regexp.MustCompile(`gateway simulator on (http://\S+)`).FindStringSubmatch(r.stdout)
+	require.NotNil(t, m, "the demo prints its gateway simulator's URL:\n%s", r.stdout)
 	for _, cmdline := range processes() {
-		if strings.HasPrefix(cmdline, binary+" ") {
-			require.NotContains(t, cmdline, "demo-server", "a demo-server process is left behind")
+		if strings.HasPrefix(cmdline, binary+" ") && strings.Contains(cmdline, "demo-server") {
+			require.NotContains(t, cmdline, "--gateway-url "+m[1], "a demo-server process is left behind")
 		}
 	}
 }
