@@ -6,7 +6,7 @@ BENCHTIME ?= 1s
 PKGS      ?= ./...
 
 .DEFAULT_GOAL := help
-.PHONY: help test vet bench demo build lint fmt clean deps
+.PHONY: help test vet bench demo build lint fmt clean deps model
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -19,6 +19,10 @@ vet: ## go vet every package
 
 test: deps vet ## Vet, then run every test with the race detector (starts its own PostgreSQL)
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+
+model: ## Check the protocol model with spin
+	@command -v spin >/dev/null 2>&1 || { echo "make model: spin is not installed (apt-get install -y spin)" >&2; exit 1; }
+	saga/model/check.sh
 
 bench: deps ## Run the benchmarks (BENCHTIME=1s by default)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) $(PKGS)

@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# Checks pgsaga's protocol model (pgsaga.pml, beside this file) with spin; README.md explains
+# the configurations, the properties and the seeded bugs.
+#
+#   check.sh              everything below, in this order
+#   check.sh --safety     exhaustive safety search of each configuration (assertions, end states)
+#   check.sh --liveness   "every intent ends" as an LTL property, crashes unbounded in the steps
+#   check.sh --seeded     each seeded protocol bug must make spin report a violation
+#   check.sh --witnesses  each interesting event must be reachable (the checks are not vacuous)
+#   check.sh --variants   protocol variants and findings worth re-checking (not in the default)
+#
+# Exits non-zero on any violation in the protocol, on an incomplete search (depth or memory
+# bound hit, or a search spin did not finish), when a seeded bug is not found, or when a
+# witness is not reached. Searches are exhaustive: -DCOLLAPSE compresses states losslessly and
+# hash collisions are resolved by comparing full states (no -DBITSTATE, no hash compaction), so
+# there is no collision risk to report. Needs spin and gcc; installs nothing.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+model="$here/pgsaga.pml"
+
+for tool in spin gcc; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		echo "check.sh: $tool is not installed (apt-get install -y spin gcc)" >&2
+		exit 2
+	fi
+done
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/pgsaga-model.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+# Memory bound for one search, MB: hitting it fails the check (the search was not completed).
+memlim="${MODEL_MEMLIM:-4096}"
+depth=100000
+failed=0
+
+# Configurations (README.md, "Bounds"). Each is a set of -D flags on top of the defaults.
+S1_DUPLICATE="-DOPRESUMES=0 -DTRIES_B=2"
+S2_OPERATOR="-DNO_B -DOP_ANYTIME"
+S3_MARGIN="-DOPRESUMES=0 -DTRIES_B=2 -DL=4 -DINFLIGHT=2 -DM=1"
+S4_ROW_IN_TAKEOVER="-DOPRESUMES=0 -DTRIES_B=2 -DROW_IN_TAKEOVER"
+L1_POISON_DUPLICATE="-DCRASH_ANY -DOPRESUMES=0"
+L2_POISON_FAIR="-DCRASH_ANY -DNO_B -DOPRESUMES=0"
+
+# build NAME "DEFINES" "CFLAGS": generates and compiles a verifier in $work/NAME.
+build() {
+	local name="$1" defines="$2" cflags="$3" dir="$work/$1"
+	mkdir -p "$dir"
+	# shellcheck disable=SC2086
+	(cd "$dir" && spin $defines -a "$model" >spin.out 2>&1) || {
+		echo "FAIL  $name: spin could not generate the verifier:"; cat "$dir/spin.out"; exit 1
+	}
+	# shellcheck disable=SC2086
+	(cd "$dir" && gcc $cflags -DMEMLIM="$memlim" -o pan pan.c >gcc.out 2>&1) || {
+		echo "FAIL  $name: the verifier did not compile:"; cat "$dir/gcc.out"; exit 1
+	}
+}
+
+# property OUTPUT: names the property the first error of a spin report violates.
+property() {
+	local err
+	err="$(grep -m1 -E '^pan:[0-9]+: ' <<<"$1" || true)"
+	case "$err" in
+	*"acceptance cycle"*) echo "every intent ends completed or parked (LTL <>[] status != started: a run that never ends)" ;;
+	*"invalid end state"*) echo "no process stuck (invalid end state)" ;;
+	*"(ncharges==0)"*) echo "never a second charge (the provider holds at most one charge)" ;;
+	*"(w2==0)"*) echo "W2 commits at most once" ;;
+	*"(u1==0)"*) echo "U1 (the compensation) commits at most once" ;;
+	*"(w1==0)"*) echo "W1 commits at most once" ;;
+	*"(settled==0)"*) echo "a settle commits at most once" ;;
+	*"incall"*) echo "no call running twice at once (two sending windows overlap)" ;;
+	*"(tok==e)&&(lease>0)"*) echo "a call is sent only under a live lease its execution holds" ;;
+	*"execs<="*) echo "attempt budget (more than MaxAttempts executions under one budget)" ;;
+	*"(chg=="*) echo "the outcome stored is the provider's" ;;
+	*"(status!=1)"*) echo "every intent ends completed or parked (end state with the key started)" ;;
+	*"flon[2]"*) echo "MODEL BOUND: more requests in flight than the model has room for" ;;
+	*"assertion violated 0"*) echo "witness reached" ;;
+	*) echo "unrecognised: ${err:-no error line}" ;;
+	esac
+}
+
+# figures OUTPUT: states, transitions, depth, memory and time of a search.
+figures() {
+	local out="$1" stored trans depthr mem secs
+	stored="$(grep -m1 -E 'states, stored' <<<"$out" | awk '{print $1}')"
+	trans="$(grep -m1 -E 'transitions \(' <<<"$out" | awk '{print $1}')"
+	depthr="$(grep -m1 -oE 'depth reached [0-9]+' <<<"$out" | awk '{print $3}')"
+	mem="$(grep -m1 -E 'total actual memory usage' <<<"$out" | awk '{print $1}')"
+	secs="$(grep -m1 -E 'pan: elapsed time' <<<"$out" | awk '{print $4}')"
+	echo "states=$stored transitions=$trans depth=$depthr memory=${mem}MB time=${secs}s"
+}
+
+# incomplete OUTPUT: why a search did not cover the whole state space, if it did not.
+incomplete() {
+	local out="$1"
+	if grep -q "Search not completed" <<<"$out"; then echo "search not completed"; fi
+	if grep -q "max search depth too small" <<<"$out"; then echo "depth bound $depth too small"; fi
+	if grep -qiE "out of memory|MEMLIM" <<<"$out"; then echo "memory bound ${memlim}MB reached"; fi
+}
+
+# clean NAME "DEFINES" "CFLAGS" "PAN FLAGS": the search must finish and find nothing.
+clean() {
+	local name="$1" out why
+	build "$name" "$2" "$3"
+	# shellcheck disable=SC2086
+	out="$(cd "$work/$name" && ./pan -m$depth -w24 $4 2>&1)" || true
+	why="$(incomplete "$out")"
+	if grep -qE "errors: 0" <<<"$out" && [ -z "$why" ]; then
+		printf 'ok    %-30s %s\n' "$name" "$(figures "$out")"
+		return
+	fi
+	if [ -n "$why" ]; then
+		printf 'FAIL  %-30s incomplete: %s\n' "$name" "$why"
+	else
+		printf 'FAIL  %-30s %s; trail:\n' "$name" "$(property "$out")"
+		# shellcheck disable=SC2086
+		(cd "$work/$name" && spin $2 -t -p -g "$model" 2>&1 | tail -80) || true
+	fi
+}
+
+# found NAME "DEFINES" "CFLAGS" "PAN FLAGS": spin must report a violation of the protocol.
+found() {
+	local name="$1" out prop
+	build "$name" "$2" "$3"
+	# shellcheck disable=SC2086
+	out="$(cd "$work/$name" && ./pan -m$depth -w24 $4 2>&1)" || true
+	if grep -qE "errors: [1-9]" <<<"$out"; then
+		prop="$(property "$out")"
+		case "$prop" in
+		"MODEL BOUND"*|unrecognised*)
+			printf 'FAIL  %-30s spin hit %s\n' "$name" "$prop" ;;
+		*)
+			printf 'ok    %-30s %s, at depth %s\n' "$name" "$prop" \
+				"$(grep -m1 -oE 'at depth [0-9]+' <<<"$out" | awk '{print $3}')" ;;
+		esac
+		return
+	fi
+	printf 'FAIL  %-30s spin found no violation (%s)\n' "$name" "$(figures "$out")"
+}
+
+# witnesses NAME "DEFINES" N...: the verifier must reach each witness event N.
+witnesses() {
+	local name="$1" defines="$2" w out
+	shift 2
+	build "$name" "$defines" "$QUICK_CFLAGS"
+	for w in "$@"; do
+		out="$(cd "$work/$name" && PGSAGA_WITNESS="$w" ./pan -m$depth -w24 2>&1)" || true
+		if grep -q "assertion violated 0" <<<"$out"; then
+			printf 'ok    %-30s %s, at depth %s\n' "$name" "${WITNESS_NAMES[$w]}" \
+				"$(grep -m1 -oE 'at depth [0-9]+' <<<"$out" | awk '{print $3}')"
+		else
+			printf 'FAIL  %-30s %s never reached (%s)\n' "$name" "${WITNESS_NAMES[$w]}" "$(figures "$out")"
+		fi
+	done
+}
+
+WITNESS_NAMES=(- "a send after a quiet, empty inquiry" "an inquiry found the charge" "a zombie's write fenced"
+	"a request landed after its sender gave up" "U1 run by a resume at compensate:P1"
+	"parked outcome_unknown" "parked attempts_exhausted" "parked permanent" "settled by the operator"
+	"the operator's resume completed" "a heartbeat renewed the lease"
+	"a superseded execution's request landed")
+
+SAFETY_CFLAGS="-Og -DSAFETY -DCOLLAPSE"
+LIVE_CFLAGS="-Og -DCOLLAPSE -DNFAIR=3"
+QUICK_CFLAGS="-O0 -DSAFETY -DCOLLAPSE"
+QUICK_LIVE_CFLAGS="-O0 -DCOLLAPSE -DNFAIR=3"
+
+# The checks of each group, one per line: a function and its arguments (eval'd). The two largest
+# come first so that the pool of MODEL_JOBS runs ends together.
+safety_tasks() {
+	echo "clean S2-operator \"$S2_OPERATOR\" \"$SAFETY_CFLAGS\" ''"
+	echo "clean S3-margin \"$S3_MARGIN\" \"$SAFETY_CFLAGS\" ''"
+	echo "clean S1-duplicate \"$S1_DUPLICATE\" \"$SAFETY_CFLAGS\" ''"
+	echo "clean S4-row-in-takeover \"$S4_ROW_IN_TAKEOVER\" \"$SAFETY_CFLAGS\" ''"
+}
+liveness_tasks() {
+	# No fairness is needed in L1: every run of the model is finite, so -a without -f finding no
+	# accepting run proves the property for every schedule (stronger than under weak fairness).
+	echo "clean L1-poison-duplicate \"-DLIVENESS $L1_POISON_DUPLICATE\" \"$LIVE_CFLAGS\" '-a'"
+	echo "clean L2-poison-weak-fairness \"-DLIVENESS $L2_POISON_FAIR\" \"$LIVE_CFLAGS\" '-a -f'"
+}
+seeded_tasks() {
+	local b
+	for b in BUG_NO_FENCE BUG_NOW_LEASE BUG_NO_RENEWAL BUG_EMPTY_INQUIRY BUG_COMP_SPLIT BUG_POISON \
+		BUG_STALE_INQUIRY BUG_PENDING_RESEND; do
+		echo "found $b \"$S1_DUPLICATE -D$b\" \"$QUICK_CFLAGS\" ''"
+	done
+	echo "found BUG_RESUMER_LATE \"$S4_ROW_IN_TAKEOVER -DBUG_RESUMER_LATE\" \"$QUICK_CFLAGS\" ''"
+	# the poison key as a liveness violation too (-A: the budget assertion would stop it first)
+	echo "found BUG_POISON-liveness \"-DLIVENESS $L2_POISON_FAIR -DBUG_POISON\" \"$QUICK_LIVE_CFLAGS\" '-a -f -A'"
+}
+witness_tasks() {
+	echo "witnesses W-operator \"$S2_OPERATOR\" 1 2 3 4 5 6 7 8 9 10 11 12"
+	echo "witnesses W-duplicate \"$S1_DUPLICATE\" 1 2 3 5 12"
+	echo "witnesses W-margin \"$S3_MARGIN\" 1"
+}
+variant_tasks() {
+	# With a fenced renewal before a resumed call, a resumer that starts late is fenced: harmless.
+	echo "clean BUG_RESUMER_LATE-renewed \"$S1_DUPLICATE -DBUG_RESUMER_LATE\" \"$QUICK_CFLAGS\" ''"
+	# A takeover statement that parks by itself ends the poison key even when the process can
+	# crash between a takeover and a separate park write.
+	echo "clean L3-crash-before-park \"-DLIVENESS $L2_POISON_FAIR -DCRASH_PARK -DPARK_IN_TAKEOVER\" \"$QUICK_LIVE_CFLAGS\" '-a -f'"
+	echo "found L3-crash-before-park-separate \"-DLIVENESS $L2_POISON_FAIR -DCRASH_PARK\" \"$QUICK_LIVE_CFLAGS\" '-a -f'"
+	# Every actor at once, with smaller budgets (the largest search; minutes).
+	echo "clean S5-everyone \"-DMAXCRASH=1 -DOPBUDGET=1 -DHBMAX=0 -DOP_ANYTIME\" \"$SAFETY_CFLAGS\" ''"
+}
+
+# run TASKS...: runs the tasks MODEL_JOBS at a time, then prints their results in order.
+run() {
+	local jobs="${MODEL_JOBS:-2}" i=0 task
+	mkdir -p "$work/results"
+	while IFS= read -r task; do
+		i=$((i + 1))
+		while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+		( eval "$task" >"$work/results/$(printf '%03d' "$i")" 2>&1 </dev/null ) &
+	done
+	wait
+	cat "$work/results/"* 2>/dev/null
+	if grep -q '^FAIL' "$work/results/"* 2>/dev/null; then failed=1; fi
+	rm -rf "$work/results"
+}
+
+start=$SECONDS
+if [ $# -eq 0 ]; then
+	set -- --safety --liveness --seeded --witnesses
+fi
+for arg in "$@"; do
+	case "$arg" in
+	--safety) echo "== safety: exhaustive search, every assertion and end state"; run < <(safety_tasks) ;;
+	--liveness) echo "== liveness: <>[] (status != started), crashes unbounded in the operation's steps"; run < <(liveness_tasks) ;;
+	--seeded) echo "== seeded bugs: spin must find each"; run < <(seeded_tasks) ;;
+	--witnesses) echo "== witnesses: each event must be reachable (the checks are not vacuous)"; run < <(witness_tasks) ;;
+	--variants) echo "== variants and findings (README.md, \"Findings\")"; run < <(variant_tasks) ;;
+	*) echo "usage: check.sh [--safety] [--liveness] [--seeded] [--witnesses] [--variants]" >&2; exit 2 ;;
+	esac
+done
+echo "== $((SECONDS - start))s"
+if [ "$failed" -ne 0 ]; then
+	echo "model check FAILED" >&2
+	exit 1
+fi
+echo "model check passed"
