@@ -278,6 +278,22 @@ inline takeover(e) {
 #endif
 }
 
+/* heartbeat: a fenced renewal that also extends the row's deadline; a lease found lost cancels
+ * the call */
+inline heartbeat(e) {
+	hb++;
+	CRASH;
+	if
+	:: FENCED(e) ->
+		SEEN(W_HEARTBEAT);
+		lease = L; dl[e] = L - M; open_window(e);
+#ifndef BUG_HB_NO_ROW
+		if :: hasrow -> rq[e] = L + INFLIGHT :: else -> skip fi
+#endif
+	:: else -> FENCED_OUT
+	fi
+}
+
 /* the key's final state after its compensation */
 inline final_write(d) {
 	if
@@ -347,6 +363,7 @@ call:
 #endif
 	:: else -> skip
 	fi;
+send:
 	atomic {
 		CRASH;
 		if
@@ -364,9 +381,11 @@ call:
 			flon[slot] = 1; flrem[slot] = INFLIGHT; flto[slot] = e + 1; flfrom[slot] = e;
 			resp[e] = C_NONE
 		:: dl[e] > 0 ->
-			/* refused before it was sent, or an explicit "not processed": certainly not done
-			 * (an in-process retry of it is the same as sending later, so it is not modelled) */
+			/* refused before it was sent, or an explicit "not processed": certainly not done */
 			res = O_FB; leave_call(e); goto transient
+		:: dl[e] > 0 && hb < HBMAX ->
+			/* refused, retried in-process: a heartbeat keeps the lease, then it sends again */
+			heartbeat(e); goto send
 		:: dl[e] == 0 ->
 			/* the local deadline passed: abandoned before sending */
 			res = O_FB; leave_call(e); goto transient
@@ -382,17 +401,7 @@ call:
 		fi;
 		leave_call(e); break }
 	:: atomic { res = O_UNK; leave_call(e); break }
-	:: atomic { hb < HBMAX ->
-		/* heartbeat: a fenced renewal that also extends the row's deadline */
-		hb++;
-		CRASH;
-		if
-		:: FENCED(e) ->
-			SEEN(W_HEARTBEAT);
-			lease = L; dl[e] = L - M; open_window(e);
-			if :: hasrow -> rq[e] = L + INFLIGHT :: else -> skip fi
-		:: else -> FENCED_OUT     /* the lease is lost: the call is cancelled */
-		fi }
+	:: atomic { hb < HBMAX -> heartbeat(e) }
 	od;
 	if
 	:: res == O_SUCC || res == O_DECL -> goto got
