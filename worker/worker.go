@@ -32,7 +32,7 @@ func New(cfg *Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	resumer, err := recovery.New(&recovery.Config{DB: cfg.Pool, Client: cfg.Client, Logger: cfg.Logger})
+	resumer, err := recovery.New(&recovery.Config{Client: cfg.Client, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
