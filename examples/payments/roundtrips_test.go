@@ -102,8 +102,8 @@ func TestRoundTripBudget(t *testing.T) {
 		// engine keeps it at three by riding on both ends: the key is read with BEGIN, and
 		// the claim (the completed key with its response) is written with COMMIT.
 		requireTrips(t, c.counter.Take(),
-			"begin + SELECT tenant_id, actor_id, key", // BEGIN, and is the key there already? no
-			"WITH completed AS ( UPDATE orders",       // the business statement (CompleteOrderTx)
+			"begin + SELECT tenant_id, actor_id, key",     // BEGIN, and is the key there already? no
+			"WITH completed AS ( UPDATE orders",           // the business statement (CompleteOrderTx)
 			"WITH k AS ( INSERT INTO pgsaga_key + COMMIT", // the claim, storing the key completed
 		)
 
@@ -128,13 +128,13 @@ func TestRoundTripBudget(t *testing.T) {
 		// trip to the phases' own BEGIN, business statements and COMMIT.
 		requireTrips(t, c.counter.Take(),
 			// payment_created
-			"begin + SELECT tenant_id, actor_id, key", // the key is new
-			"WITH reserved AS ( UPDATE invoices",      // business: reserve the amount, insert the pending payment
+			"begin + SELECT tenant_id, actor_id, key",     // the key is new
+			"WITH reserved AS ( UPDATE invoices",          // business: reserve the amount, insert the pending payment
 			"WITH k AS ( INSERT INTO pgsaga_key + COMMIT", // the claim at recovery point payment_created, journaling the charge
 			// charged: the gateway call, no statement
 			// result_recorded
 			"begin",
-			"WITH settled AS ( UPDATE payments", // business: settle the payment and the invoice
+			"WITH settled AS ( UPDATE payments",      // business: settle the payment and the invoice
 			"WITH k AS ( UPDATE pgsaga_key + COMMIT", // the fenced completion with the response and the charge's outcome
 		)
 

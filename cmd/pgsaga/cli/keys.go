@@ -118,4 +118,3 @@ func (c *cli) printKeys(keys []*saga.Key) error {
 	}
 	return tw.Flush()
 }
-
