@@ -8,121 +8,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgsaga/pgsaga/internal/keyjson"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
-// keyJSON is a key as --json renders it (CONTRACT.md): times in RFC 3339 (UTC), locked_until,
-// last_error and response null when there is none, the response body as the stored JSON value
-// when it is JSON and as a string otherwise.
-type keyJSON struct {
-	Tenant        string        `json:"tenant"`
-	Actor         string        `json:"actor"`
-	Key           string        `json:"key"`
-	Operation     string        `json:"operation"`
-	State         string        `json:"state"`
-	RecoveryPoint string        `json:"recovery_point"`
-	Attempts      int           `json:"attempts"`
-	LockedUntil   *time.Time    `json:"locked_until"`
-	LastError     *string       `json:"last_error"`
-	Response      *responseJSON `json:"response"`
-	CreatedAt     time.Time     `json:"created_at"`
-	UpdatedAt     time.Time     `json:"updated_at"`
-}
+// The JSON shapes of keys (CONTRACT.md) live in internal/keyjson, shared with the console.
+type keyJSON = keyjson.Key
 
-// keyDetailJSON is a key as `show --json` renders it: keyJSON plus its calls, why it is parked
-// and what operators did to it.
-type keyDetailJSON struct {
-	keyJSON
-	ParkedReason *string      `json:"parked_reason"`
-	Calls        []callJSON   `json:"calls"`
-	History      []actionJSON `json:"history"`
-}
+func renderKey(k *saga.Key) keyJSON { return keyjson.FromKey(k) }
 
-type callJSON struct {
-	Step       string     `json:"step"`
-	Attempt    int        `json:"attempt"`
-	Reference  *string    `json:"reference"`
-	StartedAt  time.Time  `json:"started_at"`
-	EndedAt    *time.Time `json:"ended_at"`
-	Outcome    *string    `json:"outcome"`
-	ProviderID *string    `json:"provider_id"`
-}
-
-type actionJSON struct {
-	At        time.Time `json:"at"`
-	By        string    `json:"by"`
-	Action    string    `json:"action"`
-	Outcome   *string   `json:"outcome"`
-	Note      *string   `json:"note"`
-	Reference *string   `json:"reference"`
-}
-
-func renderKeyDetail(k *saga.Key) keyDetailJSON {
-	out := keyDetailJSON{keyJSON: renderKey(k), Calls: []callJSON{}, History: []actionJSON{}}
-	out.ParkedReason = nullable(string(k.ParkedReason))
-	for _, c := range k.Calls {
-		call := callJSON{Step: c.Step, Attempt: c.Attempt, Reference: nullable(c.Reference), StartedAt: c.StartedAt.UTC(),
-			Outcome: nullable(string(c.Outcome)), ProviderID: nullable(c.ProviderID)}
-		if c.EndedAt != nil {
-			t := c.EndedAt.UTC()
-			call.EndedAt = &t
-		}
-		out.Calls = append(out.Calls, call)
-	}
-	for _, a := range k.History {
-		out.History = append(out.History, actionJSON{At: a.At.UTC(), By: a.By, Action: string(a.Action),
-			Outcome: nullable(string(a.Outcome)), Note: nullable(a.Note), Reference: nullable(a.Reference)})
-	}
-	return out
-}
-
-// nullable is s, or nil (JSON null) when s is empty.
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-type responseJSON struct {
-	Status int             `json:"status"`
-	Body   json.RawMessage `json:"body"`
-}
-
-func renderKey(k *saga.Key) keyJSON {
-	out := keyJSON{
-		Tenant:        k.Scope.Tenant,
-		Actor:         k.Scope.Actor,
-		Key:           k.Key,
-		Operation:     k.Operation,
-		State:         string(k.Status),
-		RecoveryPoint: k.RecoveryPoint,
-		Attempts:      k.Attempts,
-		CreatedAt:     k.CreatedAt.UTC(),
-		UpdatedAt:     k.UpdatedAt.UTC(),
-	}
-	if k.LockedUntil != nil {
-		t := k.LockedUntil.UTC()
-		out.LockedUntil = &t
-	}
-	if k.LastError != "" {
-		msg := k.LastError
-		out.LastError = &msg
-	}
-	if k.Response != nil {
-		out.Response = &responseJSON{Status: k.Response.Status, Body: bodyJSON(k.Response.Body)}
-	}
-	return out
-}
-
-// bodyJSON is body itself when it is JSON, else body as a JSON string.
-func bodyJSON(body []byte) json.RawMessage {
-	if len(body) > 0 && json.Valid(body) {
-		return json.RawMessage(body)
-	}
-	s, _ := json.Marshal(string(body)) // a string always marshals
-	return s
-}
+func renderKeyDetail(k *saga.Key) keyjson.Detail { return keyjson.DetailFromKey(k) }
 
 // writeJSON writes v as one JSON document on one line.
 func writeJSON(w io.Writer, v any) error {
