@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -138,6 +140,12 @@ func decodeCursor(s string) (*keyCursor, error) {
 	var c keyCursor
 	if err := json.Unmarshal(b, &c); err != nil || c.CreatedAt.IsZero() || c.Key == "" {
 		return nil, ErrInvalidCursor
+	}
+	// A forged cursor must not reach the database with text it refuses (an error, not a page).
+	for _, s := range []string{c.Tenant, c.Actor, c.Key} {
+		if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
+			return nil, ErrInvalidCursor
+		}
 	}
 	return &c, nil
 }
