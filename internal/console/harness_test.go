@@ -39,6 +39,7 @@ type env struct {
 	svc     *payments.Service
 	client  *saga.Client
 	api     *httptest.Server
+	handler http.Handler
 	console *httptest.Server
 	http    *http.Client
 }
@@ -74,7 +75,7 @@ func newEnv(t testing.TB, o *envOpts) *env {
 	require.NoError(t, c.Start(t.Context()))
 	srv := httptest.NewServer(c)
 	t.Cleanup(srv.Close)
-	return &env{t: t, db: db, sim: s, svc: svc, client: svc.Client(), api: api, console: srv,
+	return &env{t: t, db: db, sim: s, svc: svc, client: svc.Client(), api: api, handler: c, console: srv,
 		http: &http.Client{
 			Timeout: 30 * time.Second,
 			// The tests look at each redirect themselves.
