@@ -127,6 +127,7 @@ value, missing required flag or argument, no database URL). Errors are one line 
 		c.showCmd(),
 		c.resumeCmd(),
 		c.gcCmd(),
+		c.consoleCmd(),
 		c.gatewaySimCmd(),
 		c.demoCmd(),
 		c.demoServerCmd(),
