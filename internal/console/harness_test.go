@@ -199,7 +199,7 @@ type req struct {
 	// cookie sends a session cookie.
 	cookie *http.Cookie
 	// form is sent urlencoded.
-	form url.Values
+	form   url.Values
 	header http.Header
 }
 

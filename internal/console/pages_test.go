@@ -165,10 +165,10 @@ func TestKeyListFilters(t *testing.T) {
 	require.Len(t, all, 7)
 
 	for query, want := range map[string][]string{
-		"state=failed":                             {parked},
-		"state=started":                            {stuck},
-		"stuck=1":                                  {parked, stuck},
-		"stuck=true&state=started":                 {stuck},
+		"state=failed":             {parked},
+		"state=started":            {stuck},
+		"stuck=1":                  {parked, stuck},
+		"stuck=true&state=started": {stuck},
 		"operation=create_payment&state=completed": {paid},
 		"tenant=tenant-2":                          {bobInv},
 		"tenant=tenant-2&operation=create_payment": {},

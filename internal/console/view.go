@@ -222,7 +222,7 @@ func prettyBody(body []byte) string {
 
 // reasonHelp explains a parked reason and what to do about it.
 var reasonHelp = map[saga.ParkedReason]string{
-	saga.ParkedOutcomeUnknown: "An external call may have had its effect and nothing could tell: the provider offers no inquiry and no idempotency keys, the downstream key is past the provider's window, or a charge stayed pending too long. No compensation ran: money may have moved. Look the reference up at the provider, then settle: succeeded with the provider's id, or failed.",
+	saga.ParkedOutcomeUnknown:    "An external call may have had its effect and nothing could tell: the provider offers no inquiry and no idempotency keys, the downstream key is past the provider's window, or a charge stayed pending too long. No compensation ran: money may have moved. Look the reference up at the provider, then settle: succeeded with the provider's id, or failed.",
 	saga.ParkedAttemptsExhausted: "Its attempts ran out (or it grew older than its operation's MaxAge) while failing in a way a retry could fix. Nothing was compensated. Once the cause is fixed (the provider is back), Resume goes on from its recovery point with a fresh attempt budget.",
 	saga.ParkedPermanent:         "A step failed in a way retrying cannot fix, and the compensations of the phases before it ran. Fix the cause and Resume, or settle it with the outcome you decided.",
 }
