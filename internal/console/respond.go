@@ -29,7 +29,9 @@ const pageCSP = "default-src 'self'; script-src 'none'; object-src 'none'; base-
 // riverCSP is riverui's policy: its React app loads its scripts and stylesheet from /river/
 // ('self'), calls its API there, and sets style attributes and inline <style> elements at run
 // time (its components and graph library), so styles need 'unsafe-inline'; its icons are
-// data: URIs. Still no script from anywhere else, no inline script, and no framing.
+// data: URIs. Still no script from anywhere else, no inline script, no eval (its validation
+// library probes for eval and falls back when refused; the browser logs that refusal), and no
+// framing.
 const riverCSP = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 // securityHeaders sets the headers every response carries.

@@ -173,8 +173,11 @@ func segment(s string) string {
 	return e
 }
 
-// since is how long before now t was: "42s ago", "3m 12s ago".
+// since is how long before now t was: "42s ago", "3m 12s ago" ("in 5s" for a time to come).
 func since(now, t time.Time) string {
+	if d := now.Sub(t); d > -time.Second && d < time.Second {
+		return "just now"
+	}
 	if t.After(now) {
 		return "in " + age(t.Sub(now))
 	}
