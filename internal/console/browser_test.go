@@ -228,4 +228,3 @@ func newBrowser(t *testing.T, path string) context.Context {
 	})
 	return ctx
 }
-
