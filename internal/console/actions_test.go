@@ -3,6 +3,7 @@ package console_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/gateway/sim"
+	"github.com/pgsaga/pgsaga/internal/console"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -207,4 +209,33 @@ func mustJSON(t *testing.T, v any) []byte {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return b
+}
+
+// TestKeyOfAnotherOperation: a console whose client does not run the key's operation shows the
+// key and refuses to act on it, changing nothing.
+func TestKeyOfAnotherOperation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &envOpts{noRiver: true})
+	_, parked := e.parkedPayment(alice)
+	reader, err := saga.NewClient(&saga.Config{DB: e.db.Pool})
+	require.NoError(t, err)
+	c, err := console.New(&console.Config{Client: reader, Token: token})
+	require.NoError(t, err)
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	e.console = srv
+
+	page := e.do(req{path: keyPath(alice, parked), bearer: token, accept: browserAccept})
+	require.Equal(t, http.StatusOK, page.status)
+	require.Contains(t, string(page.body), "does not run the operation")
+	require.NotContains(t, string(page.body), `/resume"`)
+	for _, action := range []string{"/resume", "/settle"} {
+		r := e.do(req{method: "POST", path: keyPath(alice, parked) + action, bearer: token,
+			form: url.Values{"outcome": {"failed"}, "note": {"x"}}})
+		require.Equal(t, http.StatusUnprocessableEntity, r.status, string(r.body))
+		require.Equal(t, "unknown_operation", r.json(t)["error"])
+	}
+	k := e.key(alice, parked)
+	require.Equal(t, saga.KeyStatusFailed, k.Status)
+	require.Equal(t, 2, k.Attempts, "nothing ran")
 }

@@ -101,12 +101,12 @@ var staticFS embed.FS
 // Console is the operator console: an http.Handler serving the pages, their JSON twins, the
 // login and riverui under /river/. Start it before serving when River is set.
 type Console struct {
-	cfg      *Config
-	auth     *authenticator
-	pages    map[string]*template.Template
-	river    *riverui.Handler
-	handler  http.Handler
-	staticFS fs.FS
+	cfg     *Config
+	auth    *authenticator
+	pages   map[string]*template.Template
+	river   *riverui.Handler
+	handler http.Handler
+	static  fs.FS
 }
 
 // New builds a console. It does not touch the database.
@@ -123,7 +123,7 @@ func New(cfg *Config) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{cfg: cfg, pages: pages, staticFS: static,
+	c := &Console{cfg: cfg, pages: pages, static: static,
 		auth: newAuthenticator(cfg.Token, cfg.SessionTTL, cfg.MaxSessions, cfg.Now)}
 	if cfg.River != nil {
 		c.river, err = riverui.NewHandler(&riverui.HandlerOpts{
@@ -161,7 +161,7 @@ const riverPrefix = "/river"
 // authentication; every response carries the security headers.
 func (c *Console) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(c.staticFS)))
+	mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(c.static)))
 	mux.HandleFunc("GET /login", c.loginPage)
 	mux.HandleFunc("POST /login", c.login)
 

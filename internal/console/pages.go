@@ -41,9 +41,8 @@ type overviewView struct {
 	Stuck      int
 	Operations []operationRow
 	Oldest     *keyRow
-	// OldestWhy explains the oldest stuck key's state.
-	StuckKeys []keyRow
-	MoreStuck bool
+	StuckKeys  []keyRow
+	MoreStuck  bool
 }
 
 func (*overviewView) title() (string, string) { return "Overview", "overview" }
@@ -236,23 +235,22 @@ func (c *Console) keyList(w http.ResponseWriter, r *http.Request) {
 
 type keyView struct {
 	keyRow
-	Method, Path  string
-	NextAttempt   string
-	CompletedAt   string
-	Calls         []callRow
-	Response      *saga.Response
-	ResponseBody  string
-	History       []saga.KeyAction
-	ReasonHelp    string
-	CanResume     bool
-	CanSettle     bool
-	NoSettleHook  bool
-	KnownOp       bool
-	Flash         *flash
-	ResumeURL     string
-	SettleURL     string
-	CSRF          string
-	SettleOutcome []string
+	Method, Path string
+	NextAttempt  string
+	CompletedAt  string
+	Calls        []callRow
+	Response     *saga.Response
+	ResponseBody string
+	History      []saga.KeyAction
+	ReasonHelp   string
+	CanResume    bool
+	CanSettle    bool
+	NoSettleHook bool
+	KnownOp      bool
+	Flash        *flash
+	ResumeURL    string
+	SettleURL    string
+	CSRF         string
 }
 
 func (v *keyView) title() (string, string) { return v.Key, "" }
