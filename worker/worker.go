@@ -36,7 +36,7 @@ func New(cfg *Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(cfg.Registerer, cfg.Pool)
+	m, err := newMetrics(cfg.Registerer, cfg.Client)
 	if err != nil {
 		return nil, fmt.Errorf("error registering worker metrics: %w", err)
 	}
