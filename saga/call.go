@@ -63,12 +63,8 @@ func (e *execution) call(ctx context.Context, i int) (*Response, error) {
 	}
 	e.st.BeginCall(call)
 
-	callCtx, stop := e.guard(ctx, step.Name())
 	start := time.Now()
-	err := step.Call()(callCtx, e.st)
-	if cause := stop(); cause != nil && err != nil {
-		err = fmt.Errorf("%w (%w)", err, cause)
-	}
+	err := e.guarded(ctx, step.Name(), step.Call())
 	outcome, providerID, recorded := e.st.EndCall()
 	if !recorded {
 		outcome = string(phases.CallOutcomeSucceeded)
@@ -122,6 +118,18 @@ func (e *execution) journal(ctx context.Context, i int) (*journaledCall, error) 
 	}
 	e.wrote(w, out, sent)
 	return e.journaled, nil
+}
+
+// guarded runs call under guard. The guard is stopped however the call ends, also when its
+// goroutine ends mid-call (an in-process crash): a dead execution must not keep renewing its lease.
+func (e *execution) guarded(ctx context.Context, step string, call runstate.CallFunc) (err error) {
+	callCtx, stop := e.guard(ctx, step)
+	defer func() {
+		if cause := stop(); cause != nil && err != nil {
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
+	}()
+	return call(callCtx, e.st)
 }
 
 // guard returns the context a call runs in: bounded by CallTimeout, cut before the lease ends,

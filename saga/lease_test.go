@@ -109,6 +109,9 @@ func TestCallNeverRunsOnASpentLease(t *testing.T) {
 	// would (a little faster, to find any window).
 	var duplicate *saga.Result
 	wg.Go(func() {
+		// The duplicate starts once the first request claimed the key (its first phase waited
+		// on the lock meanwhile).
+		require.Eventually(t, func() bool { return h.key(key) != nil }, 10*time.Second, 5*time.Millisecond)
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
 			res, err := h.newClient(&saga.Config{Lease: lease}, lockedThenCall(m, time.Second)).Run(t.Context(), "locked_then_call", h.req(key, `{}`))
