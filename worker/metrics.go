@@ -19,10 +19,8 @@ type metrics struct {
 	gcDeleted  prometheus.Counter
 }
 
+// newMetrics registers the worker's collectors on reg.
 func newMetrics(reg prometheus.Registerer, client *saga.Client) (*metrics, error) {
-	if reg == nil {
-		return nil, nil
-	}
 	m := &metrics{
 		sweeps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pgsaga_worker_sweeps_total",
