@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsaga/pgsaga/gateway"
@@ -149,22 +148,14 @@ func (s *Service) charge(ctx context.Context, run *phases.Run) error {
 	if _, err := run.Get("payment", &p); err != nil {
 		return phases.Permanent(err)
 	}
-	opts := &gateway.ExecuteOpts{
-		MayHaveReached: run.Resumed(),
-		KeyCreatedAt:   p.CreatedAt,
-		OnAttempt: func(outcome gateway.Outcome, elapsed time.Duration) {
-			s.client.ObserveGatewayCall(OpCreatePayment, string(outcome), elapsed)
-		},
-	}
+	// Until *phases.Run is the call's journal, a resumed run says the charge may have reached.
+	opts := &gateway.ExecuteOpts{MayHaveReached: run.Resumed(), KeyCreatedAt: p.CreatedAt}
 	if s.cfg.GatewayRetries > 0 {
-		opts.Backoff = func() backoff.BackOff {
-			b := backoff.NewExponentialBackOff()
-			b.InitialInterval = 20 * time.Millisecond
-			return backoff.WithMaxRetries(b, s.cfg.GatewayRetries)
-		}
+		opts.Retries = int(s.cfg.GatewayRetries)
+		opts.RetryDelay = func(n int) time.Duration { return 20 * time.Millisecond << min(n-1, 6) }
 	}
 	key := gateway.DeriveKey("payment", p.ID)
-	charge, err := gateway.Execute(ctx, s.cfg.Gateway, gateway.ChargeParams{
+	charge, err := gateway.Execute(ctx, nil, s.cfg.Gateway, gateway.ChargeParams{
 		Amount: p.Amount, Currency: p.Currency, Reference: key, IdempotencyKey: key,
 	}, opts)
 	if err != nil {
