@@ -29,8 +29,9 @@ type ExecuteOpts struct {
 	// reads this from the prior calls and the field only adds to them. Defaults to false.
 	MayHaveReached bool
 	// KeyCreatedAt is when the downstream key was first sent, compared with
-	// Capabilities.KeyRetention before the key is re-sent. Defaults to the start of the oldest
-	// prior call in the journal, or to the zero time (no check) when there is none.
+	// Capabilities.KeyRetention before the key is re-sent; the start of the oldest prior call in
+	// the journal is used when it is earlier. Defaults to that start, or to the zero time (no
+	// check) when there is no prior call.
 	KeyCreatedAt time.Time
 	// PendingWindow is how long a charge may stay pending, counted from the first attempt that
 	// found it pending, before Execute gives up on it with ErrPendingTooLong (an outcome nothing
@@ -63,7 +64,7 @@ func (o *ExecuteOpts) withDefaults() ExecuteOpts {
 		out.Retries = 0
 	}
 	if out.RetryDelay == nil {
-		out.RetryDelay = DefaultRetryDelay
+		out.RetryDelay = defaultRetryDelay
 	}
 	if out.Now == nil {
 		out.Now = time.Now
@@ -71,10 +72,10 @@ func (o *ExecuteOpts) withDefaults() ExecuteOpts {
 	return out
 }
 
-// DefaultRetryDelay is ExecuteOpts.RetryDelay's default: 100ms doubling up to 2s for retry n
+// defaultRetryDelay is ExecuteOpts.RetryDelay's default: 100ms doubling up to 2s for retry n
 // (1-based), each drawn uniformly from its upper half so that callers retrying together spread
 // out.
-func DefaultRetryDelay(n int) time.Duration {
+func defaultRetryDelay(n int) time.Duration {
 	d := 2 * time.Second
 	if n < 6 {
 		d = min(d, 100*time.Millisecond<<max(n-1, 0))
@@ -252,6 +253,10 @@ func (x *execution) saw(c *Charge) {
 // followPending notes that charge is pending: from now on it is read back, never re-sent,
 // until it is final or pending longer than the window.
 func (x *execution) followPending(charge *Charge) error {
+	if charge.ID == "" {
+		// Nothing to read it back by, and sending again could be a second charge.
+		return fmt.Errorf("charge for %q is pending without an id: %w", x.params.Reference, ErrCannotResolve)
+	}
 	now := x.opts.Now()
 	x.pendingID, x.unresolved = charge.ID, false
 	if x.pendingSince.IsZero() {

@@ -44,7 +44,7 @@ func sendAndGiveUp(t *testing.T, gw gateway.Gateway, p gateway.ChargeParams) {
 // in-flight window) charges a second time: the window is what prevents it.
 func TestExecuteZombieLandsAfterEmptyInquiry(t *testing.T) {
 	t.Parallel()
-	const hold = 500 * time.Millisecond
+	const hold = time.Second
 	for name, tc := range map[string]struct {
 		trustEmpty bool
 		charges    int
@@ -118,7 +118,7 @@ func TestExecuteInFlightWindowDefers(t *testing.T) {
 // the window is measured from when that send stopped.
 func TestExecuteOwnTimeoutWaitsOutWindow(t *testing.T) {
 	t.Parallel()
-	const hold = 400 * time.Millisecond
+	const hold = time.Second
 	off := false
 	s := sim.New(&sim.Config{Idempotency: &off, LatencyBefore: hold})
 	c := overHTTPWith(t, s, &sim.ClientOpts{HTTPClient: &http.Client{Timeout: 50 * time.Millisecond}})

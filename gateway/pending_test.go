@@ -162,3 +162,24 @@ type noGet struct{ *traced }
 func (noGet) Get(ctx context.Context, id string) (*gateway.Charge, error) {
 	return nil, fmt.Errorf("read back %q: %w", id, gateway.ErrUnsupported)
 }
+
+// A pending answer without an id cannot be read back: never sent again, parked.
+func TestExecutePendingWithoutID(t *testing.T) {
+	t.Parallel()
+	gw := trace(anonymousPending{})
+	var j gatewaytest.Journal
+	charge, err := gateway.Execute(ctxFor(t), &j, gw, params("payment:pending-anonymous", 100), fast(5))
+	require.Nil(t, charge)
+	require.ErrorIs(t, err, gateway.ErrCannotResolve)
+	require.Equal(t, []string{"charge"}, gw.list())
+	require.Equal(t, []phases.CallOutcome{pending}, j.Outcomes())
+}
+
+// anonymousPending answers every charge pending, without an id.
+type anonymousPending struct{ gateway.Gateway }
+
+func (anonymousPending) Capabilities() gateway.Capabilities { return gateway.Capabilities{} }
+
+func (anonymousPending) Charge(_ context.Context, p gateway.ChargeParams) (*gateway.Charge, error) {
+	return &gateway.Charge{Amount: p.Amount, Currency: p.Currency, Reference: p.Reference, Status: gateway.ChargeStatusPending}, nil
+}

@@ -261,7 +261,7 @@ func Run(t *testing.T, newGateway func(t *testing.T) gateway.Gateway, opts *Opts
 		if o.InFlight == nil {
 			t.Skip("backend cannot hold a request in flight")
 		}
-		const hold = 600 * time.Millisecond
+		const hold = time.Second
 		gw, chargesFor := o.InFlight(t, hold)
 		caps := gw.Capabilities()
 		require.GreaterOrEqual(t, caps.MaxInFlight, hold, "the gateway declares how long a request may take to land")

@@ -77,7 +77,7 @@ func (g inProcess) Get(ctx context.Context, id string) (*gateway.Charge, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, &gateway.NotDoneError{Err: fmt.Errorf("read not sent: %w", err)}
 	}
-	charge, ok := g.s.Charge(id)
+	charge, ok := g.s.Get(id)
 	if !ok {
 		return nil, fmt.Errorf("error reading charge %q: %w", id, gateway.ErrNotFound)
 	}

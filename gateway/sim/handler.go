@@ -109,7 +109,7 @@ func (s *Simulator) handleInquire(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Simulator) handleGet(w http.ResponseWriter, r *http.Request) {
-	charge, ok := s.Charge(r.PathValue("id"))
+	charge, ok := s.Get(r.PathValue("id"))
 	if !ok {
 		writeError(w, http.StatusNotFound, "not_found", "no such charge")
 		return

@@ -16,7 +16,7 @@ import (
 // later anyway, and an inquiry made meanwhile finds nothing.
 func TestLatencyBeforeChargesAfterTheCallerGaveUp(t *testing.T) {
 	t.Parallel()
-	const hold = 300 * time.Millisecond
+	const hold = time.Second
 	s := sim.New(&sim.Config{LatencyBefore: hold})
 	for name, gw := range map[string]gateway.Gateway{"in-process": s.Gateway(), "HTTP": newClient(t, s)} {
 		require.Equal(t, hold, gw.Capabilities().MaxInFlight, name)

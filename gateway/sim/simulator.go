@@ -153,8 +153,8 @@ func (s *Simulator) ChargesFor(reference string) int {
 	return n
 }
 
-// Charge returns the charge with id as it stands now, or false when there is none.
-func (s *Simulator) Charge(id string) (gateway.Charge, bool) {
+// Get returns the charge with id as it stands now, or false when there is none.
+func (s *Simulator) Get(id string) (gateway.Charge, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i, ok := s.byID[id]
