@@ -32,11 +32,11 @@ func New(cfg *Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	resumer, err := recovery.New(&recovery.Config{DB: cfg.Pool, Client: cfg.Client, Logger: cfg.Logger})
+	resumer, err := recovery.New(&recovery.Config{Client: cfg.Client, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(cfg.Registerer, cfg.Pool)
+	m, err := newMetrics(cfg.Registerer, cfg.Client)
 	if err != nil {
 		return nil, fmt.Errorf("error registering worker metrics: %w", err)
 	}

@@ -52,15 +52,18 @@ func (c *cli) startDaemon(ctx context.Context, lease time.Duration, gatewayURL s
 }
 
 func (d *daemon) start(c *cli, lease time.Duration, gatewayURL string) error {
-	if err := d.reg.Register(worker.NewStateCollector(d.pool)); err != nil {
-		return fmt.Errorf("error registering the key state metrics: %w", err)
-	}
 	gw, err := c.gateway(gatewayURL)
 	if err != nil {
 		return err
 	}
 	d.svc, err = c.build(d.ctx, &BuildParams{Pool: d.pool, Gateway: gw, Lease: lease, Logger: d.logger, Registerer: d.reg})
-	return err
+	if err != nil {
+		return err
+	}
+	if err := d.reg.Register(worker.NewStateCollector(d.svc.Client)); err != nil {
+		return fmt.Errorf("error registering the key state metrics: %w", err)
+	}
+	return nil
 }
 
 // opsMux serves /metrics and /healthz.

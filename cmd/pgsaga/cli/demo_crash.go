@@ -154,7 +154,7 @@ func (d *demo) crashBetweenPhases(ctx context.Context, res *scenarioResult) erro
 	var outcome recovery.Outcome
 	err = waitFor(ctx, 30*time.Second, 100*time.Millisecond, func() (bool, error) {
 		var err error
-		outcome, err = d.resumer.ResumeKey(ctx, recovery.KeyRef{Scope: scope, Key: key})
+		outcome, err = d.resumer.ResumeKey(ctx, saga.KeyRef{Scope: scope, Key: key})
 		return outcome == recovery.OutcomeCompleted, err
 	})
 	if err != nil {

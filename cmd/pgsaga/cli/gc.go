@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pgsaga/pgsaga/worker"
+	"github.com/pgsaga/pgsaga/saga"
 )
 
 func (c *cli) gcCmd() *cobra.Command {
@@ -34,7 +34,16 @@ your clients retry.`,
 				return err
 			}
 			defer pool.Close()
-			n, err := worker.DeleteExpired(ctx, pool, &worker.GCOpts{OlderThan: olderThan, DryRun: dryRun})
+			reader, err := newReader(pool)
+			if err != nil {
+				return err
+			}
+			p := &saga.KeyDeleteExpiredParams{DryRun: dryRun}
+			if cmd.Flags().Changed("older-than") {
+				// An explicit 0s means every completed key: "given", not "unset".
+				p.OlderThan = &olderThan
+			}
+			n, err := reader.KeyDeleteExpired(ctx, p)
 			if err != nil {
 				return err
 			}
