@@ -1,7 +1,11 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -82,16 +86,57 @@ func newSim(idempotency, inquiry bool) *sim.Simulator {
 // overHTTP returns a client adapter on s served over a loopback listener.
 func overHTTP(t *testing.T, s *sim.Simulator) *sim.Client {
 	t.Helper()
-	return overHTTPWith(t, s, nil)
-}
-
-func overHTTPWith(t *testing.T, s *sim.Simulator, opts *sim.ClientOpts) *sim.Client {
-	t.Helper()
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	c, err := sim.NewClient(srv.URL, opts)
+	c, err := sim.NewClient(srv.URL, nil)
 	require.NoError(t, err)
 	return c
+}
+
+// serveArrivals serves s over a loopback listener and returns its URL and a channel told each
+// time a charge request has fully reached the server (before the simulator holds or charges it).
+func serveArrivals(t *testing.T, s *sim.Simulator) (string, <-chan struct{}) {
+	t.Helper()
+	arrived := make(chan struct{}, 16)
+	h := s.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/charges" {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			arrived <- struct{}{}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, arrived
+}
+
+// giveUpOnArrival is a transport whose charge requests give up as soon as the server has them:
+// the request reached the provider, its answer never comes back.
+type giveUpOnArrival struct{ arrived <-chan struct{} }
+
+func (g giveUpOnArrival) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodPost {
+		return http.DefaultTransport.RoundTrip(req)
+	}
+	ctx, cancel := context.WithCancel(req.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-g.arrived:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	resp, err := http.DefaultTransport.RoundTrip(req.WithContext(ctx))
+	if err == nil {
+		resp.Body.Close()
+		return nil, errors.New("the charge was answered before the test gave up on it")
+	}
+	return nil, err
 }
 
 func ctxFor(t *testing.T) context.Context {

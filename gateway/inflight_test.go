@@ -18,22 +18,29 @@ import (
 
 // slowNetwork is a simulator over HTTP with inquiry and without keys (so only inquiry can tell,
 // and a second send is a second charge) that holds every charge request for hold before
-// charging, as a slow network to the provider does.
-func slowNetwork(t *testing.T, hold time.Duration) (*sim.Simulator, *sim.Client) {
+// charging, as a slow network to the provider does. arrived tells when a charge request has
+// reached it.
+func slowNetwork(t *testing.T, hold time.Duration) (s *sim.Simulator, c *sim.Client, arrived <-chan struct{}) {
 	t.Helper()
 	off := false
-	s := sim.New(&sim.Config{Idempotency: &off, LatencyBefore: hold})
-	c := overHTTP(t, s)
+	s = sim.New(&sim.Config{Idempotency: &off, LatencyBefore: hold})
+	url, arrived := serveArrivals(t, s)
+	c, err := sim.NewClient(url, nil)
+	require.NoError(t, err)
 	require.Equal(t, hold, c.Capabilities().MaxInFlight, "the simulator reports its in-flight window")
-	return s, c
+	return s, c, arrived
 }
 
-// sendAndGiveUp sends a charge like an execution that loses its lease mid-call: it gives up
-// after a moment while its request is still on its way.
-func sendAndGiveUp(t *testing.T, gw gateway.Gateway, p gateway.ChargeParams) {
+// sendAndGiveUp sends a charge like an execution that loses its lease mid-call: it gives up as
+// soon as its request has reached the provider, which charges after its hold.
+func sendAndGiveUp(t *testing.T, gw gateway.Gateway, arrived <-chan struct{}, p gateway.ChargeParams) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	go func() {
+		<-arrived
+		cancel()
+	}()
 	_, err := gw.Charge(ctx, p)
 	require.Equal(t, unknown, gateway.Classify(nil, err), "%v", err)
 }
@@ -54,13 +61,13 @@ func TestExecuteZombieLandsAfterEmptyInquiry(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s, c := slowNetwork(t, hold)
+			s, c, arrived := slowNetwork(t, hold)
 			gw := trace(c)
 			if tc.trustEmpty {
 				gw.caps = &gateway.Capabilities{Inquiry: true}
 			}
 			p := params("payment:zombie-"+name[:6], 100)
-			sendAndGiveUp(t, c, p)
+			sendAndGiveUp(t, c, arrived, p)
 			var j gatewaytest.Journal
 			j.Add(crashed(time.Now()))
 			j.SetQuietAt(time.Now()) // the zombie's lease ended: it sends nothing more
@@ -84,10 +91,10 @@ func TestExecuteZombieLandsAfterEmptyInquiry(t *testing.T) {
 func TestExecuteInFlightWindowDefers(t *testing.T) {
 	t.Parallel()
 	const hold = 2 * time.Second
-	s, c := slowNetwork(t, hold)
+	s, c, arrived := slowNetwork(t, hold)
 	gw := trace(c)
 	p := params("payment:zombie-defer", 100)
-	sendAndGiveUp(t, c, p)
+	sendAndGiveUp(t, c, arrived, p)
 	var j gatewaytest.Journal
 	j.Add(crashed(time.Now()))
 	j.SetQuietAt(time.Now())
@@ -121,7 +128,9 @@ func TestExecuteOwnTimeoutWaitsOutWindow(t *testing.T) {
 	const hold = time.Second
 	off := false
 	s := sim.New(&sim.Config{Idempotency: &off, LatencyBefore: hold})
-	c := overHTTPWith(t, s, &sim.ClientOpts{HTTPClient: &http.Client{Timeout: 50 * time.Millisecond}})
+	url, arrived := serveArrivals(t, s)
+	c, err := sim.NewClient(url, &sim.ClientOpts{HTTPClient: &http.Client{Transport: giveUpOnArrival{arrived}}})
+	require.NoError(t, err)
 	gw := trace(c)
 	p := params("payment:own-timeout", 100)
 	var j gatewaytest.Journal

@@ -268,7 +268,7 @@ func Run(t *testing.T, newGateway func(t *testing.T) gateway.Gateway, opts *Opts
 		p := params(2100)
 
 		// A first execution sends and gives up while its request is on its way (a zombie).
-		ctx, cancel := context.WithTimeout(context.Background(), hold/6)
+		ctx, cancel := context.WithTimeout(context.Background(), hold/4)
 		_, err := gw.Charge(ctx, p)
 		cancel()
 		require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, err), "%v", err)

@@ -28,18 +28,16 @@ func (g inProcess) Charge(ctx context.Context, params gateway.ChargeParams) (*ga
 	if err := ctx.Err(); err != nil {
 		return nil, &gateway.NotDoneError{Err: fmt.Errorf("charge not sent: %w", err)}
 	}
-	var v verdict
-	if hold := g.s.hold(); hold > 0 {
-		// The request is on its way: it lands after the hold whether or not we still wait.
-		landed := make(chan verdict, 1)
-		time.AfterFunc(hold, func() { landed <- g.s.charge(params) })
+	v := g.s.charge(params)
+	if hold := time.Until(v.landAt); hold > 0 {
+		// The request is on its way: it takes effect at landAt whether or not we still wait.
+		t := time.NewTimer(hold)
+		defer t.Stop()
 		select {
 		case <-ctx.Done():
 			return nil, &gateway.UnknownError{Err: fmt.Errorf("gave up while the charge was on its way: %w", ctx.Err())}
-		case v = <-landed:
+		case <-t.C:
 		}
-	} else {
-		v = g.s.charge(params)
 	}
 	switch {
 	case v.err == errUnavailable:

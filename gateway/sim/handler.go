@@ -39,17 +39,15 @@ func (s *Simulator) handleCharge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_json", err.Error())
 		return
 	}
-	if hold := s.hold(); hold > 0 {
-		// A slow network to the provider: the request lands after the hold even if its caller
-		// has given up (its context is not watched on purpose).
-		time.Sleep(hold)
-	}
 	v := s.charge(gateway.ChargeParams{
 		Amount:         req.Amount,
 		Currency:       req.Currency,
 		Reference:      req.Reference,
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
 	})
+	// A slow network to the provider: the request has taken effect by landAt even if its caller
+	// gave up meanwhile; the answer leaves from there.
+	time.Sleep(time.Until(v.landAt))
 	switch {
 	case errors.Is(v.err, errUnavailable):
 		// The explicit marker is the only 5xx a client may take as "nothing charged": a proxy's

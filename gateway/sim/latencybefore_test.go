@@ -21,7 +21,7 @@ func TestLatencyBeforeChargesAfterTheCallerGaveUp(t *testing.T) {
 	for name, gw := range map[string]gateway.Gateway{"in-process": s.Gateway(), "HTTP": newClient(t, s)} {
 		require.Equal(t, hold, gw.Capabilities().MaxInFlight, name)
 		p := chargeParams("payment:held-"+name, 100)
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), hold/4)
 		_, err := gw.Charge(ctx, p)
 		cancel()
 		require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, err), "%s: %v", name, err)

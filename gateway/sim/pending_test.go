@@ -33,7 +33,7 @@ func TestPendingOverHTTP(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s := sim.New(&sim.Config{Pending: 1, PendingFor: 300 * time.Millisecond, DeclineOver: 1000})
+			s := sim.New(&sim.Config{Pending: 1, PendingFor: time.Second, DeclineOver: 1000})
 			srv := newServer(t, s)
 			key := map[string]string{"Idempotency-Key": "payment:p-" + name}
 			body := `{"amount":` + map[int]string{100: "100", 5000: "5000"}[tc.amount] + `,"currency":"USD","reference":"payment:p"}`
@@ -68,7 +68,7 @@ func TestPendingOverHTTP(t *testing.T) {
 
 func TestPendingThroughAdapters(t *testing.T) {
 	t.Parallel()
-	s := sim.New(&sim.Config{PendingFor: 200 * time.Millisecond})
+	s := sim.New(&sim.Config{PendingFor: time.Second})
 	for name, gw := range map[string]gateway.Gateway{"in-process": s.Gateway(), "HTTP": newClient(t, s)} {
 		s.PendingNext(1)
 		p := chargeParams("payment:pending-"+name, 100)

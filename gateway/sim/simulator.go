@@ -27,13 +27,21 @@ type Simulator struct {
 	pendingNext int
 }
 
-// record is one charge in the ledger: as created, and when and how a pending one turns final.
+// record is one charge in the ledger: when it lands, as created, and when and how a pending
+// one turns final.
 type record struct {
 	charge gateway.Charge
+	// landAt is when the charge exists for the provider: the request's arrival plus its
+	// latency-before hold. Before then no read shows it, however the goroutines that carry the
+	// request are scheduled, so the hold is exact.
+	landAt time.Time
 	// finalAt is when a charge created pending takes status final; zero for the others.
 	finalAt time.Time
 	final   gateway.ChargeStatus
 }
+
+// landed reports whether the charge exists at now.
+func (r record) landed(now time.Time) bool { return !now.Before(r.landAt) }
 
 // at returns the charge as it stands at now.
 func (r record) at(now time.Time) gateway.Charge {
@@ -134,8 +142,10 @@ func (s *Simulator) Ledger() Ledger {
 	now := time.Now()
 	l := Ledger{Charges: make([]gateway.Charge, 0, len(s.charges)), ByReference: make(map[string]int)}
 	for _, r := range s.charges {
-		l.Charges = append(l.Charges, r.at(now))
-		l.ByReference[r.charge.Reference]++
+		if r.landed(now) {
+			l.Charges = append(l.Charges, r.at(now))
+			l.ByReference[r.charge.Reference]++
+		}
 	}
 	return l
 }
@@ -144,9 +154,10 @@ func (s *Simulator) Ledger() Ledger {
 func (s *Simulator) ChargesFor(reference string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := time.Now()
 	n := 0
 	for _, r := range s.charges {
-		if r.charge.Reference == reference {
+		if r.charge.Reference == reference && r.landed(now) {
 			n++
 		}
 	}
@@ -157,18 +168,26 @@ func (s *Simulator) ChargesFor(reference string) int {
 func (s *Simulator) Get(id string) (gateway.Charge, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := time.Now()
 	i, ok := s.byID[id]
-	if !ok {
+	if !ok || !s.charges[i].landed(now) {
 		return gateway.Charge{}, false
 	}
-	return s.charges[i].at(time.Now()), true
+	return s.charges[i].at(now), true
 }
 
 // TotalCharges counts every charge ever created.
 func (s *Simulator) TotalCharges() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.charges)
+	now := time.Now()
+	n := 0
+	for _, r := range s.charges {
+		if r.landed(now) {
+			n++
+		}
+	}
+	return n
 }
 
 // errUnavailable is the fail-before fault: nothing was charged.
@@ -190,21 +209,13 @@ type verdict struct {
 	charge *gateway.Charge
 	// err is errUnavailable, errKeyReused or an errInvalid wrap: nothing was charged.
 	err error
-	// delay is how long to hold the response back.
+	// landAt is when the request reaches the provider (its arrival plus the latency-before
+	// hold): the transports hold it until then, and its charge exists from then on.
+	landAt time.Time
+	// delay is how long to hold the response back after landAt.
 	delay time.Duration
 	// lose closes the connection instead of answering.
 	lose bool
-}
-
-// hold is how long a charge request is held before it reaches the state machine (the
-// latency-before fault), or 0.
-func (s *Simulator) hold() time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.settings.LatencyBefore == 0 {
-		return 0
-	}
-	return s.settings.LatencyBefore + s.jitter(s.settings.LatencyJitter)
 }
 
 // jitter draws a uniform 0..max; s.mu is held.
@@ -215,8 +226,9 @@ func (s *Simulator) jitter(max time.Duration) time.Duration {
 	return time.Duration(s.rng.Int64N(int64(max) + 1))
 }
 
-// charge runs the state machine for one request that reached the provider: validation,
-// fail-before, idempotent replay or creation (pending or final), then the latency and
+// charge runs the state machine for one request as it arrives: validation, the latency-before
+// hold (the request lands that much later: it takes effect then, whether or not its caller still
+// waits), fail-before, idempotent replay or creation (pending or final), then the latency and
 // lose-response decisions.
 func (s *Simulator) charge(p gateway.ChargeParams) verdict {
 	if err := validateParams(p); err != nil {
@@ -225,29 +237,36 @@ func (s *Simulator) charge(p gateway.ChargeParams) verdict {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.settings
+	v := verdict{landAt: time.Now()}
+	if st.LatencyBefore > 0 {
+		v.landAt = v.landAt.Add(st.LatencyBefore + s.jitter(st.LatencyJitter))
+	}
 
 	if s.failNext > 0 {
 		s.failNext--
-		return verdict{err: errUnavailable}
+		v.err = errUnavailable
+		return v
 	}
 	if st.FailBefore > 0 && s.rng.Float64() < st.FailBefore {
-		return verdict{err: errUnavailable}
+		v.err = errUnavailable
+		return v
 	}
 
 	var charge gateway.Charge
 	if prev, ok := s.byKey[p.IdempotencyKey]; ok && st.Idempotency && p.IdempotencyKey != "" {
 		if prev.params != p {
-			return verdict{err: errKeyReused}
+			v.err = errKeyReused
+			return v
 		}
 		charge = prev.charge
 	} else {
-		charge = s.create(p, st)
+		charge = s.create(p, st, v.landAt)
 		if st.Idempotency && p.IdempotencyKey != "" {
 			s.byKey[p.IdempotencyKey] = keyed{charge: charge, params: p}
 		}
 	}
 
-	v := verdict{charge: &charge, delay: st.Latency + s.jitter(st.LatencyJitter)}
+	v.charge, v.delay = &charge, st.Latency+s.jitter(st.LatencyJitter)
 	switch {
 	case s.loseNext > 0:
 		s.loseNext--
@@ -258,9 +277,10 @@ func (s *Simulator) charge(p gateway.ChargeParams) verdict {
 	return v
 }
 
-// create adds a charge for p to the ledger and returns it as created; s.mu is held.
-func (s *Simulator) create(p gateway.ChargeParams, st Settings) gateway.Charge {
-	r := record{charge: gateway.Charge{
+// create adds a charge for p landing at landAt to the ledger and returns it as created; s.mu
+// is held.
+func (s *Simulator) create(p gateway.ChargeParams, st Settings, landAt time.Time) gateway.Charge {
+	r := record{landAt: landAt, charge: gateway.Charge{
 		ID:        fmt.Sprintf("ch_%06d", len(s.charges)+1),
 		Amount:    p.Amount,
 		Currency:  p.Currency,
@@ -276,7 +296,7 @@ func (s *Simulator) create(p gateway.ChargeParams, st Settings) gateway.Charge {
 	}
 	if pending {
 		r.final, r.charge.Status = r.charge.Status, gateway.ChargeStatusPending
-		r.finalAt = time.Now().Add(st.PendingFor)
+		r.finalAt = landAt.Add(st.PendingFor)
 	}
 	s.byID[r.charge.ID] = len(s.charges)
 	s.charges = append(s.charges, r)
@@ -293,7 +313,7 @@ func (s *Simulator) inquire(reference string) ([]gateway.Charge, bool) {
 	now := time.Now()
 	found := []gateway.Charge{}
 	for _, r := range s.charges {
-		if r.charge.Reference == reference {
+		if r.charge.Reference == reference && r.landed(now) {
 			found = append(found, r.at(now))
 		}
 	}
