@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
 
 	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/gateway"
@@ -29,6 +30,13 @@ type App struct {
 	// holding its operations and the HTTP handler serving its API. It is called once per
 	// command run. Defaults to nil: those commands then fail with a clear message.
 	Build func(ctx context.Context, p *BuildParams) (*Service, error)
+	// Commands are the application's own commands, added beside pgsaga's (the pgsaga binary
+	// adds gateway-sim and demo). It is called once per command tree, with that tree's
+	// environment: a command writes to env.Stdout and env.Stderr and reads the environment
+	// through env.Getenv. Every command inherits --database-url and --log-level. An error made
+	// with UsageErrorf exits 2, any other error exits 1; either is printed on one line.
+	// Defaults to nil: no commands of its own.
+	Commands func(env *Env) []*cobra.Command
 }
 
 // BuildParams is what the commands hand to App.Build.

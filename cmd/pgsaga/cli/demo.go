@@ -56,7 +56,7 @@ effect happened exactly once (checked against the simulator's ledger and the pay
 It leaves no process and no temporary directory behind, also when interrupted (SIGINT,
 SIGTERM). Killed outright (kill -9), it still leaves no process (its children die with it);
 the throwaway cluster's directory is then removed by the next run.`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.demo(cmd.Context(), verbose, pgBinDir) },
 	}
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log what the service, the worker and PostgreSQL do on stderr")

@@ -26,7 +26,7 @@ func (c *cli) demoServerCmd() *cobra.Command {
 		Use:    "demo-server",
 		Short:  "The example payments API, run by the demo as a process it kills",
 		Hidden: true,
-		Args:   noArgs,
+		Args:   NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			child := &cli{app: PaymentsApp().withDefaults(), env: c.env, databaseURL: c.databaseURL, logLevel: logOneShot}
 			return child.serve(cmd.Context(), f)

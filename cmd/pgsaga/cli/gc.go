@@ -23,7 +23,7 @@ that. Started and failed keys are never deleted. --dry-run counts and deletes no
 Prints "deleted N keys" ("would delete N keys" with --dry-run), or {"deleted":N} with --json.
 A client retrying a deleted key after this runs executes it again: keep windows longer than
 your clients retry.`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if olderThan < 0 {
 				return usageErrorf("--older-than must not be negative, got %s", olderThan)

@@ -29,7 +29,7 @@ with --json, as one document {"keys":[…]}. --stuck selects the keys that need 
 started with an expired lease (their process died; the worker or resume finishes them) or
 failed (parked after their attempts ran out; only resume moves them). Filters combine.
 Read-only.`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch saga.KeyStatus(f.state) {
 			case "", saga.KeyStatusStarted, saga.KeyStatusCompleted, saga.KeyStatusFailed:

@@ -131,6 +131,9 @@ value, missing required flag or argument, no database URL). Errors are one line 
 		c.demoCmd(),
 		c.demoServerCmd(),
 	)
+	if c.app.Commands != nil {
+		root.AddCommand(c.app.Commands(c.env)...)
+	}
 	return root
 }
 
@@ -181,8 +184,9 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
-// noArgs refuses positional arguments as bad usage.
-func noArgs(_ *cobra.Command, args []string) error {
+// NoArgs refuses positional arguments as bad usage (exit 2), for a command that takes none;
+// an application's own commands (App.Commands) use it too.
+func NoArgs(_ *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return usageErrorf("unexpected argument %q", args[0])
 	}

@@ -44,7 +44,7 @@ stdout once it accepts connections; --addr 127.0.0.1:0 picks a free port and tha
 which. Without --gateway-url payments go to an in-process simulator. --worker also runs the
 recovery worker in this process. SIGINT or SIGTERM stops it gracefully: requests in flight
 finish (up to 10s), then the worker stops.`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.serve(cmd.Context(), f) },
 	}
 	cmd.Flags().StringVar(&f.addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free port)")

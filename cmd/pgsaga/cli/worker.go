@@ -42,7 +42,7 @@ resumes under way finish their current steps (up to 30s), releases what it claim
 not start, and exits 0. Killed outright, it leaves leases that expire on their own; any
 worker resumes those keys then. --metrics-addr serves /metrics and /healthz. Without
 --gateway-url payments go to an in-process simulator.`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.runWorker(cmd.Context(), f) },
 	}
 	fl := cmd.Flags()
