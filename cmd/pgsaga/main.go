@@ -3,7 +3,32 @@ package main
 import (
 	"os"
 
-	"github.com/pgsaga/pgsaga/cmd/pgsaga/cli"
+	"github.com/spf13/cobra"
+
+	sagacli "github.com/pgsaga/pgsaga/cmd/pgsaga/cli"
 )
 
-func main() { os.Exit(cli.Main(cli.PaymentsApp())) }
+func main() { os.Exit(sagacli.Main(pgsagaApp())) }
+
+// pgsagaApp is the pgsaga binary: the example payments service and the binary's own commands.
+func pgsagaApp() *sagacli.App {
+	app := sagacli.PaymentsApp()
+	app.Commands = func(env *sagacli.Env) []*cobra.Command {
+		c := &cli{app: app, env: env}
+		return []*cobra.Command{c.gatewaySimCmd()}
+	}
+	return app
+}
+
+// cli is what the binary's own commands (gateway-sim, demo) share with the command tree: the
+// app and the tree's environment.
+type cli struct {
+	app *sagacli.App
+	env *sagacli.Env
+}
+
+// usageErrorf is a bad command line: exit 2.
+var usageErrorf = sagacli.UsageErrorf
+
+// noArgs refuses positional arguments as bad usage.
+var noArgs = sagacli.NoArgs

@@ -127,7 +127,6 @@ value, missing required flag or argument, no database URL). Errors are one line 
 		c.showCmd(),
 		c.resumeCmd(),
 		c.gcCmd(),
-		c.gatewaySimCmd(),
 		c.demoCmd(),
 		c.demoServerCmd(),
 	)

@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"fmt"
@@ -31,7 +31,7 @@ GET /charges?reference=R (inquiry), GET /_sim/ledger, GET /_sim/info, POST /_sim
 Prints "<name> gateway-sim: listening on http://ADDR" on stdout once it accepts connections
 (--addr 127.0.0.1:0 picks a free port). --fail-before and --lose-response are probabilities
 in [0, 1]. It needs no database.`,
-		Args: NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := &sim.Config{
 				Idempotency:   &idempotency,
