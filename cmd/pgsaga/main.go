@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,7 +16,7 @@ func pgsagaApp() *sagacli.App {
 	app := sagacli.PaymentsApp()
 	app.Commands = func(env *sagacli.Env) []*cobra.Command {
 		c := &cli{app: app, env: env}
-		return []*cobra.Command{c.gatewaySimCmd()}
+		return []*cobra.Command{c.gatewaySimCmd(), c.demoCmd()}
 	}
 	return app
 }
@@ -27,8 +28,22 @@ type cli struct {
 	env *sagacli.Env
 }
 
+// envDatabaseURL is the environment variable --database-url defaults to.
+const envDatabaseURL = "DATABASE_URL"
+
+// databaseURL is cmd's --database-url, else $DATABASE_URL; empty when neither is set.
+func (c *cli) databaseURL(cmd *cobra.Command) string {
+	if u, _ := cmd.Flags().GetString("database-url"); strings.TrimSpace(u) != "" {
+		return strings.TrimSpace(u)
+	}
+	return strings.TrimSpace(c.env.Getenv(envDatabaseURL))
+}
+
 // usageErrorf is a bad command line: exit 2.
 var usageErrorf = sagacli.UsageErrorf
 
 // noArgs refuses positional arguments as bad usage.
 var noArgs = sagacli.NoArgs
+
+// openPool connects to url as the operator's commands do.
+var openPool = sagacli.Connect

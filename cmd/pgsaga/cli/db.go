@@ -19,6 +19,12 @@ const connectTimeout = 10 * time.Second
 // service answering concurrent duplicates beside a worker.
 const defaultMaxConns = 16
 
+// Connect opens a pool on the database at url the way the commands do, for an application's
+// own commands (App.Commands): pool_max_conns defaults to 16 when the URL does not set it, and
+// the server must answer a ping within 10s. A malformed URL is bad usage (UsageErrorf), reported
+// without the URL, so its password is never printed.
+func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) { return openPool(ctx, url) }
+
 // openPool connects to url and checks that the server answers.
 func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)

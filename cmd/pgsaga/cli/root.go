@@ -127,8 +127,6 @@ value, missing required flag or argument, no database URL). Errors are one line 
 		c.showCmd(),
 		c.resumeCmd(),
 		c.gcCmd(),
-		c.demoCmd(),
-		c.demoServerCmd(),
 	)
 	if c.app.Commands != nil {
 		root.AddCommand(c.app.Commands(c.env)...)
