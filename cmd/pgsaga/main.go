@@ -7,13 +7,21 @@ import (
 	"github.com/spf13/cobra"
 
 	sagacli "github.com/pgsaga/pgsaga/cmd/pgsaga/cli"
+	"github.com/pgsaga/pgsaga/examples/payments"
 )
 
 func main() { os.Exit(sagacli.Main(pgsagaApp())) }
 
-// pgsagaApp is the pgsaga binary: the example payments service and the binary's own commands.
+// pgsagaApp is the pgsaga binary: pgsaga's operator commands with the example payments service
+// (examples/payments) built in, so that serve, worker and resume work out of the box, its
+// --gateway-url flag on those three, and the binary's own gateway-sim and demo.
 func pgsagaApp() *sagacli.App {
-	app := sagacli.PaymentsApp()
+	app := &sagacli.App{
+		Name:       "pgsaga",
+		Migrations: payments.Migrations().Lines,
+		Flags:      addPaymentsFlags,
+		Build:      buildPayments,
+	}
 	app.Commands = func(env *sagacli.Env) []*cobra.Command {
 		c := &cli{app: app, env: env}
 		return []*cobra.Command{c.gatewaySimCmd(), c.demoCmd()}

@@ -72,7 +72,7 @@ func TestOwnApp(t *testing.T) {
 	out := &lineWriter{addr: make(chan string, 1)}
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Run(ctx, app, []string{"serve", "--addr", "127.0.0.1:0", "--log-level", "off"}, env(out))
+		done <- cli.Run(ctx, app, []string{"serve", "--addr", "127.0.0.1:0", "--log-level", "off", "--receipt-prefix", "till7_"}, env(out))
 	}()
 	var url string
 	select {
@@ -99,6 +99,7 @@ func TestOwnApp(t *testing.T) {
 	status, replayed, first := post()
 	require.Equal(t, http.StatusCreated, status, first)
 	require.Empty(t, replayed)
+	require.Contains(t, first, `"id":"till7_`, "the app's own flag reached its Build")
 	status, replayed, second := post()
 	require.Equal(t, http.StatusCreated, status)
 	require.Equal(t, "true", replayed)
@@ -130,4 +131,25 @@ func TestAppWithoutBuild(t *testing.T) {
 	out.Reset()
 	require.Equal(t, cli.ExitFailure, cli.Run(t.Context(), &cli.App{}, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", db.URL, "--log-level", "off"}, env))
 	require.Equal(t, "pgsaga serve: this binary has no operations (App.Build is nil)\n", out.String())
+}
+
+// The embedded CLI carries nothing of the example: no gateway flag, no simulator, no demo.
+func TestNothingOfTheExample(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--gateway-url", "http://127.0.0.1:1"}, "unknown flag: --gateway-url"},
+		{[]string{"worker", "--gateway-url", "http://127.0.0.1:1"}, "unknown flag: --gateway-url"},
+		{[]string{"resume", "--gateway-url", "http://127.0.0.1:1"}, "unknown flag: --gateway-url"},
+		{[]string{"gateway-sim"}, `unknown command "gateway-sim"`},
+		{[]string{"demo"}, `unknown command "demo"`},
+		{[]string{"demo-server"}, `unknown command "demo-server"`},
+	} {
+		var out strings.Builder
+		code := cli.Run(t.Context(), &cli.App{}, tc.args, &cli.Env{Stdout: &out, Stderr: &out})
+		require.Equal(t, cli.ExitUsage, code, out.String())
+		require.Contains(t, out.String(), tc.want)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
 
 	"github.com/pgsaga/pgsaga/worker"
 )
@@ -29,7 +30,9 @@ type daemon struct {
 	close  func()
 }
 
-func (c *cli) startDaemon(ctx context.Context, lease time.Duration, gatewayURL string) (*daemon, error) {
+// startDaemon connects, checks the schema and builds the application's service for the
+// long-running command cmd (serve or worker).
+func (c *cli) startDaemon(cmd *cobra.Command, lease time.Duration) (*daemon, error) {
 	if err := checkLease(lease); err != nil {
 		return nil, err
 	}
@@ -37,29 +40,26 @@ func (c *cli) startDaemon(ctx context.Context, lease time.Duration, gatewayURL s
 	if err != nil {
 		return nil, err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	pool, err := c.connectMigrated(ctx)
 	if err != nil {
 		stop()
 		return nil, err
 	}
 	d := &daemon{ctx: ctx, logger: logger, pool: pool, reg: newRegistry(), close: func() { pool.Close(); stop() }}
-	if err := d.start(c, lease, gatewayURL); err != nil {
+	if err := d.start(c, cmd, lease); err != nil {
 		d.close()
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *daemon) start(c *cli, lease time.Duration, gatewayURL string) error {
+func (d *daemon) start(c *cli, cmd *cobra.Command, lease time.Duration) error {
 	if err := d.reg.Register(worker.NewStateCollector(d.pool)); err != nil {
 		return fmt.Errorf("error registering the key state metrics: %w", err)
 	}
-	gw, err := c.gateway(gatewayURL)
-	if err != nil {
-		return err
-	}
-	d.svc, err = c.build(d.ctx, &BuildParams{Pool: d.pool, Gateway: gw, Lease: lease, Logger: d.logger, Registerer: d.reg})
+	var err error
+	d.svc, err = c.build(d.ctx, cmd, &BuildParams{Pool: d.pool, Lease: lease, Logger: d.logger, Registerer: d.reg})
 	return err
 }
 

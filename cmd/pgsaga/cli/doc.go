@@ -1,7 +1,9 @@
-// Package cli is the pgsaga command-line tool as a library: the commands of the pgsaga binary
-// (migrate, serve, worker, keys, show, resume, gc, gateway-sim, demo), built around an App that
-// carries an application's own operations and migrations. The pgsaga binary is
-// `os.Exit(cli.Main(cli.PaymentsApp()))`; an application's binary passes its own App.
+// Package cli is pgsaga's operator command line as a library: migrate, serve, worker, keys,
+// show, resume and gc, built around an App that carries an application's own operations and
+// migrations. An application's binary is `os.Exit(cli.Main(app))`. The package carries nothing
+// of any application: the pgsaga binary (cmd/pgsaga) plugs in the example payments service
+// with App.Build, its --gateway-url flag with App.Flags, and its gateway-sim and demo commands
+// with App.Commands, the same extension points any application uses.
 //
 // Exit status: 0 on success, 1 on failure, 2 on bad usage (unknown command or flag, bad flag
 // value, missing required flag or argument, and no database URL: --database-url defaults to
@@ -20,5 +22,4 @@
 //     execution: while another process holds a live lease it refuses with exit 1 and changes
 //     nothing. Resuming a completed key prints its stored response and changes nothing.
 //   - keys, show and gc --dry-run only read. gc deletes only completed keys past their window.
-//   - demo leaves no process and no temporary directory behind, also when interrupted.
 package cli

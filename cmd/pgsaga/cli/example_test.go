@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/spf13/pflag"
 
 	"github.com/pgsaga/pgsaga/cmd/pgsaga/cli"
 	"github.com/pgsaga/pgsaga/migrations"
@@ -17,32 +18,43 @@ import (
 	"github.com/pgsaga/pgsaga/saga"
 )
 
-// shopApp is an application's own binary: its tables, its operations, pgsaga's commands.
+// shopApp is an application's own binary: its tables, its operations, its own --receipt-prefix
+// flag on the commands that build its service, pgsaga's commands.
 // Its main is `func main() { os.Exit(cli.Main(shopApp())) }`.
 func shopApp() *cli.App {
 	tables := fstest.MapFS{
 		"001_receipts.up.sql":   {Data: []byte(`CREATE TABLE receipts (id text PRIMARY KEY, tenant_id text NOT NULL, total bigint NOT NULL)`)},
 		"001_receipts.down.sql": {Data: []byte(`DROP TABLE receipts`)},
 	}
-	issueReceipt := &phases.Operation{
-		Name: "issue_receipt",
-		Steps: []phases.Step{
-			phases.Atomic("receipt_issued", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
-				id := "rcpt_" + uuid.NewString()
-				if _, err := tx.Exec(ctx, `INSERT INTO receipts (id, tenant_id, total) VALUES ($1, $2, 100)`, id, run.Tenant()); err != nil {
-					return err
-				}
-				return run.Respond(http.StatusCreated, map[string]string{"id": id})
-			}),
-		},
+	issueReceipt := func(prefix string) *phases.Operation {
+		return &phases.Operation{
+			Name: "issue_receipt",
+			Steps: []phases.Step{
+				phases.Atomic("receipt_issued", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+					id := prefix + uuid.NewString()
+					if _, err := tx.Exec(ctx, `INSERT INTO receipts (id, tenant_id, total) VALUES ($1, $2, 100)`, id, run.Tenant()); err != nil {
+						return err
+					}
+					return run.Respond(http.StatusCreated, map[string]string{"id": id})
+				}),
+			},
+		}
 	}
 	return &cli.App{
 		Name:       "shop",
 		Migrations: []migrations.Line{{Name: "shop", FS: tables}},
+		// serve, worker and resume get --receipt-prefix; Build reads it from p.Flags.
+		Flags: func(command string, flags *pflag.FlagSet) {
+			flags.String("receipt-prefix", "rcpt_", "prefix of new receipt ids")
+		},
 		Build: func(ctx context.Context, p *cli.BuildParams) (*cli.Service, error) {
+			prefix, err := p.Flags.GetString("receipt-prefix")
+			if err != nil {
+				return nil, err
+			}
 			client, err := saga.NewClient(&saga.Config{
 				DB:         p.Pool,
-				Operations: []*phases.Operation{issueReceipt},
+				Operations: []*phases.Operation{issueReceipt(prefix)},
 				Lease:      p.Lease,
 				Logger:     p.Logger,
 				Registerer: p.Registerer,
@@ -69,7 +81,7 @@ func shopApp() *cli.App {
 
 // An application builds pgsaga's commands into its own binary with its own operations: `shop
 // migrate` adds its receipts table, `shop serve` serves POST /receipts idempotently, `shop
-// worker` and `shop resume` resume its keys. Run runs one command line and returns the exit
+// worker` and `shop resume` resume its keys, and all three take its --receipt-prefix. Run runs one command line and returns the exit
 // status, as Main does with os.Args; errors are one line on stderr.
 func Example() {
 	app := shopApp()
@@ -84,7 +96,7 @@ func Example() {
 // Without --database-url or $DATABASE_URL, a command that needs a database is bad usage.
 func ExampleRun_noDatabase() {
 	env := &cli.Env{Stdout: os.Stdout, Stderr: os.Stdout} // no environment: DATABASE_URL is unset
-	code := cli.Run(context.Background(), cli.PaymentsApp(), []string{"keys", "--stuck"}, env)
+	code := cli.Run(context.Background(), &cli.App{}, []string{"keys", "--stuck"}, env)
 	fmt.Println("exit status", code)
 	// Output:
 	// pgsaga keys: no database: set --database-url or DATABASE_URL (see pgsaga keys --help)

@@ -15,7 +15,6 @@ import (
 
 type resumeFlags struct {
 	tenant, actor string
-	gatewayURL    string
 	lease         time.Duration
 }
 
@@ -26,12 +25,11 @@ func (c *cli) resumeCmd() *cobra.Command {
 		Short: "Resume a stuck or parked request now",
 		Long: `Resumes one key now: takes its lease (a started key whose lease expired, or a key parked as
 failed), continues from its recovery point through the remaining phases, and prints the final
-stored response (status line, then body). Before charging again after an attempt that may
-have reached the gateway, the operation inquires first when the gateway supports it, so a
-resume never charges twice. A completed key prints its stored response and changes nothing.
-While another process holds a live lease on the key it refuses (exit 1) and changes nothing.
-A failure the next attempt may fix leaves the key started (exit 1). Without --gateway-url the
-payments go to an in-process simulator.`,
+stored response (status line, then body). Before calling a gateway again after an attempt
+that may have reached it, the operation asks the gateway first when it can, so a resume never
+charges twice. A completed key prints its stored response and changes nothing. While another
+process holds a live lease on the key it refuses (exit 1) and changes nothing. A failure the
+next attempt may fix leaves the key started (exit 1).`,
 		Args: exactArgs(1, "the KEY argument"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := required("tenant", f.tenant, "actor", f.actor); err != nil {
@@ -40,18 +38,19 @@ payments go to an in-process simulator.`,
 			if err := checkLease(f.lease); err != nil {
 				return err
 			}
-			return c.resume(cmd.Context(), f, saga.Scope{Tenant: f.tenant, Actor: f.actor}, args[0])
+			return c.resume(cmd, f, saga.Scope{Tenant: f.tenant, Actor: f.actor}, args[0])
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.tenant, "tenant", "", "the key's tenant (required)")
 	fl.StringVar(&f.actor, "actor", "", "the key's actor (required)")
-	fl.StringVar(&f.gatewayURL, "gateway-url", "", "base URL of the gateway simulator (default: an in-process simulator)")
 	fl.DurationVar(&f.lease, "lease", 30*time.Second, "the lease this resume holds on the key")
+	c.appFlags(cmd)
 	return cmd
 }
 
-func (c *cli) resume(ctx context.Context, f *resumeFlags, scope saga.Scope, key string) error {
+func (c *cli) resume(cmd *cobra.Command, f *resumeFlags, scope saga.Scope, key string) error {
+	ctx := cmd.Context()
 	logger, err := c.logger(logOneShot)
 	if err != nil {
 		return err
@@ -64,11 +63,7 @@ func (c *cli) resume(ctx context.Context, f *resumeFlags, scope saga.Scope, key 
 	if _, err := readKey(ctx, pool, scope, key); err != nil {
 		return err
 	}
-	gw, err := c.gateway(f.gatewayURL)
-	if err != nil {
-		return err
-	}
-	svc, err := c.build(ctx, &BuildParams{Pool: pool, Gateway: gw, Lease: f.lease, Logger: logger, Registerer: prometheus.NewRegistry()})
+	svc, err := c.build(ctx, cmd, &BuildParams{Pool: pool, Lease: f.lease, Logger: logger, Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
-	"github.com/pgsaga/pgsaga/gateway"
-	"github.com/pgsaga/pgsaga/gateway/sim"
 	"github.com/pgsaga/pgsaga/worker"
 )
 
@@ -26,10 +24,9 @@ var listeningLine = regexp.MustCompile(`listening on (http://\S+)`)
 const shutdownGrace = 10 * time.Second
 
 type serveFlags struct {
-	addr       string
-	gatewayURL string
-	lease      time.Duration
-	worker     bool
+	addr   string
+	lease  time.Duration
+	worker bool
 }
 
 func (c *cli) serveCmd() *cobra.Command {
@@ -41,21 +38,20 @@ func (c *cli) serveCmd() *cobra.Command {
 with Prometheus metrics on /metrics and a health check on /healthz (200 while the database
 answers) on the same listener. Prints one line, "<name> serve: listening on http://ADDR", on
 stdout once it accepts connections; --addr 127.0.0.1:0 picks a free port and that line says
-which. Without --gateway-url payments go to an in-process simulator. --worker also runs the
-recovery worker in this process. SIGINT or SIGTERM stops it gracefully: requests in flight
+which. --worker also runs the recovery worker in this process. SIGINT or SIGTERM stops it gracefully: requests in flight
 finish (up to 10s), then the worker stops.`,
 		Args: NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return c.serve(cmd.Context(), f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.serve(cmd, f) },
 	}
 	cmd.Flags().StringVar(&f.addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free port)")
-	cmd.Flags().StringVar(&f.gatewayURL, "gateway-url", "", "base URL of the gateway simulator (default: an in-process simulator)")
 	cmd.Flags().DurationVar(&f.lease, "lease", 30*time.Second, "how long an execution owns a key before another may take it over")
 	cmd.Flags().BoolVar(&f.worker, "worker", false, "also run the recovery worker in this process")
+	c.appFlags(cmd)
 	return cmd
 }
 
-func (c *cli) serve(ctx context.Context, f *serveFlags) error {
-	d, err := c.startDaemon(ctx, f.lease, f.gatewayURL)
+func (c *cli) serve(cmd *cobra.Command, f *serveFlags) error {
+	d, err := c.startDaemon(cmd, f.lease)
 	if err != nil {
 		return err
 	}
@@ -88,7 +84,7 @@ func (c *cli) serve(ctx context.Context, f *serveFlags) error {
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	fmt.Fprintf(c.env.Stdout, "%s serve: listening on http://%s\n", c.app.Name, ln.Addr())
-	logger.Info("serving", "addr", ln.Addr().String(), "gateway", gatewayName(f.gatewayURL), "worker", f.worker)
+	logger.Info("serving", "addr", ln.Addr().String(), "worker", f.worker)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -117,8 +113,16 @@ func (c *cli) serve(ctx context.Context, f *serveFlags) error {
 	return nil
 }
 
-// build calls the application's Build, giving it an insert-only outbox client.
-func (c *cli) build(ctx context.Context, p *BuildParams) (*Service, error) {
+// appFlags adds the application's own flags to cmd, a command that builds the service.
+func (c *cli) appFlags(cmd *cobra.Command) {
+	if c.app.Flags != nil {
+		c.app.Flags(cmd.Name(), cmd.Flags())
+	}
+}
+
+// build calls the application's Build for cmd, giving it the command's flags and an
+// insert-only outbox client.
+func (c *cli) build(ctx context.Context, cmd *cobra.Command, p *BuildParams) (*Service, error) {
 	if c.app.Build == nil {
 		return nil, errors.New("this binary has no operations (App.Build is nil)")
 	}
@@ -126,34 +130,15 @@ func (c *cli) build(ctx context.Context, p *BuildParams) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.Outbox = outbox
+	p.Command, p.Flags, p.Outbox = cmd.Name(), cmd.Flags(), outbox
 	svc, err := c.app.Build(ctx, p)
 	if err != nil {
-		return nil, fmt.Errorf("error building the service: %w", err)
+		return nil, err
 	}
 	if svc == nil || svc.Client == nil {
 		return nil, errors.New("the application's Build returned no saga Client")
 	}
 	return svc, nil
-}
-
-// gateway is the gateway simulator over HTTP at url, or an in-process one when url is empty.
-func (c *cli) gateway(url string) (gateway.Gateway, error) {
-	if url == "" {
-		return sim.New(nil).Gateway(), nil
-	}
-	gw, err := sim.NewClient(url, nil)
-	if err != nil {
-		return nil, fmt.Errorf("error connecting to the gateway at %s: %w", url, err)
-	}
-	return gw, nil
-}
-
-func gatewayName(url string) string {
-	if url == "" {
-		return "in-process simulator"
-	}
-	return url
 }
 
 func checkLease(lease time.Duration) error {
