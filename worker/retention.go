@@ -15,19 +15,27 @@ type GCOpts struct {
 	// than OlderThan ago are deleted. Defaults to 0: a completed key is deleted once its
 	// expires_at (its operation's retention window) has passed.
 	OlderThan time.Duration
+	// All deletes every completed key, whatever its age and window: an explicit age of zero
+	// (`pgsaga gc --older-than 0s`), which OlderThan cannot say. OlderThan is then ignored.
+	// Defaults to false.
+	All bool
 	// DryRun counts the keys that would be deleted and deletes nothing.
 	DryRun bool
 	// BatchSize is how many keys one DELETE removes, so that no statement holds many row locks
 	// for long. Defaults to 1000.
 	BatchSize int
+	// OnBatch, when set, is called after each batch DELETE with the number of keys it deleted,
+	// so a caller can show progress; not called with DryRun. Defaults to nil.
+	OnBatch func(deleted int)
 }
 
 // Every statement retention runs on pgsaga_key lives here. Only completed keys are ever
 // expired: started keys are in flight and failed keys wait for an operator.
 const (
+	// $1 is the age in milliseconds that overrides each key's window, NULL for none.
 	expiredCondition = `status = 'completed' AND CASE
-		WHEN $1::bigint > 0 THEN completed_at < now() - $1 * interval '1 millisecond'
-		ELSE expires_at <= now() END`
+		WHEN $1::bigint IS NULL THEN expires_at <= now()
+		ELSE completed_at <= now() - $1 * interval '1 millisecond' END`
 
 	// deleteExpiredSQL deletes one batch. SKIP LOCKED leaves rows a request is reading under
 	// lock (a replay, a takeover attempt) for a later batch instead of waiting for them.
@@ -60,9 +68,12 @@ func DeleteExpired(ctx context.Context, db *pgxpool.Pool, opts *GCOpts) (int, er
 	if batch < 0 {
 		return 0, fmt.Errorf("worker: GCOpts.BatchSize must be positive, got %d", batch)
 	}
-	olderThan := opts.OlderThan.Milliseconds()
-	if opts.OlderThan > 0 && olderThan == 0 {
-		olderThan = 1
+	var olderThan *int64 // each key's own window
+	switch ms := opts.OlderThan.Milliseconds(); {
+	case opts.All:
+		olderThan = new(int64)
+	case opts.OlderThan > 0:
+		olderThan = new(max(ms, 1))
 	}
 	if opts.DryRun {
 		var n int
@@ -78,6 +89,9 @@ func DeleteExpired(ctx context.Context, db *pgxpool.Pool, opts *GCOpts) (int, er
 			return total, fmt.Errorf("error deleting expired keys: %w", err)
 		}
 		total += int(tag.RowsAffected())
+		if opts.OnBatch != nil {
+			opts.OnBatch(int(tag.RowsAffected()))
+		}
 		if tag.RowsAffected() < int64(batch) {
 			return total, nil
 		}
