@@ -12,11 +12,19 @@ import (
 )
 
 type keysFlags struct {
-	state  string
-	stuck  bool
-	tenant string
-	limit  int
-	json   bool
+	keyFilter
+	json bool
+}
+
+// keyFilter selects keys, newest first, for keys and resume --stuck.
+type keyFilter struct {
+	state     string
+	operation string
+	tenant    string
+	// stuck: started with an expired lease, or failed (parked).
+	stuck bool
+	// limit is the most keys to list; 0 lists them all.
+	limit int
 }
 
 func (c *cli) keysCmd() *cobra.Command {
@@ -45,7 +53,7 @@ Read-only.`,
 				return err
 			}
 			defer pool.Close()
-			keys, err := listKeys(ctx, pool, f)
+			keys, err := listKeys(ctx, pool, &f.keyFilter)
 			if err != nil {
 				return err
 			}
@@ -64,6 +72,7 @@ Read-only.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.state, "state", "", "only keys in this state: started, completed or failed")
 	fl.BoolVar(&f.stuck, "stuck", false, "only stuck keys: started with an expired lease, or failed")
+	fl.StringVar(&f.operation, "operation", "", "only keys of this operation")
 	fl.StringVar(&f.tenant, "tenant", "", "only this tenant's keys")
 	fl.IntVar(&f.limit, "limit", 100, "at most this many keys (0: no limit)")
 	fl.BoolVar(&f.json, "json", false, `print {"keys":[…]} as JSON`)
@@ -76,15 +85,18 @@ WHERE ($1::text IS NULL OR status = $1)
        OR (status = 'started' AND (locked_until IS NULL OR locked_until <= now()))
        OR status = 'failed')
   AND ($3::text IS NULL OR tenant_id = $3)
+  AND ($4::text IS NULL OR operation = $4)
 ORDER BY created_at DESC, tenant_id, actor_id, key
-LIMIT $4`
+LIMIT $5`
 
-func listKeys(ctx context.Context, pool *pgxpool.Pool, f *keysFlags) ([]*saga.Key, error) {
+// listKeys is the one place the commands list keys, until saga's operator read API (KeyList)
+// takes over.
+func listKeys(ctx context.Context, pool *pgxpool.Pool, f *keyFilter) ([]*saga.Key, error) {
 	var limit *int
 	if f.limit > 0 {
 		limit = &f.limit
 	}
-	rows, err := pool.Query(ctx, listKeysSQL, nullIfEmpty(f.state), f.stuck, nullIfEmpty(f.tenant), limit)
+	rows, err := pool.Query(ctx, listKeysSQL, nullIfEmpty(f.state), f.stuck, nullIfEmpty(f.tenant), nullIfEmpty(f.operation), limit)
 	if err != nil {
 		return nil, fmt.Errorf("error listing keys: %w", err)
 	}
