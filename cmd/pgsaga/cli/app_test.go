@@ -47,7 +47,8 @@ func (w *lineWriter) String() string {
 }
 
 // An application's own App: migrate applies its line after pgsaga's, serve runs its operation
-// idempotently, and cancelling the context stops serve cleanly.
+// idempotently under its own router (chi, a route parameter as the tenant), its own flag
+// reaches its Build, and cancelling the context stops serve cleanly.
 func TestOwnApp(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t) // empty: no migrations in the template
@@ -83,10 +84,9 @@ func TestOwnApp(t *testing.T) {
 		t.Fatalf("serve did not listen: %s", out)
 	}
 
-	post := func() (int, string, string) {
-		req, err := http.NewRequestWithContext(t.Context(), "POST", url+"/receipts", strings.NewReader(`{}`))
+	post := func(shop, body string) (int, string, string) {
+		req, err := http.NewRequestWithContext(t.Context(), "POST", url+"/shops/"+shop+"/receipts", strings.NewReader(body))
 		require.NoError(t, err)
-		req.Header.Set("X-Tenant-ID", "t1")
 		req.Header.Set("X-Actor-ID", "alice")
 		req.Header.Set("Idempotency-Key", "receipt-0001")
 		resp, err := http.DefaultClient.Do(req)
@@ -96,17 +96,31 @@ func TestOwnApp(t *testing.T) {
 		require.NoError(t, err)
 		return resp.StatusCode, resp.Header.Get("Idempotent-Replayed"), string(b)
 	}
-	status, replayed, first := post()
+	receipts := func(shop string) int {
+		var n int
+		require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM receipts WHERE tenant_id = $1`, shop).Scan(&n))
+		return n
+	}
+	// Through chi, with the tenant from the route: a request, its replay, and the key reused
+	// for another body.
+	status, replayed, first := post("s1", `{}`)
 	require.Equal(t, http.StatusCreated, status, first)
 	require.Empty(t, replayed)
 	require.Contains(t, first, `"id":"till7_`, "the app's own flag reached its Build")
-	status, replayed, second := post()
+	status, replayed, second := post("s1", `{}`)
 	require.Equal(t, http.StatusCreated, status)
 	require.Equal(t, "true", replayed)
 	require.Equal(t, first, second)
-	var receipts int
-	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM receipts`).Scan(&receipts))
-	require.Equal(t, 1, receipts)
+	status, _, reused := post("s1", `{"total": 5}`)
+	require.Equal(t, http.StatusUnprocessableEntity, status, reused)
+	require.Contains(t, reused, "idempotency_key_reused")
+	require.Equal(t, 1, receipts("s1"))
+	// The route parameter scopes the key: the same key in another shop is another request.
+	status, replayed, other := post("s2", `{}`)
+	require.Equal(t, http.StatusCreated, status, other)
+	require.Empty(t, replayed)
+	require.NotEqual(t, first, other)
+	require.Equal(t, 1, receipts("s2"))
 
 	cancel()
 	select {

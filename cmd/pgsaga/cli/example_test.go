@@ -8,6 +8,7 @@ import (
 	"os"
 	"testing/fstest"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/pflag"
@@ -62,25 +63,28 @@ func shopApp() *cli.App {
 			if err != nil {
 				return nil, err
 			}
+			// The handler is a plain http.Handler: here under chi, the shop (the tenant)
+			// taken from the route, the actor from authentication (a header stands in).
 			h, err := client.Handler("issue_receipt", &saga.HandlerOpts{Scope: func(r *http.Request) (saga.Scope, error) {
-				tenant, actor := r.Header.Get("X-Tenant-ID"), r.Header.Get("X-Actor-ID")
+				tenant, actor := chi.URLParam(r, "shop"), r.Header.Get("X-Actor-ID")
 				if tenant == "" || actor == "" {
-					return saga.Scope{}, errors.New("X-Tenant-ID and X-Actor-ID are required")
+					return saga.Scope{}, errors.New("a shop and X-Actor-ID are required")
 				}
 				return saga.Scope{Tenant: tenant, Actor: actor}, nil
 			}})
 			if err != nil {
 				return nil, err
 			}
-			mux := http.NewServeMux()
-			mux.Handle("POST /receipts", h)
-			return &cli.Service{Client: client, Handler: mux}, nil
+			r := chi.NewRouter()
+			r.Method(http.MethodPost, "/shops/{shop}/receipts", h)
+			return &cli.Service{Client: client, Handler: r}, nil
 		},
 	}
 }
 
 // An application builds pgsaga's commands into its own binary with its own operations: `shop
-// migrate` adds its receipts table, `shop serve` serves POST /receipts idempotently, `shop
+// migrate` adds its receipts table, `shop serve` serves POST /shops/{shop}/receipts
+// idempotently (routed by chi), `shop
 // worker` and `shop resume` resume its keys, and all three take its --receipt-prefix. Run runs one command line and returns the exit
 // status, as Main does with os.Args; errors are one line on stderr.
 func Example() {
