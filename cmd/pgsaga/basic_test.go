@@ -68,7 +68,7 @@ func TestMigrateTwiceIsANoOp(t *testing.T) {
 
 	var n int
 	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM pgsaga_migration`).Scan(&n))
-	require.Equal(t, 3, n) // pgsaga 001, 002, payments 001
+	require.Equal(t, 5, n) // pgsaga 001, 002, 003, payments 001, 002
 }
 
 func TestUnreachableDatabaseIsAFailure(t *testing.T) {

@@ -206,7 +206,7 @@ func newDemo(ctx context.Context, c *cli, pool *pgxpool.Pool, dbURL string, logg
 	if err != nil {
 		return nil, err
 	}
-	d.resumer, err = recovery.New(&recovery.Config{DB: pool, Client: svc.Client(), Logger: logger})
+	d.resumer, err = recovery.New(&recovery.Config{Client: svc.Client(), Logger: logger})
 	if err != nil {
 		return nil, err
 	}

@@ -139,7 +139,7 @@ func (d *demo) crashBetweenPhases(ctx context.Context, res *scenarioResult) erro
 	var outcome recovery.Outcome
 	err = waitFor(ctx, 30*time.Second, 100*time.Millisecond, func() (bool, error) {
 		var err error
-		outcome, err = d.resumer.ResumeKey(ctx, recovery.KeyRef{Scope: scope, Key: key})
+		outcome, err = d.resumer.ResumeKey(ctx, saga.KeyRef{Scope: scope, Key: key})
 		return outcome == recovery.OutcomeCompleted, err
 	})
 	if err != nil {
@@ -158,10 +158,13 @@ func (d *demo) crashBetweenPhases(ctx context.Context, res *scenarioResult) erro
 	return nil
 }
 
-// readKey reads one key; a missing key is an error naming it.
+// readKey reads one key through saga's read API.
 func readKey(ctx context.Context, pool *pgxpool.Pool, scope saga.Scope, key string) (*saga.Key, error) {
-	k, err := saga.ScanKey(pool.QueryRow(ctx, `SELECT `+saga.KeyColumns+` FROM pgsaga_key
-		WHERE tenant_id = $1 AND actor_id = $2 AND key = $3`, scope.Tenant, scope.Actor, key))
+	reader, err := saga.NewClient(&saga.Config{DB: pool})
+	if err != nil {
+		return nil, err
+	}
+	k, err := reader.KeyGet(ctx, scope, key)
 	if err != nil {
 		return nil, fmt.Errorf("error reading key %q: %w", key, err)
 	}

@@ -13,8 +13,8 @@ import (
 func main() { os.Exit(sagacli.Main(pgsagaApp())) }
 
 // pgsagaApp is the pgsaga binary: pgsaga's operator commands with the example payments service
-// (examples/payments) built in, so that serve, worker and resume work out of the box, its
-// --gateway-url flag on those three, and the binary's own gateway-sim and demo.
+// (examples/payments) built in, so that serve, worker, resume and settle work out of the box,
+// its --gateway-url flag on those, and the binary's own gateway-sim and demo.
 func pgsagaApp() *sagacli.App {
 	app := &sagacli.App{
 		Name:       "pgsaga",

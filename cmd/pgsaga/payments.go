@@ -12,8 +12,8 @@ import (
 	"github.com/pgsaga/pgsaga/gateway/sim"
 )
 
-// flagGatewayURL is the binary's own flag on serve, worker and resume: where payments are
-// charged.
+// flagGatewayURL is the binary's own flag on the commands that build the payments service
+// (serve, worker, resume, settle): where payments are charged.
 const flagGatewayURL = "gateway-url"
 
 // addPaymentsFlags adds --gateway-url to the commands that build the payments service.

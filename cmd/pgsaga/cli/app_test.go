@@ -157,6 +157,7 @@ func TestNothingOfTheExample(t *testing.T) {
 		{[]string{"serve", "--gateway-url", "http://127.0.0.1:1"}, "unknown flag: --gateway-url"},
 		{[]string{"worker", "--gateway-url", "http://127.0.0.1:1"}, "unknown flag: --gateway-url"},
 		{[]string{"resume", "--gateway-url", "http://127.0.0.1:1"}, "unknown flag: --gateway-url"},
+		{[]string{"settle", "--gateway-url", "http://127.0.0.1:1"}, "unknown flag: --gateway-url"},
 		{[]string{"gateway-sim"}, `unknown command "gateway-sim"`},
 		{[]string{"demo"}, `unknown command "demo"`},
 		{[]string{"demo-server"}, `unknown command "demo-server"`},

@@ -81,12 +81,15 @@ func (c *cli) startDaemon(cmd *cobra.Command, f *daemonFlags) (*daemon, error) {
 }
 
 func (d *daemon) start(c *cli, cmd *cobra.Command, lease time.Duration) error {
-	if err := d.reg.Register(worker.NewStateCollector(d.pool)); err != nil {
-		return fmt.Errorf("error registering the key state metrics: %w", err)
-	}
 	var err error
 	d.svc, err = c.build(d.ctx, cmd, &BuildParams{Pool: d.pool, Lease: lease, Logger: d.logger, Registerer: d.reg})
-	return err
+	if err != nil {
+		return err
+	}
+	if err := d.reg.Register(worker.NewStateCollector(d.svc.Client)); err != nil {
+		return fmt.Errorf("error registering the key state metrics: %w", err)
+	}
+	return nil
 }
 
 // opsMux serves /metrics and /healthz.

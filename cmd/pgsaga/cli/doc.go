@@ -1,5 +1,5 @@
 // Package cli is pgsaga's operator command line as a library: migrate, serve, worker, keys,
-// show, resume and gc, built around an App that carries an application's own operations and
+// show, resume, settle and gc, built around an App that carries an application's own operations and
 // migrations. An application's binary is `os.Exit(cli.Main(app))`. The package carries nothing
 // of any application: the pgsaga binary (cmd/pgsaga) plugs in the example payments service
 // with App.Build, its --gateway-url flag with App.Flags, and its gateway-sim and demo commands

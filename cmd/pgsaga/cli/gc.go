@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pgsaga/pgsaga/worker"
+	"github.com/pgsaga/pgsaga/saga"
 )
 
 func (c *cli) gcCmd() *cobra.Command {
@@ -35,14 +35,17 @@ again: keep windows longer than your clients retry.`,
 				return err
 			}
 			defer pool.Close()
+			reader, err := newReader(pool)
+			if err != nil {
+				return err
+			}
 			bar := c.newProgress("deleting completed keys", "keys", -1, json)
-			n, err := worker.DeleteExpired(ctx, pool, &worker.GCOpts{
-				OlderThan: olderThan,
-				// An explicit 0s is every completed key, not "no age given".
-				All:     cmd.Flags().Changed("older-than") && olderThan == 0,
-				DryRun:  dryRun,
-				OnBatch: bar.add,
-			})
+			p := &saga.KeyDeleteExpiredParams{DryRun: dryRun, OnBatch: bar.set}
+			if cmd.Flags().Changed("older-than") {
+				// An explicit 0s means every completed key: "given", not "unset".
+				p.OlderThan = &olderThan
+			}
+			n, err := reader.KeyDeleteExpired(ctx, p)
 			bar.finish()
 			if err != nil {
 				return err

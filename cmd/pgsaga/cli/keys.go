@@ -79,40 +79,34 @@ Read-only.`,
 	return cmd
 }
 
-const listKeysSQL = `SELECT ` + saga.KeyColumns + ` FROM pgsaga_key
-WHERE ($1::text IS NULL OR status = $1)
-  AND (NOT $2::bool
-       OR (status = 'started' AND (locked_until IS NULL OR locked_until <= now()))
-       OR status = 'failed')
-  AND ($3::text IS NULL OR tenant_id = $3)
-  AND ($4::text IS NULL OR operation = $4)
-ORDER BY created_at DESC, tenant_id, actor_id, key
-LIMIT $5`
-
-// listKeys is the one place the commands list keys, until saga's operator read API (KeyList)
-// takes over.
+// listKeys lists keys through the read API, newest first, following pages until f.limit keys
+// (every key when f.limit is 0).
 func listKeys(ctx context.Context, pool *pgxpool.Pool, f *keyFilter) ([]*saga.Key, error) {
-	var limit *int
-	if f.limit > 0 {
-		limit = &f.limit
-	}
-	rows, err := pool.Query(ctx, listKeysSQL, nullIfEmpty(f.state), f.stuck, nullIfEmpty(f.tenant), nullIfEmpty(f.operation), limit)
+	reader, err := newReader(pool)
 	if err != nil {
-		return nil, fmt.Errorf("error listing keys: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
+	p := &saga.KeyListParams{State: saga.KeyStatus(f.state), Operation: f.operation, Stuck: f.stuck, Tenant: f.tenant, Limit: 1000}
 	var keys []*saga.Key
-	for rows.Next() {
-		k, err := saga.ScanKey(rows)
-		if err != nil {
-			return nil, fmt.Errorf("error reading a key: %w", err)
+	for {
+		if f.limit > 0 {
+			p.Limit = min(1000, f.limit-len(keys))
 		}
-		keys = append(keys, k)
+		page, err := reader.KeyList(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("error listing keys: %w", err)
+		}
+		keys = append(keys, page.Keys...)
+		if page.NextCursor == "" || (f.limit > 0 && len(keys) >= f.limit) {
+			return keys, nil
+		}
+		p.Cursor = page.NextCursor
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("error listing keys: %w", err)
-	}
-	return keys, nil
+}
+
+// newReader is a saga client with no operations, for the read API.
+func newReader(pool *pgxpool.Pool) (*saga.Client, error) {
+	return saga.NewClient(&saga.Config{DB: pool})
 }
 
 func (c *cli) printKeys(keys []*saga.Key) error {
@@ -132,11 +126,4 @@ func (c *cli) printKeys(keys []*saga.Key) error {
 			leaseText, "created "+ago(k.DBNow, k.CreatedAt), truncate(orDash(k.LastError), 60))
 	}
 	return tw.Flush()
-}
-
-func nullIfEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }

@@ -83,6 +83,16 @@ func (p *progress) add(n int) {
 	}
 }
 
+// set records that done items are done in all.
+func (p *progress) set(done int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done = int64(done)
+	if p.bar != nil {
+		_ = p.bar.Set64(p.done)
+	}
+}
+
 // println writes one line of the command's output to w, keeping the bar below it.
 func (p *progress) println(w io.Writer, line string) {
 	p.mu.Lock()

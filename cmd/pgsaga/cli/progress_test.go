@@ -57,8 +57,8 @@ func TestProgressSpinnerForAnUnknownTotal(t *testing.T) {
 	term := &lockedBuffer{}
 	p := startProgress(term, "deleting completed keys", "keys", -1, 0)
 	require.Eventually(t, func() bool { return strings.Contains(term.String(), "deleting completed keys") }, 10*time.Second, time.Millisecond)
-	p.add(1000)
-	p.add(1000)
+	p.set(1000) // gc reports the total deleted after each batch
+	p.set(2000)
 	require.Eventually(t, func() bool { p.add(0); return strings.Contains(term.String(), "2000") }, 10*time.Second, time.Millisecond)
 	p.finish()
 }

@@ -29,6 +29,61 @@ type keyJSON struct {
 	UpdatedAt     time.Time     `json:"updated_at"`
 }
 
+// keyDetailJSON is a key as `show --json` renders it: keyJSON plus its calls, why it is parked
+// and what operators did to it.
+type keyDetailJSON struct {
+	keyJSON
+	ParkedReason *string      `json:"parked_reason"`
+	Calls        []callJSON   `json:"calls"`
+	History      []actionJSON `json:"history"`
+}
+
+type callJSON struct {
+	Step       string     `json:"step"`
+	Attempt    int        `json:"attempt"`
+	Reference  *string    `json:"reference"`
+	StartedAt  time.Time  `json:"started_at"`
+	EndedAt    *time.Time `json:"ended_at"`
+	Outcome    *string    `json:"outcome"`
+	ProviderID *string    `json:"provider_id"`
+}
+
+type actionJSON struct {
+	At        time.Time `json:"at"`
+	By        string    `json:"by"`
+	Action    string    `json:"action"`
+	Outcome   *string   `json:"outcome"`
+	Note      *string   `json:"note"`
+	Reference *string   `json:"reference"`
+}
+
+func renderKeyDetail(k *saga.Key) keyDetailJSON {
+	out := keyDetailJSON{keyJSON: renderKey(k), Calls: []callJSON{}, History: []actionJSON{}}
+	out.ParkedReason = nullable(string(k.ParkedReason))
+	for _, c := range k.Calls {
+		call := callJSON{Step: c.Step, Attempt: c.Attempt, Reference: nullable(c.Reference), StartedAt: c.StartedAt.UTC(),
+			Outcome: nullable(string(c.Outcome)), ProviderID: nullable(c.ProviderID)}
+		if c.EndedAt != nil {
+			t := c.EndedAt.UTC()
+			call.EndedAt = &t
+		}
+		out.Calls = append(out.Calls, call)
+	}
+	for _, a := range k.History {
+		out.History = append(out.History, actionJSON{At: a.At.UTC(), By: a.By, Action: string(a.Action),
+			Outcome: nullable(string(a.Outcome)), Note: nullable(a.Note), Reference: nullable(a.Reference)})
+	}
+	return out
+}
+
+// nullable is s, or nil (JSON null) when s is empty.
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
 type responseJSON struct {
 	Status int             `json:"status"`
 	Body   json.RawMessage `json:"body"`

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -129,16 +128,11 @@ func (c *cli) resumeOne(cmd *cobra.Command, f *resumeFlags, scope saga.Scope, ke
 	if _, err := readKey(ctx, pool, scope, key); err != nil {
 		return err
 	}
-	res, err := svc.Client.Resume(ctx, scope, key, &saga.ResumeOpts{Parked: true})
+	res, err := svc.Client.Resume(ctx, scope, key, &saga.ResumeOpts{Parked: true, By: operatorName(c.env)})
 	if err != nil {
-		return resumeError(ctx, pool, scope, key, err)
+		return resumeError(scope, key, err)
 	}
-	if f.json {
-		return writeJSON(c.env.Stdout, renderResponse(res.Response))
-	}
-	fmt.Fprintln(c.env.Stdout, statusLine(res.Response.Status))
-	_, err = fmt.Fprintf(c.env.Stdout, "%s\n", res.Response.Body)
-	return err
+	return c.printResponse(res.Response, f.json)
 }
 
 // resumeResultJSON is one key of `resume --stuck --json`: status and body when it finished,
@@ -169,10 +163,10 @@ func (c *cli) resumeStuck(cmd *cobra.Command, f *resumeFlags) error {
 	for _, k := range keys {
 		r := resumeResultJSON{Tenant: k.Scope.Tenant, Actor: k.Scope.Actor, Key: k.Key}
 		line := fmt.Sprintf("%s %s %s ", r.Tenant, r.Actor, r.Key)
-		res, err := svc.Client.Resume(ctx, k.Scope, k.Key, &saga.ResumeOpts{Parked: true})
+		res, err := svc.Client.Resume(ctx, k.Scope, k.Key, &saga.ResumeOpts{Parked: true, By: operatorName(c.env)})
 		if err != nil {
 			failed++
-			msg := oneLine(resumeError(ctx, pool, k.Scope, k.Key, err).Error())
+			msg := oneLine(resumeError(k.Scope, k.Key, err).Error())
 			r.Error = &msg
 			line += "error: " + msg
 		} else {
@@ -202,7 +196,7 @@ func (c *cli) resumeStuck(cmd *cobra.Command, f *resumeFlags) error {
 }
 
 // resumeError explains why a resume did not finish.
-func resumeError(ctx context.Context, pool *pgxpool.Pool, scope saga.Scope, key string, err error) error {
+func resumeError(scope saga.Scope, key string, err error) error {
 	var (
 		inProgress *saga.InProgressError
 		transient  *saga.TransientError
@@ -210,17 +204,29 @@ func resumeError(ctx context.Context, pool *pgxpool.Pool, scope saga.Scope, key 
 	switch {
 	case errors.As(err, &inProgress):
 		return fmt.Errorf("key %q is held by another process (its lease expires in %s): not resumed; try again later",
-			key, roughDuration(inProgress.RetryAfter))
+			key, roughDuration(inProgress.LeaseRemaining))
 	case errors.Is(err, saga.ErrKeyNotFound):
 		return noKeyError(scope, key)
+	case errors.Is(err, saga.ErrLeaseLost):
+		return fmt.Errorf("key %q was taken over by another process while this resume ran: not finished here", key)
 	case errors.Is(err, saga.ErrParked):
-		reason := "see `show`"
-		if k, readErr := readKey(ctx, pool, scope, key); readErr == nil && k.LastError != "" {
-			reason = k.LastError
+		if parked := (*saga.ParkedError)(nil); errors.As(err, &parked) {
+			return fmt.Errorf("key %q is parked (%s): %s", key, parked.Reason, orDash(parked.LastError))
 		}
-		return fmt.Errorf("key %q failed again and is parked: %s", key, reason)
+		return fmt.Errorf("key %q is parked: see `show`", key)
 	case errors.As(err, &transient):
 		return fmt.Errorf("key %q did not finish (%v); it stays started and may be resumed again", key, transient.Err)
 	}
 	return fmt.Errorf("error resuming key %q: %w", key, err)
+}
+
+// operatorName is who runs the command, for the key's history: $USER (or $LOGNAME), else
+// "operator".
+func operatorName(env *Env) string {
+	for _, name := range []string{"USER", "LOGNAME"} {
+		if v := env.Getenv(name); v != "" {
+			return v
+		}
+	}
+	return "operator"
 }

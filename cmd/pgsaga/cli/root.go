@@ -91,7 +91,7 @@ func newRoot(app *App, env *Env) *cobra.Command {
 		Use:   c.app.Name,
 		Short: "Exactly-once effects over at-least-once networks, on PostgreSQL",
 		Long: c.app.Name + ` runs pgsaga's migrations, the service API, the recovery worker, and the
-operator's tools for idempotency keys (list, show, resume, gc).
+operator's tools for idempotency keys (list, show, resume, settle, gc).
 
 Exit status: 0 on success, 1 on failure, 2 on bad usage (unknown command or flag, bad flag
 value, missing required flag or argument, no database URL). Errors are one line on stderr.`,
@@ -125,6 +125,7 @@ value, missing required flag or argument, no database URL). Errors are one line 
 		c.keysCmd(),
 		c.showCmd(),
 		c.resumeCmd(),
+		c.settleCmd(),
 		c.gcCmd(),
 	)
 	if c.app.Commands != nil {
