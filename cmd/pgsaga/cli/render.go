@@ -110,9 +110,15 @@ func renderKey(k *saga.Key) keyJSON {
 		out.LastError = &msg
 	}
 	if k.Response != nil {
-		out.Response = &responseJSON{Status: k.Response.Status, Body: bodyJSON(k.Response.Body)}
+		r := renderResponse(k.Response)
+		out.Response = &r
 	}
 	return out
+}
+
+// renderResponse is a stored response as --json renders it: {"status","body"}.
+func renderResponse(r *saga.Response) responseJSON {
+	return responseJSON{Status: r.Status, Body: bodyJSON(r.Body)}
 }
 
 // bodyJSON is body itself when it is JSON, else body as a JSON string.

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -18,7 +17,6 @@ type settleFlags struct {
 	outcome, note string
 	reference     string
 	json          bool
-	gatewayURL    string
 	lease         time.Duration
 }
 
@@ -53,7 +51,7 @@ refuses. --outcome and --note are required.`,
 			if err := checkLease(f.lease); err != nil {
 				return err
 			}
-			return c.settle(cmd.Context(), f, saga.Scope{Tenant: f.tenant, Actor: f.actor}, args[0])
+			return c.settle(cmd, f, saga.Scope{Tenant: f.tenant, Actor: f.actor}, args[0])
 		},
 	}
 	fl := cmd.Flags()
@@ -63,12 +61,13 @@ refuses. --outcome and --note are required.`,
 	fl.StringVar(&f.note, "note", "", "why you decided so, for the key's history (required)")
 	fl.StringVar(&f.reference, "reference", "", "the provider's reference for what happened (a charge id)")
 	fl.BoolVar(&f.json, "json", false, `print the stored response as {"status","body"}`)
-	fl.StringVar(&f.gatewayURL, "gateway-url", "", "base URL of the gateway simulator (default: an in-process simulator)")
 	fl.DurationVar(&f.lease, "lease", 30*time.Second, "the lease of the operations' client")
+	c.appFlags(cmd)
 	return cmd
 }
 
-func (c *cli) settle(ctx context.Context, f *settleFlags, scope saga.Scope, key string) error {
+func (c *cli) settle(cmd *cobra.Command, f *settleFlags, scope saga.Scope, key string) error {
+	ctx := cmd.Context()
 	logger, err := c.logger(logOneShot)
 	if err != nil {
 		return err
@@ -78,11 +77,7 @@ func (c *cli) settle(ctx context.Context, f *settleFlags, scope saga.Scope, key 
 		return err
 	}
 	defer pool.Close()
-	gw, err := c.gateway(f.gatewayURL)
-	if err != nil {
-		return err
-	}
-	svc, err := c.build(ctx, &BuildParams{Pool: pool, Gateway: gw, Lease: f.lease, Logger: logger, Registerer: prometheus.NewRegistry()})
+	svc, err := c.build(ctx, cmd, &BuildParams{Pool: pool, Lease: f.lease, Logger: logger, Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		return err
 	}
@@ -114,7 +109,7 @@ func settleError(scope saga.Scope, key string, err error) error {
 // printResponse prints a stored response: its status line then its body, or {"status","body"}.
 func (c *cli) printResponse(r *saga.Response, asJSON bool) error {
 	if asJSON {
-		return writeJSON(c.env.Stdout, responseJSON{Status: r.Status, Body: bodyJSON(r.Body)})
+		return writeJSON(c.env.Stdout, renderResponse(r))
 	}
 	fmt.Fprintln(c.env.Stdout, statusLine(r.Status))
 	_, err := fmt.Fprintf(c.env.Stdout, "%s\n", r.Body)

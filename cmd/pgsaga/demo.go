@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"context"
@@ -57,14 +57,17 @@ It leaves no process and no temporary directory behind, also when interrupted (S
 SIGTERM). Killed outright (kill -9), it still leaves no process (its children die with it);
 the throwaway cluster's directory is then removed by the next run.`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return c.demo(cmd.Context(), verbose, pgBinDir) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return c.demo(cmd.Context(), c.databaseURL(cmd), verbose, pgBinDir)
+		},
 	}
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log what the service, the worker and PostgreSQL do on stderr")
 	cmd.Flags().StringVar(&pgBinDir, "pg-bin-dir", "", "directory holding initdb and postgres for the throwaway server (default: from PATH, else /usr/lib/postgresql/*/bin)")
 	return cmd
 }
 
-func (c *cli) demo(ctx context.Context, verbose bool, pgBinDir string) (err error) {
+// demo plays the scenarios on the database at url, or on a throwaway cluster when url is empty.
+func (c *cli) demo(ctx context.Context, url string, verbose bool, pgBinDir string) (err error) {
 	logger := slog.New(slog.DiscardHandler)
 	if verbose {
 		logger = slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -78,10 +81,6 @@ func (c *cli) demo(ctx context.Context, verbose bool, pgBinDir string) (err erro
 	}()
 	out := c.env.Stdout
 
-	url := c.databaseURL
-	if url == "" {
-		url = c.env.Getenv(envDatabaseURL)
-	}
 	if url == "" {
 		fmt.Fprintln(out, "starting a throwaway PostgreSQL…")
 		cluster, err := pglocal.Start(ctx, &pglocal.Config{Logger: logger, BinDir: pgBinDir})
@@ -104,7 +103,7 @@ func (c *cli) demo(ctx context.Context, verbose bool, pgBinDir string) (err erro
 		return err
 	}
 	defer pool.Close()
-	if _, err := migrations.Migrate(ctx, pool, c.demoMigrations()); err != nil {
+	if _, err := migrations.Migrate(ctx, pool, &migrations.MigrateOpts{Lines: c.app.Migrations}); err != nil {
 		return err
 	}
 
@@ -154,21 +153,6 @@ func (c *cli) demo(ctx context.Context, verbose bool, pgBinDir string) (err erro
 	fmt.Fprintf(out, "all %d scenarios passed: every charge happened exactly once (%d charges in the gateway's ledger, %d succeeded payments)\n",
 		len(rows), d.sim.TotalCharges(), d.succeeded(ctx))
 	return nil
-}
-
-// demoMigrations are the application's lines plus the example's tables the demo needs.
-func (c *cli) demoMigrations() *migrations.MigrateOpts {
-	lines := append([]migrations.Line{}, c.app.Migrations...)
-	for _, l := range payments.Migrations().Lines {
-		have := false
-		for _, mine := range lines {
-			have = have || mine.Name == l.Name
-		}
-		if !have {
-			lines = append(lines, l)
-		}
-	}
-	return &migrations.MigrateOpts{Lines: lines}
 }
 
 // demo is the demo's running world: the simulator over HTTP, the payments service over HTTP,
