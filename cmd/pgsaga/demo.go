@@ -23,6 +23,7 @@ import (
 	"github.com/pgsaga/pgsaga/internal/pglocal"
 	"github.com/pgsaga/pgsaga/migrations"
 	"github.com/pgsaga/pgsaga/recovery"
+	"github.com/pgsaga/pgsaga/saga"
 )
 
 // demoLease is the lease of the demo's service: short, so that a crashed request is taken
@@ -47,6 +48,9 @@ gateway simulator, and checks that every effect happened exactly once:
   ten concurrent duplicates  ten identical requests at once: one execution, nine replays
   same key, different body   422 idempotency_key_reused, nothing charged
   another actor's key        the same key value from another actor is a separate request
+  unknowable, then settled   a gateway with neither inquiry nor keys loses its answer: the
+                             payment is parked (outcome_unknown), never charged twice; an
+                             operator settles it with the charge found at the provider
 
 Without --database-url or DATABASE_URL it starts a throwaway PostgreSQL (initdb and postgres
 must be installed) and removes it afterwards; with one, it migrates that database (adding the
@@ -167,6 +171,7 @@ type demo struct {
 	apiURL  string
 	tenant  string
 	resumer *recovery.Resumer
+	client  *saga.Client
 	http    *http.Client
 
 	stopSim func()
@@ -206,6 +211,7 @@ func newDemo(ctx context.Context, c *cli, pool *pgxpool.Pool, dbURL string, logg
 	if err != nil {
 		return nil, err
 	}
+	d.client = svc.Client()
 	d.resumer, err = recovery.New(&recovery.Config{Client: svc.Client(), Logger: logger})
 	if err != nil {
 		return nil, err

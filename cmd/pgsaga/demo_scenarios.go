@@ -57,6 +57,7 @@ func (d *demo) scenarios() []scenario {
 		{"ten concurrent duplicates", d.concurrentDuplicates},
 		{"same key, different body", d.differentBody},
 		{"another actor's key", d.anotherActor},
+		{"unknowable, then settled", d.unknowableThenSettled},
 	}
 }
 
