@@ -14,16 +14,18 @@ import (
 // errLeaseEnding cuts a call whose lease could not be renewed before it would run out.
 var errLeaseEnding = errors.New("the call was cut: its lease could not be renewed before it ran out")
 
-// nextCall is the journal row for step i when it is an external call (nil otherwise), with the
-// downstream reference it declared, derived from the values saved so far.
-func (e *execution) nextCall(i int) (*callStart, error) {
+// callAt is step i when it is an external call.
+func (e *execution) callAt(i int) (runstate.Step, bool) {
 	if i >= len(e.op.Steps) {
-		return nil, nil
+		return runstate.Step{}, false
 	}
 	step := runstate.Step(e.op.Steps[i])
-	if step.Call() == nil {
-		return nil, nil
-	}
+	return step, step.Call() != nil
+}
+
+// callStart is the journal row of call step, with the downstream reference it declared,
+// derived from the values saved so far.
+func (e *execution) callStart(step runstate.Step) (*callStart, error) {
 	start := &callStart{step: step.Name(), aliases: step.Aliases()}
 	if ref := step.Reference(); ref != nil {
 		r, err := ref(e.st)
@@ -41,13 +43,13 @@ func (e *execution) nextCall(i int) (*callStart, error) {
 // claims the key first if it is not stored yet. The call's deadline ends a quarter of a lease
 // before the lease does, heartbeats move both, and a lease found lost cuts it at once: one key's
 // call never runs twice at once. Its outcome rides in the key's next write.
-func (e *execution) call(ctx context.Context, i int) (*Response, error) {
+func (e *execution) call(ctx context.Context, i int) error {
 	step := runstate.Step(e.op.Steps[i])
 	j := e.journaled
 	if j == nil || j.start.step != step.Name() {
 		var err error
-		if j, err = e.journal(ctx, i); err != nil {
-			return nil, err
+		if j, err = e.journal(ctx, step); err != nil {
+			return err
 		}
 	}
 	e.journaled = nil
@@ -59,16 +61,12 @@ func (e *execution) call(ctx context.Context, i int) (*Response, error) {
 		// The write that renewed the lease took so long that it no longer covers a call: the
 		// call is not sent, and a retry renews the lease again.
 		e.done = &callDone{step: step.Name(), outcome: phases.CallOutcomeFailedBefore}
-		return nil, errLeaseEnding
+		return errLeaseEnding
 	}
 	e.st.BeginCall(call)
 
-	callCtx, stop := e.guard(ctx, step.Name())
 	start := time.Now()
-	err := step.Call()(callCtx, e.st)
-	if cause := stop(); cause != nil && err != nil {
-		err = fmt.Errorf("%w (%w)", err, cause)
-	}
+	err := e.guarded(ctx, step.Name(), step.Call())
 	outcome, providerID, recorded := e.st.EndCall()
 	if !recorded {
 		outcome = string(phases.CallOutcomeSucceeded)
@@ -79,25 +77,26 @@ func (e *execution) call(ctx context.Context, i int) (*Response, error) {
 	e.done = &callDone{step: step.Name(), outcome: phases.CallOutcome(outcome), providerID: providerID}
 	e.c.observer.Call(e.op.Name, step.Name(), phases.CallOutcome(outcome), time.Since(start))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	resp := e.stored()
 	if resp == nil {
-		return nil, nil
+		return nil
 	}
 	w := e.advance("", resp)
 	out, err := writeKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, w)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	e.wrote(w, out, time.Now())
-	return resp, nil
+	e.answer = resp
+	return nil
 }
 
-// journal commits call i's journal row with a renewed lease, in a write of its own: the claim of
-// a key not stored yet, or a fenced write that keeps the key where it is.
-func (e *execution) journal(ctx context.Context, i int) (*journaledCall, error) {
-	next, err := e.nextCall(i)
+// journal commits call step's journal row with a renewed lease, in a write of its own: the claim
+// of a key not stored yet, or a fenced write that keeps the key where it is.
+func (e *execution) journal(ctx context.Context, step runstate.Step) (*journaledCall, error) {
+	next, err := e.callStart(step)
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +121,18 @@ func (e *execution) journal(ctx context.Context, i int) (*journaledCall, error) 
 	}
 	e.wrote(w, out, sent)
 	return e.journaled, nil
+}
+
+// guarded runs call under guard. The guard is stopped however the call ends, also when its
+// goroutine ends mid-call (an in-process crash): a dead execution must not keep renewing its lease.
+func (e *execution) guarded(ctx context.Context, step string, call runstate.CallFunc) (err error) {
+	callCtx, stop := e.guard(ctx, step)
+	defer func() {
+		if cause := stop(); cause != nil && err != nil {
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
+	}()
+	return call(callCtx, e.st)
 }
 
 // guard returns the context a call runs in: bounded by CallTimeout, cut before the lease ends,

@@ -44,6 +44,8 @@ type execution struct {
 	journaled *journaledCall
 	// waited is true once the request waited for an execution in flight (WaitInFlight).
 	waited bool
+	// answer is the response a step decided and the key stored: the operation is done.
+	answer *Response
 }
 
 // journaledCall is a call whose journal row a write committed, with what it said of the call's
@@ -73,24 +75,21 @@ func (e *execution) leaseFrom(sent time.Time, left time.Duration) { e.leaseEnd =
 func (e *execution) execute(ctx context.Context, from int, opened *phaseTx) (*Result, error) {
 	for i := from; i < len(e.op.Steps); i++ {
 		step := runstate.Step(e.op.Steps[i])
-		var (
-			resp *Response
-			err  error
-		)
+		var err error
 		start := time.Now()
 		if step.Atomic() != nil {
-			resp, err = e.atomic(ctx, i, opened)
+			err = e.atomic(ctx, i, opened)
 			opened = nil
 		} else {
-			resp, err = e.call(ctx, i)
+			err = e.call(ctx, i)
 		}
 		e.c.observer.Step(e.op.Name, step.Name(), time.Since(start))
 		if err != nil {
 			return e.fail(ctx, i, err)
 		}
-		if resp != nil {
+		if e.answer != nil {
 			e.c.observer.Request(e.op.Name, OutcomeExecuted)
-			return &Result{Response: resp, Resumed: e.st.Resumed()}, nil
+			return &Result{Response: e.answer, Resumed: e.st.Resumed()}, nil
 		}
 	}
 	return e.fail(ctx, len(e.op.Steps), phases.Permanent(fmt.Errorf("operation %q ran every step without a response", e.op.Name)))
@@ -99,8 +98,9 @@ func (e *execution) execute(ctx context.Context, from int, opened *phaseTx) (*Re
 // atomic runs phase i in one transaction (opened, or a new one) whose COMMIT travels with the
 // key's write: for a key not yet stored the claim itself (a duplicate rolls the phase back),
 // otherwise the advance fenced by the lease token. The write carries the outcome of the call
-// just made and, when a call follows, that call's journal row with a renewed lease.
-func (e *execution) atomic(ctx context.Context, i int, opened *phaseTx) (*Response, error) {
+// just made and, when a call follows, that call's journal row with a renewed lease. A phase that
+// responds stores the answer with the key (e.answer).
+func (e *execution) atomic(ctx context.Context, i int, opened *phaseTx) error {
 	step := runstate.Step(e.op.Steps[i])
 	ctx, cancel := context.WithTimeout(ctx, e.c.cfg.Lease)
 	defer cancel()
@@ -108,24 +108,24 @@ func (e *execution) atomic(ctx context.Context, i int, opened *phaseTx) (*Respon
 	if p == nil {
 		var err error
 		if p, _, err = beginPhase(ctx, e.c.cfg.DB, nil); err != nil {
-			return nil, fmt.Errorf("error beginning phase %q: %w", step.Name(), err)
+			return fmt.Errorf("error beginning phase %q: %w", step.Name(), err)
 		}
 	}
 	defer p.rollback(ctx)
 
 	if err := step.Atomic()(ctx, p.tx, e.st); err != nil {
 		e.st.Reset(e.committed)
-		return nil, err
+		return err
 	}
 	resp := e.stored()
 	w := e.advance(step.Name(), resp)
-	if resp == nil {
-		next, err := e.nextCall(i + 1)
+	if next, ok := e.callAt(i + 1); ok && resp == nil {
+		start, err := e.callStart(next)
 		if err != nil {
 			e.st.Reset(e.committed)
-			return nil, err
+			return err
 		}
-		w.next = next
+		w.next = start
 	}
 	sent := time.Now()
 	var (
@@ -139,10 +139,11 @@ func (e *execution) atomic(ctx context.Context, i int, opened *phaseTx) (*Respon
 	}
 	if err != nil {
 		e.st.Reset(e.committed)
-		return nil, err
+		return err
 	}
 	e.wrote(w, out, sent)
-	return resp, nil
+	e.answer = resp
+	return nil
 }
 
 // advance is the key's next state after phase name committed, with resp when it finished.

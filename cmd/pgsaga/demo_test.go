@@ -74,16 +74,16 @@ func TestDemoWithoutPostgres(t *testing.T) {
 	require.Contains(t, r.stderr, "pgsaga demo: no PostgreSQL could be started")
 }
 
-// requireNoDemoServer checks that the demo run r left no demo-server process behind. Demos run
-// in parallel tests, so it looks for r's own: the one given r's gateway simulator URL, which the
-// demo prints and no other run shares (each listens on a free port).
+// requireNoDemoServer checks that the demo run r left behind no serve process of its crash
+// scenario. Demos run in parallel tests, so it looks for r's own: the one given r's gateway
+// simulator URL, which the demo prints and no other run shares (each listens on a free port).
 func requireNoDemoServer(t *testing.T, r result) {
 	t.Helper()
 	m := regexp.MustCompile(`gateway simulator on (http://\S+)`).FindStringSubmatch(r.stdout)
 	require.NotNil(t, m, "the demo prints its gateway simulator's URL:\n%s", r.stdout)
 	for _, cmdline := range processes() {
-		if strings.HasPrefix(cmdline, binary+" ") && strings.Contains(cmdline, "demo-server") {
-			require.NotContains(t, cmdline, "--gateway-url "+m[1], "a demo-server process is left behind")
+		if strings.HasPrefix(cmdline, binary+" serve ") {
+			require.NotContains(t, cmdline, "--gateway-url "+m[1], "the demo's server process is left behind")
 		}
 	}
 }

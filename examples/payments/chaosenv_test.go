@@ -109,6 +109,10 @@ func (e *chaosEnv) expireLease(key string) {
 	tag, err := e.db.Pool.Exec(e.t.Context(), `UPDATE pgsaga_key SET locked_until = now() - interval '1 second' WHERE key = $1 AND status = 'started'`, key)
 	require.NoError(e.t, err)
 	require.EqualValues(e.t, 1, tag.RowsAffected(), "no started key %s to expire", key)
+	// A call may be sent until its lease's end (its journal deadline): that time has passed too,
+	// or gateway.Execute would rightly wait for a request the dead execution may still send.
+	_, err = e.db.Pool.Exec(e.t.Context(), `UPDATE pgsaga_call SET deadline = now() - interval '1 second' WHERE key = $1 AND ended_at IS NULL AND deadline > now()`, key)
+	require.NoError(e.t, err)
 }
 
 // waitUntilDue checks that a retry before the key's next attempt answers 503 with Retry-After and

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsaga/pgsaga/gateway"
@@ -172,30 +171,20 @@ func (s *Service) charge(ctx context.Context, run *phases.Run) error {
 	if err != nil {
 		return err
 	}
-	opts := &gateway.ExecuteOpts{MayHaveReached: mayHaveReached(run.PriorCalls()), KeyCreatedAt: p.CreatedAt}
+	// The run is the call's journal: Execute learns from it whether an earlier attempt may have
+	// reached the gateway, and records what this one came to.
+	opts := &gateway.ExecuteOpts{KeyCreatedAt: p.CreatedAt}
 	if s.cfg.GatewayRetries > 0 {
-		opts.Backoff = func() backoff.BackOff {
-			b := backoff.NewExponentialBackOff()
-			b.InitialInterval = 20 * time.Millisecond
-			return backoff.WithMaxRetries(b, s.cfg.GatewayRetries)
-		}
+		opts.Retries = int(s.cfg.GatewayRetries)
+		opts.RetryDelay = func(n int) time.Duration { return 20 * time.Millisecond << min(n-1, 6) }
 	}
-	charge, err := gateway.Execute(ctx, s.cfg.Gateway, gateway.ChargeParams{
+	charge, err := gateway.Execute(ctx, run, s.cfg.Gateway, gateway.ChargeParams{
 		Amount: p.Amount, Currency: p.Currency, Reference: run.Reference(), IdempotencyKey: run.Reference(),
 	}, opts)
 	if err != nil {
 		return err
 	}
 	return chargeResult.Set(run, *charge)
-}
-
-func mayHaveReached(prior []phases.CallRecord) bool {
-	for _, c := range prior {
-		if c.MayHaveReached() {
-			return true
-		}
-	}
-	return false
 }
 
 // recordResult settles the payment and the invoice in one statement and answers: 201 for a

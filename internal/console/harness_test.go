@@ -160,8 +160,8 @@ func (e *env) stuckPayment(as who) (invoice, key string) {
 }
 
 // parkedPayment parks a payment whose outcome nothing can resolve: a gateway with neither
-// inquiry nor idempotency keys charges it and loses the answer; the next attempt cannot ask and
-// must not charge again, so the key is parked for an operator. The charge did happen.
+// inquiry nor idempotency keys charges it and loses the answer; nothing can ask and nothing may
+// charge again, so the key is parked (outcome_unknown) for an operator. The charge did happen.
 func (e *env) parkedPayment(as who) (invoice, key string) {
 	e.t.Helper()
 	invoice, _ = e.invoice(as, 5000)
@@ -173,11 +173,11 @@ func (e *env) parkedPayment(as who) (invoice, key string) {
 	}()
 	charges := e.sim.TotalCharges()
 	e.sim.LoseNext(1)
-	key, _ = e.payment(as, invoice, 2000, http.StatusServiceUnavailable)
-	_, err = e.client.Resume(e.t.Context(), as.scope(), key, nil)
-	require.ErrorIs(e.t, err, saga.ErrParked)
+	key, body := e.payment(as, invoice, 2000, http.StatusServiceUnavailable)
+	require.Equal(e.t, "operation_parked", body["error"])
 	k := e.key(as, key)
 	require.Equal(e.t, saga.KeyStatusFailed, k.Status, "last error: %s", k.LastError)
+	require.Equal(e.t, saga.ParkedOutcomeUnknown, k.ParkedReason, "nothing can tell whether the lost charge happened")
 	require.Equal(e.t, charges+1, e.sim.TotalCharges(), "the lost charge happened, and only once")
 	return invoice, key
 }

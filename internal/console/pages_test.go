@@ -70,8 +70,8 @@ func TestKeyJSONIsShowJSON(t *testing.T) {
 	}
 	k := check(parked)
 	require.Equal(t, "failed", k["state"])
-	require.NotNil(t, k["parked_reason"])
-	require.Len(t, k["calls"], 2)
+	require.Equal(t, "outcome_unknown", k["parked_reason"])
+	require.Len(t, k["calls"], 1)
 	call := k["calls"].([]any)[0].(map[string]any)
 	require.ElementsMatch(t, []string{"step", "attempt", "reference", "started_at", "ended_at", "outcome", "provider_id"}, keys(call))
 	require.Equal(t, "unknown", call["outcome"])

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -24,9 +23,8 @@ import (
 const envConsoleToken = "PGSAGA_CONSOLE_TOKEN"
 
 type consoleFlags struct {
-	addr       string
-	gatewayURL string
-	lease      time.Duration
+	addr  string
+	lease time.Duration
 }
 
 func (c *cli) consoleCmd() *cobra.Command {
@@ -42,19 +40,20 @@ own UI under /river/. Every page has a JSON twin (Accept: application/json).
 The console needs a token in ` + envConsoleToken + ` (without one it refuses to start, exit 2):
 scripts send it as "Authorization: Bearer <token>", people log in with it once and get a
 session cookie. Prints one line, "<name> console: listening on http://ADDR", on stdout once it
-accepts connections. Resume charges through --gateway-url (default: an in-process simulator),
-as the resume command does. SIGINT or SIGTERM stops it: requests in flight finish (up to 10s).`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return c.console(cmd.Context(), f) },
+accepts connections. It builds the application's service (its own flags included), as resume
+and settle do, to run their operations. SIGINT or SIGTERM stops it: requests in flight finish
+(up to 10s).`,
+		Args: NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.console(cmd, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8081", "address to listen on (port 0 picks a free port)")
-	fl.StringVar(&f.gatewayURL, "gateway-url", "", "base URL of the gateway simulator for resumes (default: an in-process simulator)")
 	fl.DurationVar(&f.lease, "lease", 30*time.Second, "the lease a resume from the console holds on a key")
+	c.appFlags(cmd)
 	return cmd
 }
 
-func (c *cli) console(ctx context.Context, f *consoleFlags) error {
+func (c *cli) console(cmd *cobra.Command, f *consoleFlags) error {
 	token := strings.TrimSpace(c.env.Getenv(envConsoleToken))
 	if token == "" {
 		return usageErrorf("%s is not set: the console lets in only who has that token", envConsoleToken)
@@ -66,19 +65,15 @@ func (c *cli) console(ctx context.Context, f *consoleFlags) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	pool, err := c.connectMigrated(ctx)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	gw, err := c.gateway(f.gatewayURL)
-	if err != nil {
-		return err
-	}
 	// The console resumes and settles: it needs the application's operations.
-	svc, err := c.build(ctx, &BuildParams{Pool: pool, Gateway: gw, Lease: f.lease, Logger: logger, Registerer: prometheus.NewRegistry()})
+	svc, err := c.build(ctx, cmd, &BuildParams{Pool: pool, Lease: f.lease, Logger: logger, Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		return err
 	}
@@ -97,20 +92,11 @@ func (c *cli) console(ctx context.Context, f *consoleFlags) error {
 	if err != nil {
 		return fmt.Errorf("error listening on %s: %w", f.addr, err)
 	}
-	srv := &http.Server{
-		Handler: con,
-		// A slow or idle client cannot hold a connection: headers within 10s, a whole request
-		// (a form) within 30s, and an answer may take as long as a resume can (its lease) and
-		// some; headers are capped at 64 KiB.
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      f.lease + 30*time.Second,
-		IdleTimeout:       time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	// An answer may take as long as a resume can (a phase, a call cut at two thirds of the
+	// lease, the next phase).
+	srv := newHTTPServer(con, &serverOpts{WriteTimeout: max(time.Minute, 2*f.lease), Logger: logger})
 	fmt.Fprintf(c.env.Stdout, "%s console: listening on http://%s\n", c.app.Name, ln.Addr())
-	logger.Info("console serving", "addr", ln.Addr().String(), "gateway", gatewayName(f.gatewayURL))
+	logger.Info("console serving", "addr", ln.Addr().String())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

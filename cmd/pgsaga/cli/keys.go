@@ -12,11 +12,19 @@ import (
 )
 
 type keysFlags struct {
-	state  string
-	stuck  bool
-	tenant string
-	limit  int
-	json   bool
+	keyFilter
+	json bool
+}
+
+// keyFilter selects keys, newest first, for keys and resume --stuck.
+type keyFilter struct {
+	state     string
+	operation string
+	tenant    string
+	// stuck: started with an expired lease, or failed (parked).
+	stuck bool
+	// limit is the most keys to list; 0 lists them all.
+	limit int
 }
 
 func (c *cli) keysCmd() *cobra.Command {
@@ -29,7 +37,7 @@ with --json, as one document {"keys":[…]}. --stuck selects the keys that need 
 started with an expired lease (their process died; the worker or resume finishes them) or
 failed (parked after their attempts ran out; only resume moves them). Filters combine.
 Read-only.`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch saga.KeyStatus(f.state) {
 			case "", saga.KeyStatusStarted, saga.KeyStatusCompleted, saga.KeyStatusFailed:
@@ -45,7 +53,7 @@ Read-only.`,
 				return err
 			}
 			defer pool.Close()
-			keys, err := listKeys(ctx, pool, f)
+			keys, err := listKeys(ctx, pool, &f.keyFilter)
 			if err != nil {
 				return err
 			}
@@ -64,6 +72,7 @@ Read-only.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.state, "state", "", "only keys in this state: started, completed or failed")
 	fl.BoolVar(&f.stuck, "stuck", false, "only stuck keys: started with an expired lease, or failed")
+	fl.StringVar(&f.operation, "operation", "", "only keys of this operation")
 	fl.StringVar(&f.tenant, "tenant", "", "only this tenant's keys")
 	fl.IntVar(&f.limit, "limit", 100, "at most this many keys (0: no limit)")
 	fl.BoolVar(&f.json, "json", false, `print {"keys":[…]} as JSON`)
@@ -72,12 +81,12 @@ Read-only.`,
 
 // listKeys lists keys through the read API, newest first, following pages until f.limit keys
 // (every key when f.limit is 0).
-func listKeys(ctx context.Context, pool *pgxpool.Pool, f *keysFlags) ([]*saga.Key, error) {
+func listKeys(ctx context.Context, pool *pgxpool.Pool, f *keyFilter) ([]*saga.Key, error) {
 	reader, err := newReader(pool)
 	if err != nil {
 		return nil, err
 	}
-	p := &saga.KeyListParams{State: saga.KeyStatus(f.state), Stuck: f.stuck, Tenant: f.tenant, Limit: 1000}
+	p := &saga.KeyListParams{State: saga.KeyStatus(f.state), Operation: f.operation, Stuck: f.stuck, Tenant: f.tenant, Limit: 1000}
 	var keys []*saga.Key
 	for {
 		if f.limit > 0 {

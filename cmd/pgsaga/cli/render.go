@@ -19,6 +19,9 @@ func renderKey(k *saga.Key) keyJSON { return keyjson.FromKey(k) }
 
 func renderKeyDetail(k *saga.Key) keyjson.Detail { return keyjson.DetailFromKey(k) }
 
+// renderResponse is a stored response as --json renders it: {"status","body"}.
+func renderResponse(r *saga.Response) keyjson.Response { return *keyjson.FromResponse(r) }
+
 // writeJSON writes v as one JSON document on one line.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

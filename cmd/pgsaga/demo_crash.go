@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"bufio"
@@ -8,35 +8,19 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/spf13/cobra"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgsaga/pgsaga/gateway/sim"
 	"github.com/pgsaga/pgsaga/recovery"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
-// demoServerCmd is the hidden command the demo runs as a separate process for its crash
-// scenario, so that the crash is a real kill -9: the example payments API, as serve runs it.
-func (c *cli) demoServerCmd() *cobra.Command {
-	f := &serveFlags{}
-	cmd := &cobra.Command{
-		Use:    "demo-server",
-		Short:  "The example payments API, run by the demo as a process it kills",
-		Hidden: true,
-		Args:   noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			child := &cli{app: PaymentsApp().withDefaults(), env: c.env, databaseURL: c.databaseURL, logLevel: logOneShot}
-			return child.serve(cmd.Context(), f)
-		},
-	}
-	cmd.Flags().StringVar(&f.addr, "addr", "127.0.0.1:0", "address to listen on")
-	cmd.Flags().StringVar(&f.gatewayURL, "gateway-url", "", "base URL of the gateway simulator")
-	cmd.Flags().DurationVar(&f.lease, "lease", demoLease, "key lease")
-	return cmd
-}
+// listeningLine matches the line serve prints once it accepts connections.
+var listeningLine = regexp.MustCompile(`listening on (http://\S+)`)
 
 // crashServer is the demo's separate server process.
 type crashServer struct {
@@ -45,14 +29,15 @@ type crashServer struct {
 	done chan struct{}
 }
 
-// startCrashServer runs this binary's demo-server and waits until it listens.
+// startCrashServer runs this binary's serve (the example payments API) as a separate process, so
+// that the crash is a real kill -9, and waits until it listens.
 func (d *demo) startCrashServer(ctx context.Context) (*crashServer, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("error finding this program to run its server: %w", err)
 	}
-	cmd := exec.Command(self, "demo-server", "--addr", "127.0.0.1:0", "--gateway-url", d.simURL,
-		"--lease", demoLease.String())
+	cmd := exec.Command(self, "serve", "--addr", "127.0.0.1:0", "--gateway-url", d.simURL,
+		"--lease", demoLease.String(), "--log-level", "off")
 	// The URL goes in the environment, not on a command line that ps shows.
 	cmd.Env = append(os.Environ(), envDatabaseURL+"="+d.dbURL)
 	cmd.SysProcAttr = childProcAttr()
@@ -171,6 +156,19 @@ func (d *demo) crashBetweenPhases(ctx context.Context, res *scenarioResult) erro
 	res.expect(inv, 1)
 	res.verdict = fmt.Sprintf("ok: server killed (-9) after charging, key at %s; worker resumed it, no second charge; retry replayed", crashedAt)
 	return nil
+}
+
+// readKey reads one key through saga's read API.
+func readKey(ctx context.Context, pool *pgxpool.Pool, scope saga.Scope, key string) (*saga.Key, error) {
+	reader, err := saga.NewClient(&saga.Config{DB: pool})
+	if err != nil {
+		return nil, err
+	}
+	k, err := reader.KeyGet(ctx, scope, key)
+	if err != nil {
+		return nil, fmt.Errorf("error reading key %q: %w", key, err)
+	}
+	return k, nil
 }
 
 // waitFor polls cond every interval until it holds, returns an error, or timeout passes.

@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ type scenarioResult struct {
 
 func (r *scenarioResult) fail(msg string) {
 	r.failed = true
-	r.verdict = "FAIL: " + oneLine(msg)
+	r.verdict = "FAIL: " + strings.Join(strings.Fields(msg), " ")
 }
 
 func (r *scenarioResult) ok() bool { return !r.failed }
@@ -57,6 +57,7 @@ func (d *demo) scenarios() []scenario {
 		{"ten concurrent duplicates", d.concurrentDuplicates},
 		{"same key, different body", d.differentBody},
 		{"another actor's key", d.anotherActor},
+		{"unknowable, then settled", d.unknowableThenSettled},
 	}
 }
 

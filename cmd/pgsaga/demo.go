@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"github.com/pgsaga/pgsaga/internal/pglocal"
 	"github.com/pgsaga/pgsaga/migrations"
 	"github.com/pgsaga/pgsaga/recovery"
+	"github.com/pgsaga/pgsaga/saga"
 )
 
 // demoLease is the lease of the demo's service: short, so that a crashed request is taken
@@ -47,6 +48,9 @@ gateway simulator, and checks that every effect happened exactly once:
   ten concurrent duplicates  ten identical requests at once: one execution, nine replays
   same key, different body   422 idempotency_key_reused, nothing charged
   another actor's key        the same key value from another actor is a separate request
+  unknowable, then settled   a gateway with neither inquiry nor keys loses its answer: the
+                             payment is parked (outcome_unknown), never charged twice; an
+                             operator settles it with the charge found at the provider
 
 Without --database-url or DATABASE_URL it starts a throwaway PostgreSQL (initdb and postgres
 must be installed) and removes it afterwards; with one, it migrates that database (adding the
@@ -57,14 +61,17 @@ It leaves no process and no temporary directory behind, also when interrupted (S
 SIGTERM). Killed outright (kill -9), it still leaves no process (its children die with it);
 the throwaway cluster's directory is then removed by the next run.`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return c.demo(cmd.Context(), verbose, pgBinDir) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return c.demo(cmd.Context(), c.databaseURL(cmd), verbose, pgBinDir)
+		},
 	}
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log what the service, the worker and PostgreSQL do on stderr")
 	cmd.Flags().StringVar(&pgBinDir, "pg-bin-dir", "", "directory holding initdb and postgres for the throwaway server (default: from PATH, else /usr/lib/postgresql/*/bin)")
 	return cmd
 }
 
-func (c *cli) demo(ctx context.Context, verbose bool, pgBinDir string) (err error) {
+// demo plays the scenarios on the database at url, or on a throwaway cluster when url is empty.
+func (c *cli) demo(ctx context.Context, url string, verbose bool, pgBinDir string) (err error) {
 	logger := slog.New(slog.DiscardHandler)
 	if verbose {
 		logger = slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -78,10 +85,6 @@ func (c *cli) demo(ctx context.Context, verbose bool, pgBinDir string) (err erro
 	}()
 	out := c.env.Stdout
 
-	url := c.databaseURL
-	if url == "" {
-		url = c.env.Getenv(envDatabaseURL)
-	}
 	if url == "" {
 		fmt.Fprintln(out, "starting a throwaway PostgreSQL…")
 		cluster, err := pglocal.Start(ctx, &pglocal.Config{Logger: logger, BinDir: pgBinDir})
@@ -104,7 +107,7 @@ func (c *cli) demo(ctx context.Context, verbose bool, pgBinDir string) (err erro
 		return err
 	}
 	defer pool.Close()
-	if _, err := migrations.Migrate(ctx, pool, c.demoMigrations()); err != nil {
+	if _, err := migrations.Migrate(ctx, pool, &migrations.MigrateOpts{Lines: c.app.Migrations}); err != nil {
 		return err
 	}
 
@@ -156,21 +159,6 @@ func (c *cli) demo(ctx context.Context, verbose bool, pgBinDir string) (err erro
 	return nil
 }
 
-// demoMigrations are the application's lines plus the example's tables the demo needs.
-func (c *cli) demoMigrations() *migrations.MigrateOpts {
-	lines := append([]migrations.Line{}, c.app.Migrations...)
-	for _, l := range payments.Migrations().Lines {
-		have := false
-		for _, mine := range lines {
-			have = have || mine.Name == l.Name
-		}
-		if !have {
-			lines = append(lines, l)
-		}
-	}
-	return &migrations.MigrateOpts{Lines: lines}
-}
-
 // demo is the demo's running world: the simulator over HTTP, the payments service over HTTP,
 // a resumer, and a fresh tenant.
 type demo struct {
@@ -183,6 +171,7 @@ type demo struct {
 	apiURL  string
 	tenant  string
 	resumer *recovery.Resumer
+	client  *saga.Client
 	http    *http.Client
 
 	stopSim func()
@@ -222,6 +211,7 @@ func newDemo(ctx context.Context, c *cli, pool *pgxpool.Pool, dbURL string, logg
 	if err != nil {
 		return nil, err
 	}
+	d.client = svc.Client()
 	d.resumer, err = recovery.New(&recovery.Config{Client: svc.Client(), Logger: logger})
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"fmt"
@@ -15,22 +15,23 @@ import (
 
 func (c *cli) gatewaySimCmd() *cobra.Command {
 	var (
-		addr                    string
-		idempotency, inquiry    bool
-		latency, latencyJitter  time.Duration
-		failBefore, loseRespone float64
-		declineOver             int64
-		seed                    uint64
+		addr                                string
+		idempotency, inquiry                bool
+		latency, latencyJitter              time.Duration
+		latencyBefore, pendingFor           time.Duration
+		failBefore, loseRespone, pendingPct float64
+		declineOver                         int64
+		seed                                uint64
 	)
 	cmd := &cobra.Command{
 		Use:   "gateway-sim",
 		Short: "Run the payment gateway simulator over HTTP",
 		Long: `Runs the stateful payment gateway simulator (gateway/sim) over HTTP until SIGINT or SIGTERM.
 Its ledger lives in memory for the life of the process. Endpoints: POST /charges,
-GET /charges?reference=R (inquiry), GET /_sim/ledger, GET /_sim/info, POST /_sim/faults.
-Prints "<name> gateway-sim: listening on http://ADDR" on stdout once it accepts connections
-(--addr 127.0.0.1:0 picks a free port). --fail-before and --lose-response are probabilities
-in [0, 1]. It needs no database.`,
+GET /charges?reference=R (inquiry), GET /charges/{id}, GET /_sim/ledger, GET /_sim/info,
+POST /_sim/faults. Prints "<name> gateway-sim: listening on http://ADDR" on stdout once it
+accepts connections (--addr 127.0.0.1:0 picks a free port). --fail-before, --lose-response and
+--pending are probabilities in [0, 1]. It needs no database.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := &sim.Config{
@@ -41,6 +42,9 @@ in [0, 1]. It needs no database.`,
 				FailBefore:    failBefore,
 				LoseResponse:  loseRespone,
 				DeclineOver:   declineOver,
+				LatencyBefore: latencyBefore,
+				Pending:       pendingPct,
+				PendingFor:    pendingFor,
 				Seed:          seed,
 			}
 			if err := cfg.Validate(); err != nil {
@@ -65,6 +69,9 @@ in [0, 1]. It needs no database.`,
 	fl.Float64Var(&failBefore, "fail-before", 0, "probability of a 503 without charging")
 	fl.Float64Var(&loseRespone, "lose-response", 0, "probability that a charge is created and its response lost")
 	fl.Int64Var(&declineOver, "decline-over", 0, "decline amounts above this (0: never decline)")
+	fl.Float64Var(&pendingPct, "pending", 0, "probability that a charge is created pending (it turns final after --pending-for)")
+	fl.DurationVar(&pendingFor, "pending-for", 2*time.Second, "how long a pending charge stays pending")
+	fl.DurationVar(&latencyBefore, "latency-before", 0, "hold every charge request this long before the charge is created (reported as max_in_flight_ms)")
 	fl.Uint64Var(&seed, "seed", 0, "seed of the fault probabilities, to replay the same faults")
 	return cmd
 }
