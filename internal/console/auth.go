@@ -31,6 +31,8 @@ const csrfField = "csrf"
 type session struct {
 	csrf    string
 	expires time.Time
+	// seq orders sessions by login, for ending the oldest.
+	seq uint64
 	// flashes are one-shot messages for the key pages this session posted to, by page path.
 	flashes map[string]*flash
 }
@@ -50,6 +52,7 @@ type authenticator struct {
 
 	mu       sync.Mutex
 	sessions map[[sha256.Size]byte]*session
+	seq      uint64
 }
 
 func newAuthenticator(token string, ttl time.Duration, max int, now func() time.Time) *authenticator {
@@ -71,6 +74,8 @@ func (a *authenticator) newSession() (string, *session) {
 	s := &session{csrf: csrf, expires: now.Add(a.ttl), flashes: map[string]*flash{}}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.seq++
+	s.seq = a.seq
 	for k, old := range a.sessions {
 		if !now.Before(old.expires) {
 			delete(a.sessions, k)
@@ -87,7 +92,7 @@ func (a *authenticator) evictOldestLocked() {
 	var oldest [sha256.Size]byte
 	var first *session
 	for k, s := range a.sessions {
-		if first == nil || s.expires.Before(first.expires) {
+		if first == nil || s.seq < first.seq {
 			oldest, first = k, s
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -104,7 +105,7 @@ func TestKeyListPages(t *testing.T) {
 		made[key] = true
 	}
 	seen := map[string]bool{}
-	var order []string
+	var order []time.Time
 	path, pages := "/keys", 0
 	for {
 		page := e.getJSON(path)
@@ -115,7 +116,9 @@ func TestKeyListPages(t *testing.T) {
 			key := k.(map[string]any)["key"].(string)
 			require.False(t, seen[key], "key %s listed twice", key)
 			seen[key] = true
-			order = append(order, k.(map[string]any)["created_at"].(string))
+			created, err := time.Parse(time.RFC3339Nano, k.(map[string]any)["created_at"].(string))
+			require.NoError(t, err)
+			order = append(order, created)
 		}
 		next := page["next_cursor"]
 		if next == nil {
@@ -128,7 +131,7 @@ func TestKeyListPages(t *testing.T) {
 	require.Equal(t, 3, pages)
 	require.Equal(t, made, seen)
 	for i := 1; i < len(order); i++ {
-		require.GreaterOrEqual(t, order[i-1], order[i], "newest first")
+		require.False(t, order[i-1].Before(order[i]), "newest first: %s before %s", order[i-1], order[i])
 	}
 
 	// The JSON objects are keys --json's.

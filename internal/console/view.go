@@ -104,7 +104,9 @@ type keyRow struct {
 	State              string
 	// Badge is the CSS class of the state: ok (completed), live (started with a lease), stuck
 	// (started, lease expired), parked (failed).
-	Badge         string
+	Badge string
+	// Label is the state as people read it: completed, started, stuck or parked.
+	Label         string
 	ParkedReason  string
 	Stuck         bool
 	RecoveryPoint string
@@ -129,13 +131,13 @@ func newKeyRow(k *saga.Key) keyRow {
 	}
 	switch {
 	case k.Status == saga.KeyStatusCompleted:
-		row.Badge = "ok"
+		row.Badge, row.Label = "ok", row.State
 	case k.Status == saga.KeyStatusFailed:
-		row.Badge = "parked"
+		row.Badge, row.Label = "parked", "parked"
 	case row.Stuck:
-		row.Badge = "stuck"
+		row.Badge, row.Label = "stuck", "stuck"
 	default:
-		row.Badge = "live"
+		row.Badge, row.Label = "live", row.State
 	}
 	if row.Stuck {
 		row.Waiting = age(k.DBNow.Sub(k.UpdatedAt))
