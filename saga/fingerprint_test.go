@@ -124,11 +124,11 @@ func TestFingerprintRefusals(t *testing.T) {
 	for _, body := range []string{
 		``, ` `, `{`, `{"a":1,}`, `[1,]`, `[01]`, `[1.]`, `[.5]`, `[1e]`, `[+1]`, `[NaN]`, `[Infinity]`,
 		`{"a" 1}`, `{'a':1}`, `{"a":1}x`, `[tru]`, `nul`, `"\x"`, `"\u12"`, "\"a\tb\"", "\ufeff{}",
-		`{"a":1,"a":2}`,              // duplicate names
-		`{"a":1,"\u0061":2}`,         // duplicate once unescaped
-		`{"x":{"a":1,"b":2,"a":3}}`,  // nested duplicate
-		`["\ud800"]`, `["\udc00"]`,   // lone surrogates
-		`["\ud800\u0041"]`,           // a high surrogate without its low half
+		`{"a":1,"a":2}`,             // duplicate names
+		`{"a":1,"\u0061":2}`,        // duplicate once unescaped
+		`{"x":{"a":1,"b":2,"a":3}}`, // nested duplicate
+		`["\ud800"]`, `["\udc00"]`,  // lone surrogates
+		`["\ud800\u0041"]`,                               // a high surrogate without its low half
 		"[\"\xff\"]", "[\"\xed\xa0\x80\"]", "[\"\xc3\"]", // invalid UTF-8, an encoded surrogate
 		`[1e400]`, `[-1.8e308]`, `[1.7976931348623159e308]`, `[0.00001e314]`,
 		`[1e-1000000000]`, // an exponent of more than 9 digits
