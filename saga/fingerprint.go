@@ -30,11 +30,7 @@ import (
 func Fingerprint(body []byte) ([]byte, error) {
 	c := canonicalizers.Get().(*canonicalizer)
 	defer c.release()
-	c.digest.Reset()
-	if err := c.canonicalize(c.digest, body); err != nil {
-		return nil, fmt.Errorf("error canonicalising JSON: %w", err)
-	}
-	return c.digest.Sum(make([]byte, 0, sha256.Size)), nil
+	return c.appendFingerprint(make([]byte, 0, sha256.Size), body)
 }
 
 // maxNestingDepth bounds arrays and objects inside each other, as RFC 8785's reference code and
@@ -52,9 +48,7 @@ const (
 // enough that the hash sees few calls, small enough to stay in cache.
 const outBufferSize = 4096
 
-var canonicalizers = sync.Pool{New: func() any {
-	return &canonicalizer{digest: sha256.New(), out: make([]byte, 0, outBufferSize)}
-}}
+var canonicalizers = sync.Pool{New: func() any { return newCanonicalizer() }}
 
 // canonicalizer turns one JSON body into its canonical form, in two passes over the input:
 //
@@ -101,6 +95,19 @@ type memberIndex struct {
 	escaped          bool
 }
 
+func newCanonicalizer() *canonicalizer {
+	return &canonicalizer{digest: sha256.New(), out: make([]byte, 0, outBufferSize)}
+}
+
+// appendFingerprint appends the sha256 of body's canonical form to dst.
+func (c *canonicalizer) appendFingerprint(dst, body []byte) ([]byte, error) {
+	c.digest.Reset()
+	if err := c.canonicalize(c.digest, body); err != nil {
+		return nil, fmt.Errorf("error canonicalising JSON: %w", err)
+	}
+	return c.digest.Sum(dst), nil
+}
+
 func (c *canonicalizer) canonicalize(w io.Writer, body []byte) error {
 	if len(body) > math.MaxInt32 {
 		return fmt.Errorf("a body of %d bytes is too large to fingerprint", len(body))
@@ -115,7 +122,14 @@ func (c *canonicalizer) canonicalize(w io.Writer, body []byte) error {
 	return c.werr
 }
 
+// release resets c and returns it to the pool.
 func (c *canonicalizer) release() {
+	c.reset()
+	canonicalizers.Put(c)
+}
+
+// reset forgets the last body, keeping the index's memory unless a large body grew it.
+func (c *canonicalizer) reset() {
 	c.in, c.w, c.werr = nil, nil, nil
 	c.objects, c.pending = c.objects[:0], c.pending[:0]
 	c.members, c.names = c.members[:0], c.names[:0]
@@ -125,5 +139,4 @@ func (c *canonicalizer) release() {
 	if cap(c.names) > maxPooledNames {
 		c.names = nil
 	}
-	canonicalizers.Put(c)
 }
