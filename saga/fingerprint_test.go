@@ -164,7 +164,7 @@ func TestFingerprintRefusals(t *testing.T) {
 		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
 		require.Equal(t, saga.CodeInvalidJSON, got.Error, body)
 		require.NotEmpty(t, got.Message)
-		_, err := c.Key(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key)
+		_, err := c.KeyGet(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key)
 		require.ErrorIs(t, err, saga.ErrKeyNotFound, "nothing is stored for %q", body)
 		require.Zero(t, countEffects(t, db, key))
 	}

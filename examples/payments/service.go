@@ -52,12 +52,12 @@ type Config struct {
 	// WebhookSecrets are the webhook senders' secrets, by source (the {source} of
 	// POST /webhooks/{source}): a delivery reaches the inbox only when its Pgsaga-Signature
 	// verifies with its source's secret (see WebhookHandler). Each source needs its own secret of
-	// at least MinWebhookSecretLength bytes, so that no sender can sign for another. They come
+	// at least worker.MinWebhookSecretLength bytes, so that no sender can sign for another. They come
 	// from the caller (pgsaga serve reads them from its environment). Defaults to none: every webhook
 	// is refused.
 	WebhookSecrets map[string][]byte
 	// WebhookTolerance is how far a webhook signature's timestamp may be from now; older
-	// deliveries are refused as replays. Defaults to DefaultWebhookTolerance (5 minutes).
+	// deliveries are refused as replays. Defaults to worker.DefaultWebhookTolerance (5 minutes).
 	WebhookTolerance time.Duration
 }
 

@@ -46,7 +46,7 @@ type WebhookOpts struct {
 	// refused.
 	Secrets map[string][]byte
 	// Tolerance is how far a signature's timestamp may be from now. Defaults to
-	// DefaultWebhookTolerance (5 minutes).
+	// worker.DefaultWebhookTolerance (5 minutes).
 	Tolerance time.Duration
 	// Apply applies a newly received event's effect inside the transaction that records it in
 	// the inbox, so the effect and the record commit together. source is the authenticated
@@ -70,7 +70,7 @@ const maxWebhookBody = 1 << 20
 //
 // Nothing reaches the inbox before the sender is authenticated: the Pgsaga-Signature header
 // must carry an HMAC-SHA256 of the raw body under the source's secret, made within the
-// tolerance (see SignWebhook); otherwise 401 with unknown_webhook_source, signature_missing,
+// tolerance (see worker.SignWebhook); otherwise 401 with unknown_webhook_source, signature_missing,
 // invalid_signature or signature_expired. The event's id and type are read from the signed
 // body (an X-Event-ID header, unsigned, must agree with it or the delivery is refused).
 //
@@ -85,7 +85,7 @@ func WebhookHandler(pool *pgxpool.Pool, opts *WebhookOpts) http.Handler {
 	}
 	tolerance := opts.Tolerance
 	if tolerance <= 0 {
-		tolerance = DefaultWebhookTolerance
+		tolerance = worker.DefaultWebhookTolerance
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		source := r.PathValue("source")
@@ -94,12 +94,12 @@ func WebhookHandler(pool *pgxpool.Pool, opts *WebhookOpts) http.Handler {
 			saga.WriteError(w, http.StatusUnauthorized, CodeUnknownWebhookSource, "no webhook secret is configured for this source")
 			return
 		}
-		header := r.Header.Values(HeaderWebhookSignature)
+		header := r.Header.Values(worker.HeaderWebhookSignature)
 		if len(header) > 1 {
-			refuseSignature(w, ErrWebhookSignatureInvalid)
+			refuseSignature(w, worker.ErrWebhookSignatureInvalid)
 			return
 		}
-		sig, err := readWebhookSignature(strings.Join(header, ""), time.Now(), tolerance)
+		sig, err := worker.ReadWebhookSignature(strings.Join(header, ""), time.Now(), tolerance)
 		if err != nil {
 			refuseSignature(w, err)
 			return
@@ -114,7 +114,7 @@ func WebhookHandler(pool *pgxpool.Pool, opts *WebhookOpts) http.Handler {
 			saga.WriteError(w, http.StatusBadRequest, saga.CodeInvalidJSON, "error reading the event body")
 			return
 		}
-		if err := sig.verify(body, secret); err != nil {
+		if err := sig.Verify(body, secret); err != nil {
 			refuseSignature(w, err)
 			return
 		}
@@ -154,9 +154,9 @@ func WebhookHandler(pool *pgxpool.Pool, opts *WebhookOpts) http.Handler {
 func refuseSignature(w http.ResponseWriter, err error) {
 	code := CodeInvalidSignature
 	switch {
-	case errors.Is(err, ErrWebhookSignatureMissing):
+	case errors.Is(err, worker.ErrWebhookSignatureMissing):
 		code = CodeSignatureMissing
-	case errors.Is(err, ErrWebhookSignatureExpired):
+	case errors.Is(err, worker.ErrWebhookSignatureExpired):
 		code = CodeSignatureExpired
 	}
 	saga.WriteError(w, http.StatusUnauthorized, code, err.Error())

@@ -36,7 +36,7 @@ type delivery struct {
 
 // signed is a delivery of body signed now with secrets.
 func signed(source, body string, secrets ...[]byte) delivery {
-	return delivery{source: source, body: body, signature: payments.SignWebhook(time.Now(), []byte(body), secrets...)}
+	return delivery{source: source, body: body, signature: worker.SignWebhook(time.Now(), []byte(body), secrets...)}
 }
 
 func (e *env) deliver(d delivery) *reply {
@@ -44,7 +44,7 @@ func (e *env) deliver(d delivery) *reply {
 	req, err := http.NewRequest("POST", e.srv.URL+"/webhooks/"+d.source, bytes.NewBufferString(d.body))
 	require.NoError(e.t, err)
 	if d.signature != "" {
-		req.Header.Set(payments.HeaderWebhookSignature, d.signature)
+		req.Header.Set(worker.HeaderWebhookSignature, d.signature)
 	}
 	if d.eventID != "" {
 		req.Header.Set("X-Event-ID", d.eventID)
@@ -86,7 +86,7 @@ func TestWebhookReceiverAppliesEachEventOnce(t *testing.T) {
 	}{
 		{"no event id", signed("gateway", `{"type": "x"}`, gatewaySecret), http.StatusBadRequest, "invalid_request"},
 		{"header id is not the signed one", delivery{source: "gateway", eventID: "evt-3", body: event("evt-2"),
-			signature: payments.SignWebhook(time.Now(), []byte(event("evt-2")), gatewaySecret)}, http.StatusBadRequest, "invalid_request"},
+			signature: worker.SignWebhook(time.Now(), []byte(event("evt-2")), gatewaySecret)}, http.StatusBadRequest, "invalid_request"},
 		{"not json", signed("gateway", `{`, gatewaySecret), http.StatusBadRequest, "invalid_json"},
 		{"too large", signed("gateway", `{"payload": "`+strings.Repeat("x", 1<<20)+`"}`, gatewaySecret), http.StatusRequestEntityTooLarge, "request_too_large"},
 	} {
@@ -103,7 +103,7 @@ func TestWebhookSignaturesAreVerified(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, webhookConfig())
 	body := event("evt-1")
-	at := func(ts time.Time, b string, secret []byte) string { return payments.SignWebhook(ts, []byte(b), secret) }
+	at := func(ts time.Time, b string, secret []byte) string { return worker.SignWebhook(ts, []byte(b), secret) }
 	v1 := strings.Split(at(time.Now(), body, gatewaySecret), ",")[1]
 	for _, tc := range []struct {
 		name string
