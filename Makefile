@@ -3,10 +3,11 @@
 
 GO        ?= go
 BENCHTIME ?= 1s
+FUZZTIME  ?= 5s
 PKGS      ?= ./...
 
 .DEFAULT_GOAL := help
-.PHONY: help test vet bench demo build lint fmt clean deps
+.PHONY: help test vet bench fuzz demo build lint fmt clean deps
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -22,6 +23,16 @@ test: deps vet ## Vet, then run every test with the race detector (starts its ow
 
 bench: deps ## Run the benchmarks (BENCHTIME=1s by default)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) $(PKGS)
+
+# go test -fuzz takes one target per run: find every Fuzz function under PKGS' directories and
+# fuzz each for FUZZTIME (after its seed corpus, which `make test` also runs).
+fuzz: ## Run every fuzz test briefly (FUZZTIME=5s each)
+	@set -e; for dir in $$($(GO) list -f '{{.Dir}}' $(PKGS)); do \
+		for target in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | cut -d' ' -f2); do \
+			echo "== $$target ($$dir)"; \
+			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$dir; \
+		done; \
+	done
 
 demo: ## Run the demo against a throwaway PostgreSQL
 	$(GO) run ./cmd/pgsaga demo

@@ -14,7 +14,7 @@ import (
 )
 
 var scenarios = []string{"double click", "lost response", "crash between phases", "ten concurrent duplicates",
-	"same key, different body", "another actor's key"}
+	"same key, different body", "another actor's key", "unknowable, then settled"}
 
 func requireDemoPassed(t *testing.T, r result) {
 	t.Helper()
@@ -29,7 +29,7 @@ func requireDemoPassed(t *testing.T, r result) {
 		require.NotEmpty(t, row, "no row for %q:\n%s", name, r.stdout)
 		require.Contains(t, row, "ok:", row)
 	}
-	require.Contains(t, r.stdout, "all 6 scenarios passed")
+	require.Contains(t, r.stdout, "all 7 scenarios passed")
 	require.NotContains(t, r.stdout, "FAIL")
 }
 

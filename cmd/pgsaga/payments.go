@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -42,6 +44,8 @@ func buildPayments(ctx context.Context, p *sagacli.BuildParams) (*sagacli.Servic
 		// Every succeeded payment emits payment.succeeded in the transaction that records
 		// it; `worker --webhook-url` delivers it.
 		PaymentHooks: []payments.PaymentHook{payments.PaymentSucceededHook(p.Outbox)},
+		// POST /webhooks/{source} verifies each sender's signature with its secret.
+		WebhookSecrets: webhookSecrets(p.Getenv, os.Environ()),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error building the service: %w", err)
@@ -51,6 +55,28 @@ func buildPayments(ctx context.Context, p *sagacli.BuildParams) (*sagacli.Servic
 		return nil, fmt.Errorf("error building the service: %w", err)
 	}
 	return &sagacli.Service{Client: svc.Client(), Handler: h}, nil
+}
+
+// envWebhookSecretPrefix names the variables holding the receivers' secrets:
+// PGSAGA_WEBHOOK_SECRET_<SOURCE> is the secret of POST /webhooks/<source> (source in lower case).
+const envWebhookSecretPrefix = "PGSAGA_WEBHOOK_SECRET_"
+
+// webhookSecrets are the webhook receivers' secrets by source, from the variables named in
+// environ (read through getenv). An empty value counts as none; PGSAGA_WEBHOOK_SECRET_NEXT is the
+// worker's rotation secret, not a source.
+func webhookSecrets(getenv func(string) string, environ []string) map[string][]byte {
+	out := map[string][]byte{}
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		source, ok := strings.CutPrefix(name, envWebhookSecretPrefix)
+		if !ok || source == "" || source == "NEXT" {
+			continue
+		}
+		if v := getenv(name); v != "" {
+			out[strings.ToLower(source)] = []byte(v)
+		}
+	}
+	return out
 }
 
 // paymentsGateway is the gateway simulator over HTTP at url, or an in-process one when url is

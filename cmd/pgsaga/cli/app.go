@@ -68,6 +68,9 @@ type BuildParams struct {
 	// delivers them. It is an insert-only River client, the same whether or not this process
 	// also runs a worker.
 	Outbox worker.Inserter
+	// Getenv looks up the command's environment (Env.Getenv), for settings such as secrets
+	// that do not belong on a command line.
+	Getenv func(string) string
 }
 
 // Service is an application's service as the commands run it.

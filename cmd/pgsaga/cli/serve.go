@@ -91,7 +91,8 @@ func (c *cli) serve(cmd *cobra.Command, f *serveFlags) error {
 
 	var w *runningWorker
 	if f.worker {
-		w, err = c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg, sweepInterval: time.Second})
+		w, err = c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg,
+			sweepInterval: time.Second, webhookSecrets: c.webhookSecrets()})
 		if err != nil {
 			return err
 		}
@@ -161,7 +162,7 @@ func (c *cli) build(ctx context.Context, cmd *cobra.Command, p *BuildParams) (*S
 	if err != nil {
 		return nil, err
 	}
-	p.Command, p.Flags, p.Outbox = cmd.Name(), cmd.Flags(), outbox
+	p.Command, p.Flags, p.Outbox, p.Getenv = cmd.Name(), cmd.Flags(), outbox, c.env.Getenv
 	svc, err := c.app.Build(ctx, p)
 	if err != nil {
 		return nil, err

@@ -39,7 +39,9 @@ it delivers outbox events and deletes completed keys past their retention. Any n
 workers may run against one database. On SIGINT or SIGTERM it stops claiming, lets the
 resumes under way finish their current steps (up to 30s), releases what it claimed and did
 not start, and exits 0. Killed outright, it leaves leases that expire on their own; any
-worker resumes those keys then. --metrics-addr serves /metrics and /healthz.
+worker resumes those keys then. --metrics-addr serves /metrics and /healthz. Deliveries to
+--webhook-url are signed (Pgsaga-Signature) with $PGSAGA_WEBHOOK_SECRET; while rotating it, set
+$PGSAGA_WEBHOOK_SECRET_NEXT too and both sign.
 
 At start it waits up to --db-wait for a database that cannot be reached (down, starting up or
 shutting down), retrying with backoff and logging each failed attempt; while it runs, it rides
@@ -68,7 +70,7 @@ func (c *cli) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	defer d.close()
 	ctx, logger, pool, reg, svc := d.ctx, d.logger, d.pool, d.reg, d.svc
 	w, err := c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg,
-		sweepInterval: f.sweepInterval, webhookURL: f.webhookURL})
+		sweepInterval: f.sweepInterval, webhookURL: f.webhookURL, webhookSecrets: c.webhookSecrets()})
 	if err != nil {
 		return err
 	}
@@ -108,6 +110,25 @@ type workerParams struct {
 	registerer    prometheus.Registerer
 	sweepInterval time.Duration
 	webhookURL    string
+	// webhookSecrets sign the deliveries ($PGSAGA_WEBHOOK_SECRET).
+	webhookSecrets [][]byte
+}
+
+// Environment variables holding the secrets that sign outbox deliveries.
+const (
+	envWebhookSecret     = "PGSAGA_WEBHOOK_SECRET"
+	envWebhookSecretNext = "PGSAGA_WEBHOOK_SECRET_NEXT"
+)
+
+// webhookSecrets are the secrets outbox deliveries are signed with, from the environment.
+func (c *cli) webhookSecrets() [][]byte {
+	var out [][]byte
+	for _, name := range []string{envWebhookSecret, envWebhookSecretNext} {
+		if v := c.env.Getenv(name); v != "" {
+			out = append(out, []byte(v))
+		}
+	}
+	return out
 }
 
 // runningWorker is a started worker; stop is idempotent.
@@ -120,12 +141,13 @@ type runningWorker struct {
 // cancelled, until stop: a signal must stop it cleanly, not cut it short.
 func (c *cli) startWorker(ctx context.Context, p *workerParams) (*runningWorker, error) {
 	w, err := worker.New(&worker.Config{
-		Pool:          p.pool,
-		Client:        p.client,
-		SweepInterval: p.sweepInterval,
-		WebhookURL:    p.webhookURL,
-		Registerer:    p.registerer,
-		Logger:        p.logger,
+		Pool:           p.pool,
+		Client:         p.client,
+		SweepInterval:  p.sweepInterval,
+		WebhookURL:     p.webhookURL,
+		WebhookSecrets: p.webhookSecrets,
+		Registerer:     p.registerer,
+		Logger:         p.logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error creating the worker: %w", err)
