@@ -32,8 +32,9 @@ const demoLease = 3 * time.Second
 
 func (c *cli) demoCmd() *cobra.Command {
 	var (
-		verbose  bool
-		pgBinDir string
+		verbose     bool
+		pgBinDir    string
+		consoleAddr string
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -62,16 +63,17 @@ SIGTERM). Killed outright (kill -9), it still leaves no process (its children di
 the throwaway cluster's directory is then removed by the next run.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return c.demo(cmd.Context(), c.databaseURL(cmd), verbose, pgBinDir)
+			return c.demo(cmd.Context(), c.databaseURL(cmd), verbose, pgBinDir, consoleAddr)
 		},
 	}
+	cmd.Flags().StringVar(&consoleAddr, "console", "", "after the scenarios, serve the operator console on this address (e.g. 127.0.0.1:8081) on the demo's data until SIGINT")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log what the service, the worker and PostgreSQL do on stderr")
 	cmd.Flags().StringVar(&pgBinDir, "pg-bin-dir", "", "directory holding initdb and postgres for the throwaway server (default: from PATH, else /usr/lib/postgresql/*/bin)")
 	return cmd
 }
 
 // demo plays the scenarios on the database at url, or on a throwaway cluster when url is empty.
-func (c *cli) demo(ctx context.Context, url string, verbose bool, pgBinDir string) (err error) {
+func (c *cli) demo(ctx context.Context, url string, verbose bool, pgBinDir, consoleAddr string) (err error) {
 	logger := slog.New(slog.DiscardHandler)
 	if verbose {
 		logger = slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -151,11 +153,42 @@ func (c *cli) demo(ctx context.Context, url string, verbose bool, pgBinDir strin
 		return err
 	}
 	fmt.Fprintln(out)
+	if failed == 0 {
+		fmt.Fprintf(out, "all %d scenarios passed: every charge happened exactly once (%d charges in the gateway's ledger, %d succeeded payments)\n",
+			len(rows), d.sim.TotalCharges(), d.succeeded(ctx))
+	}
+	if consoleAddr != "" {
+		if err := d.serveConsole(ctx, consoleAddr); err != nil && ctx.Err() == nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(out, "\nto look at the demo's keys (tenant %s) in the operator console, run the demo again with\n"+
+			"--console 127.0.0.1:8081, or keep a database and run: PGSAGA_CONSOLE_TOKEN=<a secret> %s console --database-url URL\n",
+			d.tenant, c.app.Name)
+	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d scenarios failed: some effect did not happen exactly once", failed, len(rows))
 	}
-	fmt.Fprintf(out, "all %d scenarios passed: every charge happened exactly once (%d charges in the gateway's ledger, %d succeeded payments)\n",
-		len(rows), d.sim.TotalCharges(), d.succeeded(ctx))
+	return nil
+}
+
+// serveConsole runs `console` on the demo's data as a separate process, with a fresh token, and
+// prints how to open it; it returns when ctx ends (SIGINT, SIGTERM).
+func (d *demo) serveConsole(ctx context.Context, addr string) error {
+	token := uuid.NewString()
+	console, err := d.startChild(ctx, "console", []string{"console", "--addr", addr, "--gateway-url", d.simURL,
+		"--log-level", "off"}, "PGSAGA_CONSOLE_TOKEN="+token)
+	if err != nil {
+		return err
+	}
+	defer console.kill()
+	fmt.Fprintf(d.c.env.Stdout, "\noperator console on %s (log in with the token %s); the demo's tenant is %s.\n"+
+		"Ctrl-C stops it and the demo.\n", console.url, token, d.tenant)
+	select {
+	case <-ctx.Done():
+	case <-console.done:
+		return errors.New("the console process exited")
+	}
 	return nil
 }
 

@@ -22,8 +22,8 @@ import (
 // listeningLine matches the line serve prints once it accepts connections.
 var listeningLine = regexp.MustCompile(`listening on (http://\S+)`)
 
-// crashServer is the demo's separate server process.
-type crashServer struct {
+// child is a separate process of this program the demo runs (a server it kills, the console).
+type child struct {
 	cmd  *exec.Cmd
 	url  string
 	done chan struct{}
@@ -31,24 +31,30 @@ type crashServer struct {
 
 // startCrashServer runs this binary's serve (the example payments API) as a separate process, so
 // that the crash is a real kill -9, and waits until it listens.
-func (d *demo) startCrashServer(ctx context.Context) (*crashServer, error) {
+func (d *demo) startCrashServer(ctx context.Context) (*child, error) {
+	return d.startChild(ctx, "server", []string{"serve", "--addr", "127.0.0.1:0", "--gateway-url", d.simURL,
+		"--lease", demoLease.String(), "--log-level", "off"})
+}
+
+// startChild runs this program with args on the demo's database (and env) as a separate process,
+// and waits until it prints that it listens.
+func (d *demo) startChild(ctx context.Context, what string, args []string, env ...string) (*child, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("error finding this program to run its server: %w", err)
+		return nil, fmt.Errorf("error finding this program to run its %s: %w", what, err)
 	}
-	cmd := exec.Command(self, "serve", "--addr", "127.0.0.1:0", "--gateway-url", d.simURL,
-		"--lease", demoLease.String(), "--log-level", "off")
+	cmd := exec.Command(self, args...)
 	// The URL goes in the environment, not on a command line that ps shows.
-	cmd.Env = append(os.Environ(), envDatabaseURL+"="+d.dbURL)
+	cmd.Env = append(append(os.Environ(), envDatabaseURL+"="+d.dbURL), env...)
 	cmd.SysProcAttr = childProcAttr()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("error starting the demo's server process: %w", err)
+		return nil, fmt.Errorf("error starting the demo's %s process: %w", what, err)
 	}
-	s := &crashServer{cmd: cmd, done: make(chan struct{})}
+	s := &child{cmd: cmd, done: make(chan struct{})}
 	urls := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -67,16 +73,16 @@ func (d *demo) startCrashServer(ctx context.Context) (*crashServer, error) {
 	case s.url = <-urls:
 		return s, nil
 	case <-s.done:
-		return nil, fmt.Errorf("the demo's server process exited before listening (%v)", cmd.ProcessState)
+		return nil, fmt.Errorf("the demo's %s process exited before listening (%v)", what, cmd.ProcessState)
 	case <-time.After(20 * time.Second):
 	case <-ctx.Done():
 	}
 	s.kill()
-	return nil, fmt.Errorf("the demo's server process did not listen within 20s")
+	return nil, fmt.Errorf("the demo's %s process did not listen within 20s", what)
 }
 
 // kill is kill -9, then waits for the process to be gone.
-func (s *crashServer) kill() {
+func (s *child) kill() {
 	select {
 	case <-s.done:
 		return
