@@ -7,7 +7,7 @@ FUZZTIME  ?= 5s
 PKGS      ?= ./...
 
 .DEFAULT_GOAL := help
-.PHONY: help test vet bench fuzz demo build lint fmt clean deps
+.PHONY: help test tools vet bench fuzz demo build lint fmt clean deps
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -15,11 +15,16 @@ help: ## List the targets
 deps: ## Download the Go modules
 	$(GO) mod download
 
+tools: ## Install what the tests need when missing (chromium, spin; apt-get as root)
+	.ci/install-tools
+
 vet: ## go vet every package
 	$(GO) vet $(PKGS)
 
-test: deps vet ## Vet, then run every test with the race detector (starts its own PostgreSQL)
-	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+# Every test runs against real parts: a throwaway PostgreSQL, headless Chromium for the console,
+# stripe-mock for the Stripe adapter (PGSAGA_REQUIRE_STRIPE_MOCK=1: fail, never skip, without it).
+test: deps tools vet ## Install tools, vet, run every test with the race detector (starts its own PostgreSQL)
+	PGSAGA_REQUIRE_STRIPE_MOCK=1 $(GO) test -race -count=1 -timeout 12m $(PKGS)
 
 bench: deps ## Run the benchmarks (BENCHTIME=1s by default)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) $(PKGS)
