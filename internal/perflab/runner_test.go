@@ -1,0 +1,189 @@
+package perflab
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// variant is one side of an interleaved comparison: its own database, set up once, and one
+// request.
+type variant struct {
+	name  string
+	setup func(ctx context.Context, p *pgxpool.Pool) error
+	op    func(ctx context.Context, p *pgxpool.Pool, i int) error
+	// pool, when set, changes the pool's config (an exec mode, say).
+	pool func(*pgxpool.Config)
+}
+
+// measure is what one variant did over every round.
+type measure struct {
+	name    string
+	seqLat  []time.Duration // sequential latencies
+	rates   []float64       // concurrent throughput per round
+	ops     int64
+	cpu     cpu
+	wal     int64
+	trips   int64
+	tripOps int64
+}
+
+type lab struct {
+	rounds int
+	seq    int           // sequential requests per variant per round (latency)
+	dur    time.Duration // concurrent phase per variant per round
+	conc   int
+}
+
+// quickFlag runs every experiment briefly, to check that each variant works.
+var quickFlag = flag.Bool("lab.quick", false, "with -lab: one short round per variant (a smoke test, not a measurement)")
+
+func defaultLab() lab {
+	if *quickFlag {
+		return lab{rounds: 1, seq: 20, dur: 100 * time.Millisecond, conc: 8}
+	}
+	return lab{rounds: 4, seq: 200, dur: 1500 * time.Millisecond, conc: 8}
+}
+
+type labDB struct {
+	pool  *pgxpool.Pool
+	trips *tripCounter
+}
+
+// compare runs the variants in interleaved rounds and prints a table with ratios to the first.
+func (l lab) compare(t *testing.T, w io.Writer, title string, vs []variant) []*measure {
+	t.Helper()
+	ctx := context.Background()
+	dbs := make([]labDB, len(vs))
+	for i, v := range vs {
+		trips := &tripCounter{}
+		p := newDatabaseWith(t, int32(l.conc+2), trips, v.pool)
+		if err := v.setup(ctx, p); err != nil {
+			t.Fatalf("%s: setup: %v", v.name, err)
+		}
+		dbs[i] = labDB{pool: p, trips: trips}
+	}
+	ms := make([]*measure, len(vs))
+	next := make([]atomic.Int64, len(vs))
+	for i, v := range vs {
+		ms[i] = &measure{name: v.name}
+		for range 50 { // warm-up: connections, statement caches
+			if err := v.op(ctx, dbs[i].pool, int(next[i].Add(1))); err != nil {
+				t.Fatalf("%s: %v", v.name, err)
+			}
+		}
+	}
+	for range l.rounds {
+		for i, v := range vs {
+			m, db := ms[i], dbs[i]
+			t0 := db.trips.n.Load()
+			for range l.seq {
+				s := time.Now()
+				if err := v.op(ctx, db.pool, int(next[i].Add(1))); err != nil {
+					t.Fatalf("%s: %v", v.name, err)
+				}
+				m.seqLat = append(m.seqLat, time.Since(s))
+			}
+			m.trips += db.trips.n.Load() - t0
+			m.tripOps += int64(l.seq)
+
+			wal0 := walLSN(t)
+			c0 := readCPU()
+			var done atomic.Int64
+			var failed atomic.Value
+			stop := time.Now().Add(l.dur)
+			start := time.Now()
+			var wg sync.WaitGroup
+			for range l.conc {
+				wg.Go(func() {
+					for time.Now().Before(stop) {
+						if err := v.op(ctx, db.pool, int(next[i].Add(1))); err != nil {
+							failed.Store(err)
+							return
+						}
+						done.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			if err, _ := failed.Load().(error); err != nil {
+				t.Fatalf("%s: %v", v.name, err)
+			}
+			el := time.Since(start)
+			used := readCPU().sub(c0)
+			m.cpu.client += used.client
+			m.cpu.server += used.server
+			m.wal += walLSN(t) - wal0
+			m.ops += done.Load()
+			m.rates = append(m.rates, float64(done.Load())/el.Seconds())
+		}
+	}
+	report(w, title, l, ms)
+	return ms
+}
+
+func walLSN(t *testing.T) int64 {
+	var n int64
+	if err := server.admin.QueryRow(context.Background(), `SELECT pg_current_wal_lsn() - '0/0'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func (m *measure) p50() time.Duration {
+	s := slices.Clone(m.seqLat)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func (m *measure) rate() float64 {
+	var sum float64
+	for _, r := range m.rates {
+		sum += r
+	}
+	return sum / float64(len(m.rates))
+}
+
+// spread is the rounds' lowest and highest throughput relative to their mean.
+func (m *measure) spread() (lo, hi float64) {
+	lo, hi = math.Inf(1), 0
+	for _, r := range m.rates {
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	mean := m.rate()
+	return lo / mean, hi / mean
+}
+
+func (m *measure) perOp(d time.Duration) float64 { return float64(d.Microseconds()) / float64(m.ops) }
+
+func report(w io.Writer, title string, l lab, ms []*measure) {
+	base := ms[0]
+	fmt.Fprintf(w, "\n### %s\n%d rounds × (%d sequential + %s at c=%d), interleaved; ratios against %q.\n\n",
+		title, l.rounds, l.seq, l.dur, l.conc, base.name)
+	fmt.Fprintln(w, "| variant | req/s c=8 | spread | ×base | p50 | ×base | client µs/req | server µs/req | ×base (server) | WAL B/req | trips/req |")
+	fmt.Fprintln(w, "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, m := range ms {
+		lo, hi := m.spread()
+		fmt.Fprintf(w, "| %s | %.0f | %.2f–%.2f | %.2f | %v | %.2f | %.0f | %.0f | %.2f | %d | %.2f |\n",
+			m.name, m.rate(), lo, hi, m.rate()/base.rate(),
+			m.p50().Round(time.Microsecond), float64(m.p50())/float64(base.p50()),
+			m.perOp(m.cpu.client), m.perOp(m.cpu.server), m.perOp(m.cpu.server)/base.perOp(base.cpu.server),
+			m.wal/m.ops, float64(m.trips)/float64(m.tripOps))
+	}
+}
+
+// requireLab skips an experiment unless -lab was given: they take minutes and assert nothing.
+func requireLab(t *testing.T) {
+	if !*labFlag {
+		t.Skip("an experiment: run with -lab")
+	}
+}
