@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestLabExplain prints EXPLAIN (ANALYZE, BUFFERS) of today's key read, claim and fenced
@@ -60,9 +59,48 @@ func TestLabExplain(t *testing.T) {
 	}
 }
 
+// TestLabExplainJournal shows the generic plan of the journal's completion written as a join
+// to the key's CTE, on a journal of 20,000 rows.
+func TestLabExplainJournal(t *testing.T) {
+	requireLab(t)
+	ctx := context.Background()
+	ks := journal("cte")
+	p := newDatabase(t, 2, nil)
+	if err := setupKeys(ks, false)(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Exec(ctx, `INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, deadline)
+		SELECT 't-sbs', 'a-sbs', 'old-' || i, 'charged', 1, 'r', now() FROM generate_series(1, 20000) i;
+		ANALYZE`); err != nil {
+		t.Fatal(err)
+	}
+	r := newReq("sbs_phased", 1, body)
+	sql, args := ks.claimStarted(r)
+	if _, err := p.Exec(ctx, sql, args...); err != nil {
+		t.Fatal(err)
+	}
+	sql, args = ks.complete(r)
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		conn, err := p.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode); err != nil {
+			t.Fatal(err)
+		}
+		explain(t, conn, "journal completion joined to the key's CTE, "+mode, sql, args)
+		if _, err := conn.Exec(ctx, "RESET plan_cache_mode"); err != nil {
+			t.Fatal(err)
+		}
+		conn.Release()
+	}
+}
+
 // explain prints EXPLAIN (ANALYZE, BUFFERS) of sql run as a generic plan would be after pgx
 // prepared it, in a transaction rolled back afterwards (run twice: the second, warm, is shown).
-func explain(t *testing.T, p *pgxpool.Pool, name, sql string, args []any) {
+func explain(t *testing.T, p interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, name, sql string, args []any) {
 	t.Helper()
 	ctx := context.Background()
 	var plan []string

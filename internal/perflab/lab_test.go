@@ -42,6 +42,14 @@ func TestLab(t *testing.T) {
 		})
 	})
 
+	t.Run("coldstart", func(t *testing.T) {
+		tk := today()
+		l.compare(t, os.Stdout, "phased (today's statements): a key table filled and analyzed, or empty and analyzed at the start", []variant{
+			{name: "20,000 keys, analyzed", setup: setupKeysPrefill(tk, false, 20_000), op: phasedLean(tk)},
+			{name: "empty, analyzed", setup: setupKeysPrefill(tk, false, 0), op: phasedLean(tk)},
+		})
+	})
+
 	t.Run("schema", func(t *testing.T) {
 		tddl := todayDDL()
 		l.compare(t, os.Stdout, "phased (read; claim; fenced, autocommit): the key table", []variant{

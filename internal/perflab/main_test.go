@@ -173,11 +173,7 @@ func serverCPU() time.Duration {
 		if pid != pm && ppid != pm {
 			continue
 		}
-		if sched, err := os.ReadFile("/proc/" + e.Name() + "/schedstat"); err == nil {
-			f := strings.Fields(string(sched))
-			ns, _ := strconv.ParseInt(f[0], 10, 64)
-			total += time.Duration(ns)
-		}
+		total += schedstat(pid)
 		if pid == pm {
 			// rest[0] is field 3 (state); cutime and cstime are fields 16 and 17.
 			cu, _ := strconv.ParseInt(rest[13], 10, 64)
@@ -186,4 +182,14 @@ func serverCPU() time.Duration {
 		}
 	}
 	return total
+}
+
+// schedstat is the CPU time a process has used (0 once it has exited).
+func schedstat(pid int) time.Duration {
+	sched, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/schedstat")
+	if err != nil {
+		return 0
+	}
+	ns, _ := strconv.ParseInt(strings.Fields(string(sched))[0], 10, 64)
+	return time.Duration(ns)
 }

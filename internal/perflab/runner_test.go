@@ -29,6 +29,8 @@ type variant struct {
 type measure struct {
 	name    string
 	seqLat  []time.Duration // sequential latencies
+	seqP50  []time.Duration // each round's sequential p50
+	seqCPU  cpu             // client, and the database's backends, during the sequential runs
 	rates   []float64       // concurrent throughput per round
 	ops     int64
 	cpu     cpu
@@ -86,18 +88,26 @@ func (l lab) compare(t *testing.T, w io.Writer, title string, vs []variant) []*m
 		for i, v := range vs {
 			m, db := ms[i], dbs[i]
 			t0 := db.trips.n.Load()
+			b0 := backendCPU(t, db.pool)
+			c0 := readCPU()
+			round := make([]time.Duration, 0, l.seq)
 			for range l.seq {
 				s := time.Now()
 				if err := v.op(ctx, db.pool, int(next[i].Add(1))); err != nil {
 					t.Fatalf("%s: %v", v.name, err)
 				}
-				m.seqLat = append(m.seqLat, time.Since(s))
+				round = append(round, time.Since(s))
 			}
+			m.seqCPU.client += readCPU().client - c0.client
+			m.seqCPU.server += backendCPU(t, db.pool).sub(b0)
+			m.seqLat = append(m.seqLat, round...)
+			slices.Sort(round)
+			m.seqP50 = append(m.seqP50, round[len(round)/2])
 			m.trips += db.trips.n.Load() - t0
 			m.tripOps += int64(l.seq)
 
 			wal0 := walLSN(t)
-			c0 := readCPU()
+			c0 = readCPU()
 			var done atomic.Int64
 			var failed atomic.Value
 			stop := time.Now().Add(l.dur)
@@ -139,10 +149,39 @@ func walLSN(t *testing.T) int64 {
 	return n
 }
 
+// p50 is the median of the rounds' sequential p50s: a round that shared the machine with a
+// burst of other work moves it less than it moves the pooled p50.
 func (m *measure) p50() time.Duration {
-	s := slices.Clone(m.seqLat)
+	s := slices.Clone(m.seqP50)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// backendCPU reads the CPU time used so far by each backend of p's database.
+type backendTimes map[int]time.Duration
+
+func backendCPU(t *testing.T, p *pgxpool.Pool) backendTimes {
+	t.Helper()
+	var pids []int32
+	err := server.admin.QueryRow(context.Background(),
+		`SELECT coalesce(array_agg(pid), '{}') FROM pg_stat_activity WHERE datname = $1`, p.Config().ConnConfig.Database).Scan(&pids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := backendTimes{}
+	for _, pid := range pids {
+		out[int(pid)] = schedstat(int(pid))
+	}
+	return out
+}
+
+// sub is the CPU the backends used since before (a backend started since counts from zero).
+func (b backendTimes) sub(before backendTimes) time.Duration {
+	var d time.Duration
+	for pid, t := range b {
+		d += t - before[pid]
+	}
+	return d
 }
 
 func (m *measure) rate() float64 {
@@ -169,15 +208,17 @@ func report(w io.Writer, title string, l lab, ms []*measure) {
 	base := ms[0]
 	fmt.Fprintf(w, "\n### %s\n%d rounds × (%d sequential + %s at c=%d), interleaved; ratios against %q.\n\n",
 		title, l.rounds, l.seq, l.dur, l.conc, base.name)
-	fmt.Fprintln(w, "| variant | req/s c=8 | spread | ×base | p50 | ×base | client µs/req | server µs/req | ×base (server) | WAL B/req | trips/req |")
-	fmt.Fprintln(w, "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "| variant | req/s c=8 | spread | ×base | p50 | ×base | CPU/req c=8: client | server | seq: client | backend | ×base (backend) | WAL B/req | trips/req |")
+	fmt.Fprintln(w, "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, m := range ms {
 		lo, hi := m.spread()
-		fmt.Fprintf(w, "| %s | %.0f | %.2f–%.2f | %.2f | %v | %.2f | %.0f | %.0f | %.2f | %d | %.2f |\n",
+		seq := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(m.tripOps) }
+		baseSeq := float64(base.seqCPU.server.Microseconds()) / float64(base.tripOps)
+		fmt.Fprintf(w, "| %s | %.0f | %.2f–%.2f | %.2f | %v | %.2f | %.0f | %.0f | %.0f | %.0f | %.2f | %d | %.2f |\n",
 			m.name, m.rate(), lo, hi, m.rate()/base.rate(),
 			m.p50().Round(time.Microsecond), float64(m.p50())/float64(base.p50()),
-			m.perOp(m.cpu.client), m.perOp(m.cpu.server), m.perOp(m.cpu.server)/base.perOp(base.cpu.server),
-			m.wal/m.ops, float64(m.trips)/float64(m.tripOps))
+			m.perOp(m.cpu.client), m.perOp(m.cpu.server), seq(m.seqCPU.client), seq(m.seqCPU.server),
+			seq(m.seqCPU.server)/baseSeq, m.wal/m.ops, float64(m.trips)/float64(m.tripOps))
 	}
 }
 

@@ -16,7 +16,10 @@ import (
 const handDDL = `
 CREATE TABLE sbs_keys(key uuid PRIMARY KEY, phase text NOT NULL, recovery_point text,
   locked_until timestamptz, response jsonb, created_at timestamptz NOT NULL DEFAULT now());
-` + ordersDDL
+` + ordersDDL + `;
+INSERT INTO sbs_keys(key, phase, recovery_point, response) SELECT gen_random_uuid(), 'finished', 'recorded', '{"ok":true}'
+  FROM generate_series(1, 20000);
+` + prefillOrders
 
 // handIdem is idempotency written by hand in one pgx transaction: key, effect, response.
 func handIdem() variant {
@@ -65,7 +68,7 @@ func engineVariant(name, op string, replay bool) variant {
 			if _, err := migrations.Migrate(ctx, p, &migrations.MigrateOpts{SkipRiver: true}); err != nil {
 				return err
 			}
-			if _, err := p.Exec(ctx, ordersDDL); err != nil {
+			if err := exec(ordersDDL + ";\n" + prefillOrders + ";\n" + prefillKeysSQL)(ctx, p); err != nil {
 				return err
 			}
 			var err error
@@ -93,12 +96,24 @@ func engineVariant(name, op string, replay bool) variant {
 	}
 }
 
+// exec runs sql, then VACUUM ANALYZE (which cannot share its multi-statement string).
 func exec(sql string) func(ctx context.Context, p *pgxpool.Pool) error {
 	return func(ctx context.Context, p *pgxpool.Pool) error {
-		_, err := p.Exec(ctx, sql)
+		if _, err := p.Exec(ctx, sql); err != nil {
+			return err
+		}
+		_, err := p.Exec(ctx, "VACUUM ANALYZE")
 		return err
 	}
 }
+
+// prefillKeysSQL fills today's key table with completed keys, as setupKeys does.
+const prefillKeysSQL = `INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path, request_hash,
+	request_body, status, recovery_point, lease_token, response_status, response_headers, response_body,
+	completed_at, expires_at)
+	SELECT 't-sbs', 'a-sbs', 'old-' || i, 'sbs_single', 'POST', '/sbs_single', '\x00'::bytea, '', 'completed',
+	'finished', gen_random_uuid(), 201, '{}', '{"ok":true}', now(), now() + interval '1 day'
+	FROM generate_series(1, 20000) i`
 
 func btoi(b bool) int {
 	if b {
