@@ -147,10 +147,12 @@ func TestLab(t *testing.T) {
 	t.Run("recommended", func(t *testing.T) {
 		l.compare(t, os.Stdout, "the recommended design against the hand-written floors", []variant{
 			floor2rt(),
+			engineVariant("engine today: phased", "sbs_phased", false),
 			v("phased today", today(), phasedToday),
 			v("phased recommended (read; claim+journal; fenced+journal)", journal("cte"), phasedLean),
 			v("phased recommended, claim first (claim+read; fenced+journal)", journal("cte"), claimFirst),
 			handIdem(),
+			engineVariant("engine today: single", "sbs_single", false),
 			v("single today", today(), singleToday),
 			v("single recommended (read; BEGIN+INSERT; claim+COMMIT)", rec, singleLazy),
 		})

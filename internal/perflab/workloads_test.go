@@ -111,7 +111,7 @@ func exec(sql string) func(ctx context.Context, p *pgxpool.Pool) error {
 const prefillKeysSQL = `INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path, request_hash,
 	request_body, status, recovery_point, lease_token, response_status, response_headers, response_body,
 	completed_at, expires_at)
-	SELECT 't-sbs', 'a-sbs', 'old-' || i, 'sbs_single', 'POST', '/sbs_single', '\x00'::bytea, '', 'completed',
+	SELECT 't-sbs', 'a-sbs', 'old-key-' || i, 'sbs_single', 'POST', '/sbs_single', '\x00'::bytea, '', 'completed',
 	'finished', gen_random_uuid(), 201, '{}', '{"ok":true}', now(), now() + interval '1 day'
 	FROM generate_series(1, 20000) i`
 
