@@ -39,6 +39,7 @@ func TestLab(t *testing.T) {
 		l.compare(t, os.Stdout, "replay: round-trip shapes", []variant{
 			{name: "today: BEGIN+read; ROLLBACK", setup: setupKeys(tk, true), op: replayToday(tk)},
 			{name: "read (autocommit)", setup: setupKeys(tk, true), op: replayRead(tk)},
+			{name: "narrow read (autocommit): no body, no state", setup: setupKeys(tk, true), op: replayNarrow()},
 		})
 	})
 
@@ -75,6 +76,17 @@ func TestLab(t *testing.T) {
 			v("", lean("lean statements", tddl), singleLazy),
 			v("", rec, singleLazy),
 			v("", lean("recommended, no CHECKs", recommendedDDL()+dropChecks), singleLazy),
+		})
+	})
+
+	t.Run("checks", func(t *testing.T) {
+		ddl := recommendedDDL()
+		l.compare(t, os.Stdout, "phased (read; claim; fenced): the CHECK constraints", []variant{
+			v("", lean("both CHECKs (today)", ddl), phasedLean),
+			v("", lean("identity CHECK only", ddl+dropStateCheck), phasedLean),
+			v("", lean("state machine CHECK only", ddl+dropIdentityCheck), phasedLean),
+			v("", lean("no CHECK", ddl+dropChecks), phasedLean),
+			v("", lean("identity as domains, no state machine CHECK", ddl+identityDomains), phasedLean),
 		})
 	})
 
@@ -141,6 +153,22 @@ func TestLab(t *testing.T) {
 			v("", journal("insert-only"), phasedLean),
 			v("", journal("fk"), phasedLean),
 			floor2rt(),
+		})
+	})
+
+	t.Run("final", func(t *testing.T) {
+		j := journal("cte")
+		j.ddl += dropChecks
+		j.name = "journal, no CHECK"
+		r := lean("", recommendedDDL()+dropChecks)
+		l.compare(t, os.Stdout, "the design recommended in PERF.md (lean statements, PK + resumable index, no trigger, no CHECK)", []variant{
+			floor2rt(),
+			v("phased: read; claim+journal; fenced+journal", j, phasedLean),
+			v("phased: claim+journal ON CONFLICT + read; fenced+journal", j, claimFirst),
+			v("phased without the journal: claim+read; fenced", r, claimFirst),
+			handIdem(),
+			v("single: read; BEGIN+INSERT; claim+COMMIT", r, singleLazy),
+			{name: "replay: narrow read", setup: setupKeys(r, true), op: replayNarrow()},
 		})
 	})
 

@@ -23,6 +23,19 @@ const (
 	minimalIndexes = dropCreated + dropFailed + dropExpires
 )
 
+// Checks: one of the two CHECK constraints dropped, or the identity's moved to domains (a
+// domain's check expression is read once per backend into the type cache; a table's CHECK is
+// read from its stored text on every statement that writes the table).
+const (
+	dropIdentityCheck = "ALTER TABLE pgsaga_key DROP CONSTRAINT pgsaga_key_identity;\n"
+	dropStateCheck    = "ALTER TABLE pgsaga_key DROP CONSTRAINT pgsaga_key_state_machine;\n"
+	identityDomains   = dropChecks + `CREATE DOMAIN pgsaga_scope_id AS text CHECK (length(VALUE) BETWEEN 1 AND 64);
+CREATE DOMAIN pgsaga_idempotency_key AS text CHECK (length(VALUE) BETWEEN 8 AND 255);
+ALTER TABLE pgsaga_key ALTER COLUMN tenant_id TYPE pgsaga_scope_id, ALTER COLUMN actor_id TYPE pgsaga_scope_id,
+  ALTER COLUMN key TYPE pgsaga_idempotency_key;
+`
+)
+
 // recommendedDDL is today's table with only the indexes the request path and the resumer need,
 // and no NOTIFY trigger (a waiter asks for its notification instead).
 func recommendedDDL() string { return todayDDL() + dropTrigger + minimalIndexes }
@@ -347,4 +360,32 @@ func jsonAsText(ks keyStore) keyStore {
 		}
 	}
 	return ks
+}
+
+// narrowRead is the read a request needs to answer a retry: no request body, no saved state (they
+// are only needed to resume, and a takeover reads them), decoded without JSON.
+const narrowRead = `SELECT operation, method, path, request_hash, status, response_status, response_headers,
+	response_body, coalesce(locked_until > now(), false)
+	FROM pgsaga_key WHERE tenant_id = $1 AND actor_id = $2 AND key = $3`
+
+// replayNarrow is a replay in one round trip with the narrow read.
+func replayNarrow() func(ctx context.Context, p *pgxpool.Pool, i int) error {
+	return func(ctx context.Context, p *pgxpool.Pool, i int) error {
+		r := newReq("sbs_single", i%512, body)
+		var (
+			op, method, path, status string
+			hash, header, respBody   []byte
+			respStatus               *int32
+			leased                   bool
+		)
+		err := p.QueryRow(ctx, narrowRead, r.tenant, r.actor, r.key).Scan(&op, &method, &path, &hash, &status,
+			&respStatus, &header, &respBody, &leased)
+		if err != nil {
+			return err
+		}
+		if status != "completed" || respStatus == nil {
+			return fmt.Errorf("status %s", status)
+		}
+		return nil
+	}
 }
