@@ -2,6 +2,7 @@ package perflab
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	osexec "os/exec"
@@ -24,14 +25,21 @@ func TestLabServerProfile(t *testing.T) {
 	if _, err := osexec.LookPath("perf"); err != nil {
 		t.Fatal("perf is needed (Debian's linux-perf)")
 	}
-	rec := lean("", recommendedDDL())
-	for _, v := range []variant{
+	j := journal("cte")
+	j.ddl += dropChecks
+	r := lean("", recommendedDDL()+dropChecks)
+	vs := []variant{
 		engineVariant("engine today: phased", "sbs_phased", false),
 		engineVariant("engine today: single", "sbs_single", false),
-		{name: "recommended schema, lean statements, phased (read; claim; fenced)", setup: setupKeys(rec, false), op: phasedLean(rec)},
+		{name: "recommended phased (claim+journal ON CONFLICT + read; fenced+journal)", setup: setupKeys(j, false), op: claimFirst(j)},
+		{name: "recommended single (read; BEGIN+INSERT; claim+COMMIT)", setup: setupKeys(r, false), op: singleLazy(r)},
 		floor2rt(),
-	} {
-		profile(t, v, 6*time.Second)
+		handIdem(),
+	}
+	for _, v := range vs {
+		if *onlyFlag == "" || strings.Contains(v.name, *onlyFlag) {
+			profile(t, v, 6*time.Second)
+		}
 	}
 }
 
@@ -89,6 +97,14 @@ func profile(t *testing.T, v variant, d time.Duration) {
 			fmt.Fprintf(os.Stdout, "| %s (%s) | %s |\n", name, interesting[name], f[0])
 		}
 	}
+	if *flatFlag {
+		flat, err := osexec.Command("perf", "report", "-i", out, "--stdio", "--no-children", "--sort", "sym",
+			"-g", "caller,0.5,callee,function,percent", "--percent-limit", "1.5").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(os.Stdout, "\n```\n%s\n```\n", flat)
+	}
 }
 
 func backendPIDs(t *testing.T, p *pgxpool.Pool) []string {
@@ -106,42 +122,51 @@ func backendPIDs(t *testing.T, p *pgxpool.Pool) []string {
 	return out
 }
 
+var onlyFlag = flag.String("lab.only", "", "with -lab: TestLabServerProfile profiles only the variants whose name contains this")
+
+var flatFlag = flag.Bool("lab.flat", false, "with -lab: TestLabServerProfile also prints the leaf functions with their callers")
+
 // interesting are the backend functions reported, with what they stand for.
 var interesting = map[string]string{
-	"PostgresMain":             "everything a backend does",
-	"exec_bind_message":        "Bind: parameters, plan choice",
-	"exec_execute_message":     "Execute",
-	"GetCachedPlan":            "cached plan lookup / custom planning",
-	"pg_plan_queries":          "planning",
-	"standard_ExecutorStart":   "executor start-up",
-	"ExecInitNode":             "plan tree initialisation",
-	"ExecConstraints":          "CHECK and NOT NULL constraints",
-	"ExecRelCheck":             "CHECK constraints",
-	"stringToNode":             "reading stored expression trees (pg_strtok)",
-	"ExecPrepareExpr":          "preparing an expression per execution",
-	"expression_planner":       "planning an expression per execution",
-	"ExecInsert":               "INSERT of one row",
-	"ExecUpdate":               "UPDATE of one row",
-	"ExecInsertIndexTuples":    "index entries",
-	"btinsert":                 "btree inserts",
-	"heap_insert":              "heap insert",
-	"heap_update":              "heap update",
-	"AfterTriggerEndQuery":     "AFTER triggers",
-	"plpgsql_exec_function":    "plpgsql",
-	"Async_Notify":             "NOTIFY queued",
-	"PreCommit_Notify":         "NOTIFY at commit",
-	"CommitTransactionCommand": "commit",
-	"XLogInsert":               "WAL records",
-	"XLogFlush":                "WAL flush at commit",
-	"issue_xlog_fsync":         "fsync",
-	"index_getnext_tid":        "index lookups",
-	"ExecScan":                 "scans",
-	"printtup":                 "sending rows",
-	"pq_getbyte":               "reading the socket",
-	"secure_read":              "socket reads",
-	"secure_write":             "socket writes",
-	"ProcessUtility":           "utility statements (BEGIN, COMMIT)",
-	"jsonb_in":                 "jsonb input (text)",
-	"jsonb_recv":               "jsonb input (binary)",
+	"PostgresMain":              "everything a backend does",
+	"exec_bind_message":         "Bind: parameters, plan choice",
+	"exec_execute_message":      "Execute",
+	"GetCachedPlan":             "cached plan lookup / custom planning",
+	"pg_plan_queries":           "planning",
+	"standard_ExecutorStart":    "executor start-up",
+	"ExecInitNode":              "plan tree initialisation",
+	"ExecConstraints":           "CHECK and NOT NULL constraints",
+	"ExecRelCheck":              "CHECK constraints",
+	"stringToNode":              "reading stored expression trees (pg_strtok)",
+	"ExecPrepareExpr":           "preparing an expression per execution",
+	"expression_planner":        "planning an expression per execution",
+	"ExecInsert":                "INSERT of one row",
+	"ExecOnConflictUpdate":      "ON CONFLICT DO UPDATE",
+	"ExecCheckIndexConstraints": "ON CONFLICT pre-check",
+	"ExecutorEnd":               "executor shutdown",
+	"exec_parse_message":        "Parse",
+	"ExecEvalExprSwitchContext": "expression evaluation",
+	"ExecUpdate":                "UPDATE of one row",
+	"ExecInsertIndexTuples":     "index entries",
+	"btinsert":                  "btree inserts",
+	"heap_insert":               "heap insert",
+	"heap_update":               "heap update",
+	"AfterTriggerEndQuery":      "AFTER triggers",
+	"plpgsql_exec_function":     "plpgsql",
+	"Async_Notify":              "NOTIFY queued",
+	"PreCommit_Notify":          "NOTIFY at commit",
+	"CommitTransactionCommand":  "commit",
+	"XLogInsert":                "WAL records",
+	"XLogFlush":                 "WAL flush at commit",
+	"issue_xlog_fsync":          "fsync",
+	"index_getnext_tid":         "index lookups",
+	"ExecScan":                  "scans",
+	"printtup":                  "sending rows",
+	"pq_getbyte":                "reading the socket",
+	"secure_read":               "socket reads",
+	"secure_write":              "socket writes",
+	"ProcessUtility":            "utility statements (BEGIN, COMMIT)",
+	"jsonb_in":                  "jsonb input (text)",
+	"jsonb_recv":                "jsonb input (binary)",
 	"finish_task_switch.isra.0": "kernel: context switches",
 }
