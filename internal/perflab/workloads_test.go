@@ -68,7 +68,7 @@ func engineVariant(name, op string, replay bool) variant {
 			if _, err := migrations.Migrate(ctx, p, &migrations.MigrateOpts{SkipRiver: true}); err != nil {
 				return err
 			}
-			if err := exec(ordersDDL + ";\n" + prefillOrders + ";\n" + prefillKeysSQL)(ctx, p); err != nil {
+			if err := exec(ordersDDL+";\n"+prefillOrders+";\n"+prefillKeysSQL)(ctx, p); err != nil {
 				return err
 			}
 			var err error
