@@ -151,6 +151,7 @@ func TestLab(t *testing.T) {
 			v("", journal("cte"), phasedLean),
 			v("journal: second statement in the same round trip", journal("pipeline"), journalPipelined),
 			v("", journal("insert-only"), phasedLean),
+			v("journal: success implied by the completion (no journal UPDATE)", journal("implied"), phasedLean),
 			v("", journal("fk"), phasedLean),
 			floor2rt(),
 		})
@@ -160,11 +161,14 @@ func TestLab(t *testing.T) {
 		j := journal("cte")
 		j.ddl += dropChecks
 		j.name = "journal, no CHECK"
+		ji := journal("implied")
+		ji.ddl += dropChecks
 		r := lean("", recommendedDDL()+dropChecks)
 		l.compare(t, os.Stdout, "the design recommended in PERF.md (lean statements, PK + resumable index, no trigger, no CHECK)", []variant{
 			floor2rt(),
 			v("phased: read; claim+journal; fenced+journal", j, phasedLean),
 			v("phased: claim+journal ON CONFLICT + read; fenced+journal", j, claimFirst),
+			v("phased, success implied: claim+journal ON CONFLICT + read; fenced", ji, claimFirst),
 			v("phased without the journal: claim+read; fenced", r, claimFirst),
 			handIdem(),
 			v("single: read; BEGIN+INSERT; claim+COMMIT", r, singleLazy),

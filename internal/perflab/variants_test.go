@@ -188,7 +188,8 @@ CREATE TABLE pgsaga_call (
 // (the phase before the call renews the lease and carries it) and completed by the completion.
 // mode: "cte" (in the key's statement), "pipeline" (a second statement in the same round trip,
 // one implicit transaction), "insert-only" (the outcome is a second row, in pgsaga_call_end),
-// "fk" (cte, with a foreign key to the key).
+// "fk" (cte, with a foreign key to the key), "implied" (cte insert; a success is implied by the
+// completion, which does not touch the journal).
 func journal(mode string) keyStore {
 	// A journal in its steady state too: a generic plan made on an empty table may scan it.
 	ddl := recommendedDDL() + callDDL + `INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, deadline, ended_at, outcome)
@@ -208,7 +209,7 @@ INSERT INTO pgsaga_call_end (tenant_id, actor_id, key, step, attempt, outcome)
 	ks := lean("journal: "+mode, ddl)
 	base := lean("", "")
 	switch mode {
-	case "cte", "fk", "insert-only":
+	case "cte", "fk", "insert-only", "implied":
 		ks.claimStarted = func(r *kreq) (string, []any) {
 			sql, args := base.claimStarted(r)
 			sql = edit(sql, "RETURNING created_at", "RETURNING tenant_id, actor_id, key, created_at")
@@ -225,6 +226,13 @@ INSERT INTO pgsaga_call_end (tenant_id, actor_id, key, step, attempt, outcome)
 			end := `UPDATE pgsaga_call SET ended_at = clock_timestamp(), outcome = $10, provider_id = $11
 					WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND step = 'charged' AND attempt = 1
 					AND EXISTS (SELECT FROM written)`
+			if mode == "implied" {
+				// A call that succeeded is recorded by the completion itself: the key's recovery
+				// point is past the call step. The journal row is only written again when the
+				// call did not succeed (its own fenced write, not measured here).
+				return sql + `
+				SELECT 1 / count(*) FROM written`, args
+			}
 			if mode == "insert-only" {
 				end = `INSERT INTO pgsaga_call_end (tenant_id, actor_id, key, step, attempt, outcome, provider_id)
 					SELECT tenant_id, actor_id, key, 'charged', 1, $10, $11 FROM written`
