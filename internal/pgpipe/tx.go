@@ -304,9 +304,11 @@ func (tx *Tx) Commit(ctx context.Context) error { return tx.CommitWith(ctx, nil)
 // trips than one. b may be nil.
 //
 // Callbacks set on b's queued queries read their results. A statement that raises keeps COMMIT
-// from running: nothing commits, and that error is returned. An error from a callback itself
-// (decoding a result) does not stop a COMMIT the server already ran: it is returned wrapped in
-// a *CommittedError. The connection goes back to the pool in every case.
+// from running: nothing commits, and the server's *pgconn.PgError is returned. An error from a
+// callback itself (decoding a result) does not stop a COMMIT the server already ran: it is
+// returned in a *CommittedError. When the connection breaks after the COMMIT was sent, whether
+// it ran is unknown; the error is returned as is. The connection goes back to the pool in every
+// case.
 func (tx *Tx) CommitWith(ctx context.Context, b *pgx.Batch) error {
 	if err := tx.ready(); err != nil {
 		return err
@@ -330,32 +332,35 @@ func (tx *Tx) CommitWith(ctx context.Context, b *pgx.Batch) error {
 		return nil
 	}
 	br := tx.conn.SendBatch(ctx, full)
-	var serverErr, callbackErr error
+	var first error // the first error any result or callback reported
 	for _, qq := range full.QueuedQueries[:statements] {
-		err := readOne(br, qq)
-		var pgErr *pgconn.PgError
-		switch {
-		case err == nil:
-		case serverErr == nil && (errors.As(err, &pgErr) || tx.conn.IsClosed()):
-			serverErr = err
-		case callbackErr == nil:
-			callbackErr = err
+		if err := readOne(br, qq); err != nil && first == nil {
+			first = err
 		}
 	}
 	var tag pgconn.CommandTag
-	if tx.begun && serverErr == nil {
-		tag, serverErr = br.Exec()
+	var commitErr error
+	if tx.begun {
+		tag, commitErr = br.Exec()
 	}
-	if closeErr := br.Close(); serverErr == nil && closeErr != nil && !errors.Is(closeErr, callbackErr) {
-		serverErr = closeErr
-	}
+	// Close returns the batch's own error, as pgx recorded it: a server's error unwrapped even
+	// when a callback reworded it. It tells a statement that failed (nothing committed) from a
+	// callback that failed to read a result (the server went on to COMMIT).
+	closeErr := br.Close()
+	var pgErr *pgconn.PgError
+	serverFailed := errors.As(closeErr, &pgErr) || errors.As(commitErr, &pgErr) || errors.As(first, &pgErr)
 	switch {
-	case serverErr != nil:
-		return serverErr
-	case tx.begun && tag.String() != "COMMIT":
+	case tx.conn.IsClosed():
+		// Whether a COMMIT that was sent ran is unknown: the lease and the fence decide later.
+		return errors.Join(first, commitErr, closeErr)
+	case serverFailed:
+		return pgErr
+	case tx.begun && tx.conn.PgConn().TxStatus() != 'I':
+		return errors.Join(first, commitErr, closeErr, errors.New("transaction was not committed"))
+	case first == nil && commitErr == nil && tx.begun && tag.String() != "COMMIT":
 		return pgx.ErrTxCommitRollback
-	case callbackErr != nil:
-		return &CommittedError{Err: callbackErr}
+	case first != nil || commitErr != nil:
+		return &CommittedError{Err: errors.Join(first, commitErr)}
 	}
 	return nil
 }

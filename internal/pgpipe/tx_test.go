@@ -491,3 +491,60 @@ func TestLargeObjects(t *testing.T) {
 	require.NoError(t, tx.Commit(ctx))
 	f.requireClean()
 }
+
+// Whether a CommitWith committed is decided by the server's answer, not by how a callback words
+// its error: a callback that rewords a server error without wrapping it is still "nothing
+// committed", and a callback that fails to decode a result after a COMMIT that ran is
+// "committed".
+func TestCommitWithTellsServerErrorsFromCallbackErrors(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	reworded := func(sql string) *pgx.Batch {
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO item (id) VALUES (2)`)
+		b.Queue(sql).QueryRow(func(row pgx.Row) error {
+			var n int
+			if err := row.Scan(&n); err != nil {
+				return errors.New("could not read: " + err.Error()) // not wrapped
+			}
+			return nil
+		})
+		return b
+	}
+	for _, c := range []struct {
+		name          string
+		withStatement bool
+		sql           string
+		committed     bool
+	}{
+		{"autocommit, statement raises", false, `SELECT 1 / 0`, false},
+		{"transaction, statement raises", true, `SELECT 1 / 0`, false},
+		{"autocommit, result not decodable", false, `SELECT 'x'::text`, true},
+		{"transaction, result not decodable", true, `SELECT 'x'::text`, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			tx := f.begin()
+			want := []int{2}
+			if c.withStatement {
+				_, err := tx.Exec(ctx, `INSERT INTO item (id) VALUES (1)`)
+				require.NoError(t, err)
+				want = []int{1, 2}
+			}
+			err := tx.CommitWith(ctx, reworded(c.sql))
+			require.Error(t, err)
+			var committed *pgpipe.CommittedError
+			if c.committed {
+				require.ErrorAs(t, err, &committed)
+				require.Equal(t, want, f.ids())
+			} else {
+				require.False(t, errors.As(err, &committed), "reported committed: %v", err)
+				var pgErr *pgconn.PgError
+				require.ErrorAs(t, err, &pgErr)
+				require.Empty(t, f.ids())
+			}
+			f.requireClean()
+		})
+	}
+}
