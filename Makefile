@@ -4,9 +4,10 @@
 GO        ?= go
 BENCHTIME ?= 1s
 PKGS      ?= ./...
+CHAOS_DURATION ?= 5m
 
 .DEFAULT_GOAL := help
-.PHONY: help test vet bench demo build lint fmt clean deps
+.PHONY: help test vet bench demo build lint fmt clean deps chaos
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -22,6 +23,9 @@ test: deps vet ## Vet, then run every test with the race detector (starts its ow
 
 bench: deps ## Run the benchmarks (BENCHTIME=1s by default)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) $(PKGS)
+
+chaos: ## Run the chaos soak (CHAOS_DURATION=5m)
+	$(GO) run ./internal/chaosrun -duration $(CHAOS_DURATION)
 
 demo: ## Run the demo against a throwaway PostgreSQL
 	$(GO) run ./cmd/pgsaga demo
