@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -73,7 +74,8 @@ func startEnv(ctx context.Context, cfg *Config, dir string, tl *timeline) (_ *en
 		return nil, fmt.Errorf("error migrating: %w: %s", err, out)
 	}
 
-	simAddr, err := freeAddr()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
+	simAddr, err := freeAddr(rng)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +92,7 @@ func startEnv(ctx context.Context, cfg *Config, dir string, tl *timeline) (_ *en
 	}
 
 	for i := range 2 {
-		addr, err := freeAddr()
+		addr, err := freeAddr(rng)
 		if err != nil {
 			return nil, err
 		}
@@ -213,14 +215,41 @@ func buildPgsaga(ctx context.Context, dir string) (string, error) {
 }
 
 // freeAddr returns a loopback address with a port free now, so a process restarted by a fault
-// comes back at the same address.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("error finding a free port: %w", err)
+// comes back at the same address. The port is below the kernel's ephemeral range: a port from
+// that range, free while its serve is down, could be taken meanwhile by an outgoing connection
+// (to PostgreSQL, say), and the serve could not listen again.
+func freeAddr(rng *rand.Rand) (string, error) {
+	low := ephemeralLow()
+	for range 100 {
+		port := 10000 + rng.IntN(low-10000)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		addr := ln.Addr().String()
+		_ = ln.Close()
+		return addr, nil
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return "", errors.New("error finding a free port below the ephemeral range: 100 tries")
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's default when it
+// cannot be read).
+func ephemeralLow() int {
+	const linuxDefault = 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return linuxDefault
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return linuxDefault
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil || low <= 10000+100 {
+		return linuxDefault
+	}
+	return low
 }
 
 // probability is a fault probability as a flag value; negative means never.
