@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,25 +26,113 @@ func (e *env) postmasterPID() (int, error) {
 	return pid, nil
 }
 
-// signalPostgres sends sig to every process of the cluster at once. pglocal starts the
-// postmaster in a process group of its own, which every backend and auxiliary process it forks
-// inherits, so one kill(-pgid) reaches them all, including one being forked.
-func (e *env) signalPostgres(sig syscall.Signal) error {
-	pid, err := e.postmasterPID()
+// freezePostgres stops (SIGSTOP) every process of the cluster: the postmaster first, so it
+// forks no new child, then every process descended from it. PostgreSQL makes each child the
+// leader of a process group of its own (so that the postmaster can signal a child's children),
+// so the cluster is a tree of processes, not one group, and is walked through /proc. The walk
+// is repeated until it finds nothing new: a child forked just before the postmaster stopped is
+// caught by the next round.
+func (e *env) freezePostgres() error {
+	pm, err := e.postmasterPID()
 	if err != nil {
 		return err
 	}
-	pgid, err := syscall.Getpgid(pid)
+	if err := syscall.Kill(pm, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("error stopping the postmaster (pid %d): %w", pm, err)
+	}
+	stopped := map[int]bool{}
+	for {
+		found := false
+		for _, pid := range descendants(pm) {
+			if stopped[pid] {
+				continue
+			}
+			found, stopped[pid] = true, true
+			// A child that exited meanwhile is no longer part of the cluster.
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return fmt.Errorf("error stopping postgres process %d: %w", pid, err)
+			}
+		}
+		if !found {
+			return nil
+		}
+	}
+}
+
+// thawPostgres continues (SIGCONT) every process of the cluster, the postmaster last.
+func (e *env) thawPostgres() error {
+	pm, err := e.postmasterPID()
 	if err != nil {
-		return fmt.Errorf("error reading the process group of the postmaster (pid %d): %w", pid, err)
+		return err
 	}
-	if pgid != pid {
-		return fmt.Errorf("the postmaster (pid %d) is not the leader of its process group (%d): cannot signal the cluster at once", pid, pgid)
+	var errs []error
+	for _, pid := range descendants(pm) {
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("error continuing postgres process %d: %w", pid, err))
+		}
 	}
-	if err := syscall.Kill(-pgid, sig); err != nil {
-		return fmt.Errorf("error sending %s to the cluster's process group %d: %w", sig, pgid, err)
+	if err := syscall.Kill(pm, syscall.SIGCONT); err != nil {
+		errs = append(errs, fmt.Errorf("error continuing the postmaster (pid %d): %w", pm, err))
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// descendants returns the pids of every process descended from pid, read from /proc.
+func descendants(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readProcStat(p); ok {
+			children[st.ppid] = append(children[st.ppid], p)
+		}
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		next := queue[0]
+		queue = queue[1:]
+		for _, c := range children[next] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// procStat is what the harness reads of /proc/PID/stat.
+type procStat struct {
+	state      string // R, S, T (stopped), …
+	ppid, pgrp int
+}
+
+// readProcStat reads /proc/PID/stat; false when the process is gone.
+func readProcStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return procStat{}, false
+	}
+	// pid (comm) state ppid pgrp …; comm may hold spaces and parentheses.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 3 {
+		return procStat{}, false
+	}
+	ppid, err1 := strconv.Atoi(fields[1])
+	pgrp, err2 := strconv.Atoi(fields[2])
+	if err1 != nil || err2 != nil {
+		return procStat{}, false
+	}
+	return procStat{state: fields[0], ppid: ppid, pgrp: pgrp}, true
 }
 
 // pausePostgres freezes every PostgreSQL process for d (SIGSTOP, then SIGCONT): connections stay
@@ -52,16 +141,16 @@ func (e *env) signalPostgres(sig syscall.Signal) error {
 func (e *env) pausePostgres(d time.Duration) error {
 	e.db.Lock()
 	defer e.db.Unlock()
-	if err := e.signalPostgres(syscall.SIGSTOP); err != nil {
-		return err
+	if err := e.freezePostgres(); err != nil {
+		return errors.Join(err, e.thawPostgres())
 	}
 	time.Sleep(d)
-	return e.signalPostgres(syscall.SIGCONT)
+	return e.thawPostgres()
 }
 
 // resumePostgres continues a frozen cluster; for clean-up paths.
 func (e *env) resumePostgres() {
-	_ = e.signalPostgres(syscall.SIGCONT)
+	_ = e.thawPostgres()
 }
 
 // restartPostgres shuts the server down (fast shutdown: sessions are ended, clients see "the
