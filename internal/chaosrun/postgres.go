@@ -29,9 +29,9 @@ func (e *env) postmasterPID() (int, error) {
 // freezePostgres stops (SIGSTOP) every process of the cluster: the postmaster first, so it
 // forks no new child, then every process descended from it. PostgreSQL makes each child the
 // leader of a process group of its own (so that the postmaster can signal a child's children),
-// so the cluster is a tree of processes, not one group, and is walked through /proc. The walk
-// is repeated until it finds nothing new: a child forked just before the postmaster stopped is
-// caught by the next round.
+// so the cluster is a tree of processes, not one group, and is walked through /proc. kill only
+// queues the signal: the walk starts once the postmaster is seen stopped, so that no fork of
+// its comes after the walk, and is repeated until it finds nothing new.
 func (e *env) freezePostgres() error {
 	pm, err := e.postmasterPID()
 	if err != nil {
@@ -39,6 +39,9 @@ func (e *env) freezePostgres() error {
 	}
 	if err := syscall.Kill(pm, syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("error stopping the postmaster (pid %d): %w", pm, err)
+	}
+	if err := waitStopped(pm, 5*time.Second); err != nil {
+		return err
 	}
 	stopped := map[int]bool{}
 	for {
@@ -77,6 +80,21 @@ func (e *env) thawPostgres() error {
 	return errors.Join(errs...)
 }
 
+// waitStopped waits until process pid is stopped (or dead), for at most timeout.
+func waitStopped(pid int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		st, ok := readProcStat(pid)
+		if !ok || st.stoppedOrDead() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process %d did not stop within %s (state %s)", pid, timeout, st.state)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // descendants returns the pids of every process descended from pid, read from /proc.
 func descendants(pid int) []int {
 	entries, err := os.ReadDir("/proc")
@@ -111,6 +129,10 @@ type procStat struct {
 	state      string // R, S, T (stopped), …
 	ppid, pgrp int
 }
+
+// stoppedOrDead reports a process that runs no more: stopped by a signal, or exited and not yet
+// reaped by its (stopped) parent.
+func (st procStat) stoppedOrDead() bool { return st.state == "T" || st.state == "Z" || st.state == "X" }
 
 // readProcStat reads /proc/PID/stat; false when the process is gone.
 func readProcStat(pid int) (procStat, bool) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/internal/pglocal"
@@ -32,14 +33,18 @@ func TestPausePostgres(t *testing.T) {
 	procs := append(descendants(postmaster), postmaster)
 	require.Contains(t, procs, backend)
 	require.Greater(t, len(procs), 3, "the postmaster, the backend and the auxiliary processes")
-	require.Eventually(t, func() bool {
+	running := func() map[int]string {
+		out := map[int]string{}
 		for _, pid := range procs {
-			if st, ok := readProcStat(pid); ok && st.state != "T" {
-				return false
+			if st, ok := readProcStat(pid); ok && !st.stoppedOrDead() {
+				out[pid] = st.state
 			}
 		}
-		return true
-	}, 10*time.Second, 10*time.Millisecond, "every process of the cluster stopped: %v", procs)
+		return out
+	}
+	if !assert.Eventually(t, func() bool { return len(running()) == 0 }, 10*time.Second, 10*time.Millisecond) {
+		t.Fatalf("not every process of the cluster stopped; still running (pid: state): %v", running())
+	}
 
 	done := make(chan error, 1)
 	go func() {
