@@ -5,9 +5,10 @@ GO        ?= go
 BENCHTIME ?= 1s
 FUZZTIME  ?= 5s
 PKGS      ?= ./...
+CHAOS_DURATION ?= 5m
 
 .DEFAULT_GOAL := help
-.PHONY: help test tools vet bench fuzz demo build lint fmt clean deps
+.PHONY: help test tools vet bench fuzz chaos demo build lint fmt clean deps
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -38,6 +39,9 @@ fuzz: ## Run every fuzz test briefly (FUZZTIME=5s each)
 			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$dir; \
 		done; \
 	done
+
+chaos: ## Run the chaos soak (CHAOS_DURATION=5m)
+	$(GO) run ./internal/chaosrun -duration $(CHAOS_DURATION)
 
 demo: ## Run the demo against a throwaway PostgreSQL
 	$(GO) run ./cmd/pgsaga demo
