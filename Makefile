@@ -3,10 +3,12 @@
 
 GO        ?= go
 BENCHTIME ?= 1s
+FUZZTIME  ?= 5s
 PKGS      ?= ./...
+CHAOS_DURATION ?= 5m
 
 .DEFAULT_GOAL := help
-.PHONY: help test vet bench demo build lint fmt clean deps model
+.PHONY: help test tools vet bench fuzz chaos demo build lint fmt clean deps model
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -14,11 +16,16 @@ help: ## List the targets
 deps: ## Download the Go modules
 	$(GO) mod download
 
+tools: ## Install what the tests need when missing (chromium, spin; apt-get as root)
+	.ci/install-tools
+
 vet: ## go vet every package
 	$(GO) vet $(PKGS)
 
-test: deps vet ## Vet, then run every test with the race detector (starts its own PostgreSQL)
-	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+# Every test runs against real parts: a throwaway PostgreSQL, headless Chromium for the console,
+# stripe-mock for the Stripe adapter (PGSAGA_REQUIRE_STRIPE_MOCK=1: fail, never skip, without it).
+test: deps tools vet ## Install tools, vet, run every test with the race detector (starts its own PostgreSQL)
+	PGSAGA_REQUIRE_STRIPE_MOCK=1 $(GO) test -race -count=1 -timeout 12m $(PKGS)
 
 model: ## Check the protocol model with spin
 	@command -v spin >/dev/null 2>&1 || { echo "make model: spin is not installed (apt-get install -y spin)" >&2; exit 1; }
@@ -26,6 +33,19 @@ model: ## Check the protocol model with spin
 
 bench: deps ## Run the benchmarks (BENCHTIME=1s by default)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) $(PKGS)
+
+# go test -fuzz takes one target per run: find every Fuzz function under PKGS' directories and
+# fuzz each for FUZZTIME (after its seed corpus, which `make test` also runs).
+fuzz: ## Run every fuzz test briefly (FUZZTIME=5s each)
+	@set -e; for dir in $$($(GO) list -f '{{.Dir}}' $(PKGS)); do \
+		for target in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | cut -d' ' -f2); do \
+			echo "== $$target ($$dir)"; \
+			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$dir; \
+		done; \
+	done
+
+chaos: ## Run the chaos soak (CHAOS_DURATION=5m)
+	$(GO) run ./internal/chaosrun -duration $(CHAOS_DURATION)
 
 demo: ## Run the demo against a throwaway PostgreSQL
 	$(GO) run ./cmd/pgsaga demo

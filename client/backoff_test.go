@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/client"
@@ -13,25 +12,22 @@ import (
 func TestFullJitterCeilingDoublesUpToCap(t *testing.T) {
 	t.Parallel()
 	top := func(n int64) int64 { return n - 1 } // always the top of the range
-	b := &client.FullJitterBackOff{Base: 100 * time.Millisecond, Cap: time.Second, RandInt64N: top}
+	delay := client.FullJitter(100*time.Millisecond, time.Second, top)
 
 	var got []time.Duration
-	for range 7 {
-		got = append(got, b.NextBackOff())
+	for attempt := 1; attempt <= 7; attempt++ {
+		got = append(got, delay(attempt))
 	}
 	ms := time.Millisecond
 	require.Equal(t, []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, time.Second, time.Second, time.Second}, got)
-
-	b.Reset()
-	require.Equal(t, 100*ms, b.NextBackOff())
 }
 
 func TestFullJitterNeverOverflows(t *testing.T) {
 	t.Parallel()
 	top := func(n int64) int64 { return n - 1 }
-	b := &client.FullJitterBackOff{Base: time.Second, Cap: time.Duration(1<<63 - 1), RandInt64N: top}
-	for range 200 {
-		require.GreaterOrEqual(t, b.NextBackOff(), time.Duration(0))
+	delay := client.FullJitter(time.Second, time.Duration(1<<63-1), top)
+	for attempt := 1; attempt <= 200; attempt++ {
+		require.GreaterOrEqual(t, delay(attempt), time.Duration(0))
 	}
 }
 
@@ -41,20 +37,16 @@ func TestFullJitterNeverOverflows(t *testing.T) {
 func TestFullJitterDistribution(t *testing.T) {
 	t.Parallel()
 	const samples = 4000
-	base, maxDelay := 100*time.Millisecond, 2*time.Second
-
-	for attempt, ceiling := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, 1600 * time.Millisecond, maxDelay, maxDelay} {
+	delay := client.FullJitter(100*time.Millisecond, 2*time.Second, nil)
+	for i, ceiling := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, 1600 * time.Millisecond, 2 * time.Second, 2 * time.Second} {
+		attempt := i + 1
 		var (
 			sum      time.Duration
 			low, hi  = ceiling, time.Duration(0)
 			quarters [4]int
 		)
 		for range samples {
-			b := &client.FullJitterBackOff{Base: base, Cap: maxDelay}
-			var d time.Duration
-			for range attempt + 1 {
-				d = b.NextBackOff()
-			}
+			d := delay(attempt)
 			require.GreaterOrEqual(t, d, time.Duration(0))
 			require.LessOrEqual(t, d, ceiling)
 			sum += d
@@ -69,12 +61,4 @@ func TestFullJitterDistribution(t *testing.T) {
 			require.InDelta(t, samples/4, n, samples/10, "attempt %d: quarter %d of the range holds about a quarter of the delays", attempt, q)
 		}
 	}
-}
-
-func TestFullJitterIsABackOff(t *testing.T) {
-	t.Parallel()
-	var b backoff.BackOff = backoff.WithMaxRetries(&client.FullJitterBackOff{Base: time.Millisecond, Cap: time.Millisecond}, 2)
-	require.NotEqual(t, backoff.Stop, b.NextBackOff())
-	require.NotEqual(t, backoff.Stop, b.NextBackOff())
-	require.Equal(t, backoff.Stop, b.NextBackOff())
 }

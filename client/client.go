@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/dunglas/httpsfv"
 )
 
@@ -84,11 +83,6 @@ func (c *Client) Submit(ctx context.Context, intent *Intent) (*Result, error) {
 
 	cfg := c.config
 	deadline := cfg.Now().Add(cfg.MaxElapsed)
-	policy := backoff.WithMaxRetries(&FullJitterBackOff{
-		Base:       cfg.BaseDelay,
-		Cap:        cfg.MaxDelay,
-		RandInt64N: cfg.RandInt64N,
-	}, uint64(cfg.MaxAttempts-1))
 
 	result := &Result{}
 	unknown := func(reason string, err error) (*Result, error) {
@@ -125,10 +119,10 @@ func (c *Client) Submit(ctx context.Context, intent *Intent) (*Result, error) {
 			return unknown("context done", err)
 		}
 
-		delay := policy.NextBackOff()
-		if delay == backoff.Stop {
+		if result.Attempts >= cfg.MaxAttempts {
 			return unknown("max attempts reached", sendErr)
 		}
+		delay := cfg.RetryDelay(result.Attempts)
 		if hasRetryAfter {
 			delay = retryAfter
 		}

@@ -32,13 +32,18 @@ type Config struct {
 	// [ErrOutcomeUnknown]. Defaults to 1 minute.
 	MaxElapsed time.Duration
 
-	// BaseDelay is the ceiling of the first backoff delay; the ceiling doubles
+	// RetryDelay is the wait after the attempt-th attempt (from 1) when the
+	// server gave no Retry-After; a server's Retry-After always wins, bounded
+	// only by MaxElapsed. Defaults to FullJitter(BaseDelay, MaxDelay,
+	// RandInt64N).
+	RetryDelay func(attempt int) time.Duration
+
+	// BaseDelay is the ceiling of the first default delay; the ceiling doubles
 	// per retry up to MaxDelay, and each delay is uniform in [0, ceiling]
-	// (see [FullJitterBackOff]). Defaults to 300ms.
+	// (see [FullJitter]). Defaults to 300ms.
 	BaseDelay time.Duration
 
-	// MaxDelay caps the backoff ceiling. It does not cap a server's
-	// Retry-After, which only MaxElapsed bounds. Defaults to 10s.
+	// MaxDelay caps the default delay's ceiling. Defaults to 10s.
 	MaxDelay time.Duration
 
 	// RequestTimeout bounds one attempt, from sending the request to reading
@@ -57,8 +62,9 @@ type Config struct {
 	// when ctx is done. Defaults to a timer that honours ctx.
 	Sleep func(ctx context.Context, d time.Duration) error
 
-	// RandInt64N returns a uniform value in [0, n) and drives the jitter. It
-	// must be safe for concurrent use. Defaults to math/rand/v2.Int64N.
+	// RandInt64N returns a uniform value in [0, n) and drives the default
+	// delay's jitter. It must be safe for concurrent use. Defaults to
+	// math/rand/v2.Int64N.
 	RandInt64N func(n int64) int64
 }
 
@@ -100,6 +106,9 @@ func (c *Config) WithDefaults() *Config {
 	}
 	if out.RandInt64N == nil {
 		out.RandInt64N = rand.Int64N
+	}
+	if out.RetryDelay == nil {
+		out.RetryDelay = FullJitter(out.BaseDelay, out.MaxDelay, out.RandInt64N)
 	}
 	return &out
 }

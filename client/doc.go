@@ -9,7 +9,7 @@
 //
 // What happens on retry: [Client.Submit] retries network errors, timeouts,
 // 5xx, 429 and 409 request_in_progress, with exponential backoff and full
-// jitter ([FullJitterBackOff]), honouring Retry-After, until an attempt or
+// jitter ([FullJitter]), honouring Retry-After, until an attempt or
 // elapsed-time budget runs out. It never retries 400, 401, 402, 404, 422 or
 // any other 4xx: those answers are definitive and come back as a
 // [*RejectedError]. When the budget runs out the error matches

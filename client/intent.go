@@ -74,9 +74,12 @@ func NewIntent(method, path string, body any, opts *IntentOpts) (*Intent, error)
 		opts = &IntentOpts{}
 	}
 
-	encoded, err := encodeBody(body)
-	if err != nil {
-		return nil, err
+	var encoded []byte
+	if body != nil {
+		var err error
+		if encoded, err = encodeBody(body); err != nil {
+			return nil, err
+		}
 	}
 
 	key := opts.Key
@@ -144,11 +147,10 @@ func canonicalHeader(h http.Header) http.Header {
 	return out
 }
 
+// encodeBody encodes a non-nil body as JSON, keeping bytes already encoded (checked to be JSON).
 func encodeBody(body any) ([]byte, error) {
 	var encoded []byte
 	switch b := body.(type) {
-	case nil:
-		return nil, nil
 	case json.RawMessage:
 		encoded = b
 	case []byte:

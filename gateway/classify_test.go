@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/phases"
 )
 
 func TestClassify(t *testing.T) {
@@ -17,24 +21,62 @@ func TestClassify(t *testing.T) {
 	for name, tc := range map[string]struct {
 		charge *gateway.Charge
 		err    error
-		want   gateway.Outcome
+		want   phases.CallOutcome
 	}{
-		"succeeded":          {&gateway.Charge{Status: gateway.ChargeStatusSucceeded}, nil, gateway.OutcomeSucceeded},
-		"declined":           {&gateway.Charge{Status: gateway.ChargeStatusDeclined}, nil, gateway.OutcomeDeclined},
-		"no charge no error": {nil, nil, gateway.OutcomeAmbiguous},
-		"retryable":          {nil, &gateway.RetryableError{Err: boom}, gateway.OutcomeRetryable},
-		"wrapped retryable":  {nil, fmt.Errorf("ctx: %w", &gateway.RetryableError{Err: boom}), gateway.OutcomeRetryable},
-		"ambiguous":          {nil, &gateway.AmbiguousError{Err: boom}, gateway.OutcomeAmbiguous},
-		"ambiguous wins":     {nil, &gateway.AmbiguousError{Err: &gateway.RetryableError{Err: boom}}, gateway.OutcomeAmbiguous},
-		"permanent":          {nil, &gateway.PermanentError{Err: boom}, gateway.OutcomePermanent},
-		"key expired":        {nil, fmt.Errorf("resume: %w", gateway.ErrKeyExpired), gateway.OutcomePermanent},
-		"cannot resolve":     {nil, gateway.ErrCannotResolve, gateway.OutcomePermanent},
-		"unknown error":      {nil, boom, gateway.OutcomeAmbiguous},
-		"bare context error": {nil, context.DeadlineExceeded, gateway.OutcomeAmbiguous},
+		"succeeded":          {&gateway.Charge{Status: gateway.ChargeStatusSucceeded}, nil, succeeded},
+		"declined":           {&gateway.Charge{Status: gateway.ChargeStatusDeclined}, nil, declined},
+		"pending":            {&gateway.Charge{Status: gateway.ChargeStatusPending}, nil, pending},
+		"processing":         {&gateway.Charge{Status: "processing"}, nil, unknown},
+		"refunded":           {&gateway.Charge{Status: "refunded"}, nil, unknown},
+		"empty status":       {&gateway.Charge{}, nil, unknown},
+		"no charge no error": {nil, nil, unknown},
+		"not done":           {nil, &gateway.NotDoneError{Err: boom}, failedBefore},
+		"wrapped not done":   {nil, fmt.Errorf("ctx: %w", &gateway.NotDoneError{Err: boom}), failedBefore},
+		"unknown":            {nil, &gateway.UnknownError{Err: boom}, unknown},
+		"unknown wins":       {nil, &gateway.UnknownError{Err: &gateway.NotDoneError{Err: boom}}, unknown},
+		"permanent":          {nil, &gateway.PermanentError{Err: boom}, failedBefore},
+		"phases permanent":   {nil, phases.Permanent(boom), failedBefore},
+		"outcome unknown":    {nil, phases.OutcomeUnknown(boom), unknown},
+		"key expired":        {nil, fmt.Errorf("resume: %w", gateway.ErrKeyExpired), unknown},
+		"cannot resolve":     {nil, gateway.ErrCannotResolve, unknown},
+		"mismatch":           {nil, gateway.ErrMismatch, unknown},
+		"pending error":      {nil, phases.RetryAfter(1, fmt.Errorf("x: %w", gateway.ErrPending)), pending},
+		"unplaced error":     {nil, boom, unknown},
+		"bare context error": {nil, context.DeadlineExceeded, unknown},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			require.Equal(t, tc.want, gateway.Classify(tc.charge, tc.err))
 		})
+	}
+}
+
+// Issue 9, break 3: what nothing can resolve parks without compensating; it is never merely
+// permanent (compensated as if nothing had moved).
+func TestUnresolvableSentinelsAreOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{gateway.ErrKeyExpired, gateway.ErrCannotResolve, gateway.ErrMismatch, gateway.ErrPendingTooLong} {
+		wrapped := fmt.Errorf("resume: %w", err)
+		require.True(t, phases.IsOutcomeUnknown(wrapped), "%v", err)
+		require.False(t, phases.IsRetryable(wrapped), "%v", err)
+		require.ErrorIs(t, wrapped, err)
+	}
+	for _, err := range []error{gateway.ErrPending, gateway.ErrInFlight, &gateway.UnknownError{Err: io.EOF}, &gateway.PermanentError{Err: io.EOF}} {
+		require.False(t, phases.IsOutcomeUnknown(err), "%v", err)
+	}
+}
+
+func TestTransportError(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	_, refused := http.Get("http://" + addr)
+	require.Error(t, refused)
+	require.Equal(t, failedBefore, gateway.Classify(nil, gateway.TransportError(refused)))
+
+	for _, err := range []error{io.EOF, io.ErrUnexpectedEOF, context.DeadlineExceeded, errors.New("connection reset by peer")} {
+		require.Equal(t, unknown, gateway.Classify(nil, gateway.TransportError(err)), "%v", err)
 	}
 }

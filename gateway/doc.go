@@ -1,26 +1,58 @@
 // Package gateway is the boundary between pgsaga and payment providers: the Gateway
-// interface every adapter implements, the classification of a charge attempt, and Execute,
-// the helper the saga engine uses to make one charge exactly once.
+// interface every adapter implements, the outcome class of a charge attempt (Classify), and
+// Execute, the helper a call step uses to make one charge exactly once.
 //
-// Guarantees:
+// Every charge attempt ends in exactly one class (phases.CallOutcome), and each class has one
+// consequence:
+//
+//   - succeeded, declined: the provider's final answer; a decline is a result (a Charge with
+//     ChargeStatusDeclined), stored and replayed, never an error.
+//   - failed_before: the provider certainly did not act (a refused connection, an explicit
+//     "not processed", a validation refusal). A NotDoneError is retried; a PermanentError
+//     (Retryable false) is compensated and parked by the engine.
+//   - pending: the provider accepted the charge and has not decided. It is never sent again;
+//     it is read back (Get) until it is final.
+//   - unknown: the provider may or may not have acted (a timeout, a lost response, a 5xx that
+//     promises nothing, a status nobody knows). It is resolved by inquiry or by the same key,
+//     never by guessing; when nothing can resolve it, Execute returns an error that satisfies
+//     phases.IsOutcomeUnknown (ErrCannotResolve, ErrKeyExpired, ErrMismatch,
+//     ErrPendingTooLong): the engine parks the key and compensates nothing, since money may
+//     have moved.
+//
+// Guarantees of Execute, given the engine's call journal (Journal):
 //
 //   - Retry: a charge is always sent with a key derived from stored data (DeriveKey), so every
-//     attempt for the same payment, in this process or after a crash, carries the same key.
-//   - Crash and resume: when an earlier attempt may have reached the provider, Execute asks
-//     the provider by reference first (when it supports inquiry) and returns what it finds
-//     without charging. Without inquiry it re-sends the same key only while the provider
-//     still remembers it (Capabilities.KeyRetention); an older key is refused with
-//     ErrKeyExpired, and a provider with neither feature with ErrCannotResolve: both are
-//     permanent and must be parked for an operator, never guessed.
-//   - Ambiguity: a timeout or lost response is never taken as success or failure. Execute
-//     resolves it by inquiry or by re-sending the same key; when it cannot, it returns an
-//     AmbiguousError, so the caller keeps the key started and resolves it on resume.
-//   - Declines are results (a Charge with ChargeStatusDeclined), stored and replayed, never
-//     errors.
-//   - Cancel: every call honours its context. A cancelled call that may have reached the
-//     provider is reported as ambiguous.
+//     attempt for the same payment, in this process or after a crash, carries the same key and
+//     reference.
+//   - Crash and resume: whether an earlier attempt may have reached the provider comes from the
+//     journal, not from the step. When one may have, Execute asks the provider by reference
+//     first (when it supports inquiry) and takes a charge it finds only if amount, currency and
+//     reference match the intent. An empty answer is trusted only once the gateway's in-flight
+//     window (Capabilities.MaxInFlight) has passed since every earlier attempt went quiet
+//     (Journal.QuietAt, the end of the last one, or this attempt's own send): a request sent
+//     by an execution that lost its lease can land after the next one asked. Before that it
+//     waits when the wait fits in ctx, else returns ErrInFlight as phases.RetryAfter, having
+//     sent nothing. Without inquiry it re-sends the same key only while the provider still
+//     remembers it (Capabilities.KeyRetention).
+//   - Pending: a charge known to be pending (answered so, found by inquiry, or recorded in the
+//     journal with its id) is never sent again. Execute reads it back until it is final;
+//     still pending when its rounds or ctx run out, it returns ErrPending as phases.RetryAfter;
+//     pending longer than ExecuteOpts.PendingWindow, ErrPendingTooLong.
+//   - Record: Execute calls Journal.RecordCall exactly once on every return path, with what
+//     this attempt came to (and the charge's id when it saw the charge). An attempt that sent
+//     nothing records failed_before unless it learnt the charge's state (then that state).
+//   - Cancel: every call honours its context. A send cut short may have charged: unknown.
+//
+// Adapters classify by behaviour: a refused connection is failed_before; a timeout, reset or
+// unreadable answer after sending is unknown (TransportError); a 5xx is unknown unless the
+// provider documents it as "not processed". Get and Inquire change nothing at the provider
+// and may always be repeated.
+//
+// What it cannot promise: an empty inquiry is conclusive only if the provider lands every
+// request within its declared MaxInFlight and lists every charge it holds at once; with a
+// provider that breaks either, a charge sent again after an empty inquiry can be a second one.
 //
 // Subpackages: sim is a stateful, fault-injecting provider (in-process and over HTTP),
 // stripe an adapter on the Stripe API, and gatewaytest the conformance suite every adapter
-// runs.
+// runs and an in-memory Journal for tests.
 package gateway

@@ -4,45 +4,49 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
+	"github.com/pgsaga/pgsaga/phases"
 )
 
-// ErrKeyExpired means an earlier attempt may have reached a provider that cannot be asked
-// what happened (no inquiry), and the idempotency key is older than the provider's key
-// retention window: re-sending it could charge twice. The key must be parked for an
-// operator. It is permanent: Retryable reports false.
-var ErrKeyExpired error = &permanentSentinel{"gateway: idempotency key is older than the provider's key retention window"}
-
-// ErrCannotResolve means an earlier attempt may have reached a provider that supports
-// neither inquiry nor idempotency keys, so nothing can tell whether it charged. The key must
-// be parked for an operator. It is permanent: Retryable reports false.
-var ErrCannotResolve error = &permanentSentinel{"gateway: an earlier attempt may have charged and the provider has neither inquiry nor idempotency keys"}
-
-// permanentSentinel is a sentinel error that classifies as permanent through errors.As.
-type permanentSentinel struct{ msg string }
-
-func (e *permanentSentinel) Error() string   { return e.msg }
-func (e *permanentSentinel) Retryable() bool { return false }
+// Journal is the engine's record of a call's attempts; *phases.Run implements it for a call step.
+type Journal interface {
+	// PriorCalls returns the earlier attempts of this call, oldest first.
+	PriorCalls() []phases.CallRecord
+	// QuietAt returns the local time after which no earlier attempt can still be sending (its
+	// process stopped sending before its lease ended); zero when none could.
+	QuietAt() time.Time
+	// RecordCall records what this attempt came to, and the provider's id for its charge when
+	// it knows one.
+	RecordCall(outcome phases.CallOutcome, providerID string)
+}
 
 // ExecuteOpts are the optional settings of one Execute call.
 type ExecuteOpts struct {
-	// MayHaveReached is true when an earlier attempt (before a crash / on resume) may have
-	// reached the provider. Defaults to false.
+	// MayHaveReached says an earlier attempt may have reached the provider, for a caller that
+	// has no journal (Execute given a nil Journal) and resumes a call. With a journal, Execute
+	// reads this from the prior calls and the field only adds to them. Defaults to false.
 	MayHaveReached bool
-	// KeyCreatedAt is when the downstream key was first used (when the payment row was
-	// created); compared with Capabilities.KeyRetention before a key is re-sent. Defaults to
-	// the zero time, which skips the check.
+	// KeyCreatedAt is when the downstream key was first sent, compared with
+	// Capabilities.KeyRetention before the key is re-sent; the start of the oldest prior call in
+	// the journal is used when it is earlier. Defaults to that start, or to the zero time (no
+	// check) when there is no prior call.
 	KeyCreatedAt time.Time
-	// Now returns the current time. Defaults to time.Now.
+	// PendingWindow is how long a charge may stay pending, counted from the first attempt that
+	// found it pending, before Execute gives up on it with ErrPendingTooLong (an outcome nothing
+	// can resolve: the engine parks the key). Defaults to 24h.
+	PendingWindow time.Duration
+	// Retries is how many more rounds Execute makes in-process after the first one before it
+	// leaves the call to the engine's next attempt; a round is a send, an inquiry or a read of a
+	// pending charge. Defaults to 4; a negative value means none.
+	Retries int
+	// RetryDelay returns the pause before retry n (1 for the first). Defaults to 100ms doubling
+	// up to 2s, each drawn uniformly from its upper half (jitter).
+	RetryDelay func(n int) time.Duration
+	// Now returns the current time, for key windows, pending windows and in-flight windows
+	// (pauses themselves run on real timers). Defaults to time.Now.
 	Now func() time.Time
-	// Backoff returns the policy for in-call retries. Defaults to an exponential backoff
-	// (100ms doubling, at most 2s apart) with at most 4 retries, always bounded by ctx.
-	Backoff func() backoff.BackOff
-	// OnAttempt, when set, is called after each charge attempt with its outcome and latency
-	// (for metrics). Defaults to nil.
-	OnAttempt func(outcome Outcome, elapsed time.Duration)
 }
 
 func (o *ExecuteOpts) withDefaults() ExecuteOpts {
@@ -50,199 +54,457 @@ func (o *ExecuteOpts) withDefaults() ExecuteOpts {
 	if o != nil {
 		out = *o
 	}
+	if out.PendingWindow == 0 {
+		out.PendingWindow = 24 * time.Hour
+	}
+	switch {
+	case out.Retries == 0:
+		out.Retries = 4
+	case out.Retries < 0:
+		out.Retries = 0
+	}
+	if out.RetryDelay == nil {
+		out.RetryDelay = defaultRetryDelay
+	}
 	if out.Now == nil {
 		out.Now = time.Now
-	}
-	if out.Backoff == nil {
-		out.Backoff = defaultBackoff
 	}
 	return out
 }
 
-func defaultBackoff() backoff.BackOff {
-	return backoff.WithMaxRetries(backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(100*time.Millisecond),
-		backoff.WithMaxInterval(2*time.Second),
-		backoff.WithMaxElapsedTime(0),
-	), 4)
+// defaultRetryDelay is ExecuteOpts.RetryDelay's default: 100ms doubling up to 2s for retry n
+// (1-based), each drawn uniformly from its upper half so that callers retrying together spread
+// out.
+func defaultRetryDelay(n int) time.Duration {
+	d := 2 * time.Second
+	if n < 6 {
+		d = min(d, 100*time.Millisecond<<max(n-1, 0))
+	}
+	return d/2 + rand.N(d/2+1)
 }
 
-// Execute makes one charge exactly once on gw, retrying in-process while that is safe.
+// Execute makes one charge exactly once on gw, retrying in-process while that is safe, and
+// records in j (when not nil) what this attempt came to, exactly once on every return path.
 //
-// It returns the provider's Charge, succeeded or declined (a decline is a result, not an
-// error), or an error the caller classifies with Classify:
+// It returns the provider's final Charge, succeeded or declined (a decline is a result, not an
+// error), or an error the engine acts on by behaviour:
 //
-//   - When opts.MayHaveReached and the provider supports inquiry, it asks by reference first
-//     and returns the charge found (a succeeded one in preference) without charging.
-//   - When opts.MayHaveReached and the provider has no inquiry, it re-sends the same key only
-//     while the key is within Capabilities.KeyRetention (error wrapping ErrKeyExpired
-//     otherwise), and only if the provider supports keys (ErrCannotResolve otherwise).
-//   - A retryable failure is charged again; an ambiguous one is resolved by inquiry (found:
-//     done; not found: charge again) or by re-sending the same key, and otherwise returned
-//     as is: it never guesses.
-//   - When retries run out or ctx ends, it returns the last classified error; if any attempt
-//     may have reached the provider and was not resolved, that error is an AmbiguousError,
-//     so the caller resumes with MayHaveReached set.
-func Execute(ctx context.Context, gw Gateway, params ChargeParams, opts *ExecuteOpts) (*Charge, error) {
-	o := opts.withDefaults()
-	caps := gw.Capabilities()
-
-	if o.MayHaveReached && !caps.Inquiry {
-		if !caps.IdempotencyKeys || params.IdempotencyKey == "" {
-			return nil, fmt.Errorf("error resuming charge %q: %w", params.Reference, ErrCannotResolve)
-		}
-		if caps.KeyRetention > 0 && !o.KeyCreatedAt.IsZero() && o.KeyCreatedAt.Before(o.Now().Add(-caps.KeyRetention)) {
-			return nil, fmt.Errorf("error resuming charge %q: key %q first used at %s, provider keeps keys for %s: %w",
-				params.Reference, params.IdempotencyKey, o.KeyCreatedAt.Format(time.RFC3339), caps.KeyRetention, ErrKeyExpired)
-		}
+//   - A charge the journal knows by id (recorded pending) is never sent again: it is read back
+//     (Get, else inquiry) until it is final. Still pending when the rounds or ctx run out: an
+//     ErrPending in phases.RetryAfter; pending past opts.PendingWindow: ErrPendingTooLong.
+//   - When an earlier attempt may have reached the provider (a prior call not recorded as
+//     certainly not done, or opts.MayHaveReached) and the provider has inquiry, it asks by
+//     reference first. A charge found is taken only if it matches the intent (amount, currency,
+//     reference; ErrMismatch otherwise), a pending one is followed as above. An empty answer
+//     counts only once Capabilities.MaxInFlight has passed since every earlier attempt went
+//     quiet (j.QuietAt, the end of the last one): before that it waits when the wait fits in
+//     ctx (at most half of the time left), else returns ErrInFlight in phases.RetryAfter.
+//   - Without inquiry it re-sends the same key only if the provider honours keys
+//     (ErrCannotResolve otherwise) and the key is within Capabilities.KeyRetention
+//     (ErrKeyExpired otherwise). Both satisfy phases.IsOutcomeUnknown: park, never compensate.
+//   - A send that certainly did not act is retried; one whose outcome is unknown is resolved
+//     the same way (inquiry, measured from when that send stopped, or the same key), never by
+//     guessing. A charge answered pending is never sent again.
+//   - When the rounds or ctx run out, it returns the last failure, an UnknownError when this
+//     attempt may have charged.
+//
+// What it records: succeeded, declined or pending (with the charge's id) when it saw the charge;
+// unknown when a send of this attempt may have acted unresolved; failed_before when this attempt
+// certainly charged nothing (its sends failed before acting, or it sent nothing: it only waited,
+// or learnt nothing new).
+func Execute(ctx context.Context, j Journal, gw Gateway, params ChargeParams, opts *ExecuteOpts) (*Charge, error) {
+	x := newExecution(j, gw, params, opts.withDefaults())
+	charge, err := x.run(ctx)
+	if j != nil {
+		j.RecordCall(x.outcome, x.providerID)
 	}
-
-	x := &execution{
-		gw:             gw,
-		caps:           caps,
-		params:         params,
-		opts:           o,
-		mayHaveReached: o.MayHaveReached,
-		needInquiry:    o.MayHaveReached && caps.Inquiry,
-	}
-	charge, err := backoff.RetryWithData(func() (*Charge, error) { return x.attempt(ctx) }, backoff.WithContext(o.Backoff(), ctx))
-	if err == nil {
-		return charge, nil
-	}
-	return nil, x.finalError(ctx, err)
+	return charge, err
 }
 
-// execution is the state of one Execute call across its attempts.
+// execution is the state of one Execute call across its rounds.
 type execution struct {
 	gw     Gateway
 	caps   Capabilities
 	params ChargeParams
 	opts   ExecuteOpts
 
-	// mayHaveReached is true while some attempt may have charged and nothing has resolved it.
-	mayHaveReached bool
-	// needInquiry is true when the next attempt must ask the provider before charging.
-	needInquiry bool
-	// lastErr is the last classified failure.
+	// quietAt is when the last attempt that may have reached the provider stopped sending; an
+	// empty inquiry is conclusive from quietAt + caps.MaxInFlight.
+	quietAt time.Time
+	// unresolved is true while some attempt may have charged and nothing has told.
+	unresolved bool
+	// pendingID is the provider's id of a charge known to be pending, read back, never re-sent.
+	pendingID string
+	// pendingSince is when the charge was first seen pending.
+	pendingSince time.Time
+	// known is a final charge the journal already holds.
+	known *Charge
+
+	// outcome and providerID are what this attempt came to so far (see Execute).
+	outcome    phases.CallOutcome
+	providerID string
+	// lastErr is the last failure of a round that may be retried.
 	lastErr error
 }
 
-// attempt is one pass of the retry loop: an inquiry when one is due, then a charge. Errors
-// wrapped in backoff.Permanent stop the loop.
-func (x *execution) attempt(ctx context.Context) (*Charge, error) {
-	if x.needInquiry {
-		found, err := x.gw.Inquire(ctx, x.params.Reference)
-		if errors.Is(err, ErrUnsupported) {
-			// The provider no longer answers inquiries: resolve with what it still supports.
-			return x.withoutInquiry(ctx)
+func newExecution(j Journal, gw Gateway, params ChargeParams, o ExecuteOpts) *execution {
+	x := &execution{gw: gw, caps: gw.Capabilities(), params: params, opts: o, outcome: phases.CallOutcomeFailedBefore}
+	x.unresolved = o.MayHaveReached
+	if j == nil {
+		return x
+	}
+	x.quietAt = j.QuietAt()
+	prior := j.PriorCalls()
+	for _, c := range prior {
+		if x.opts.KeyCreatedAt.IsZero() || c.StartedAt.Before(x.opts.KeyCreatedAt) {
+			x.opts.KeyCreatedAt = c.StartedAt
 		}
-		if err != nil {
-			err = fmt.Errorf("error inquiring about charge %q: %w", x.params.Reference, err)
-			if Classify(nil, err) == OutcomePermanent || errors.Is(err, ErrUnsupported) {
-				return nil, backoff.Permanent(err)
+		if !c.MayHaveReached() {
+			continue
+		}
+		x.unresolved = true
+		if c.EndedAt != nil && c.EndedAt.After(x.quietAt) {
+			x.quietAt = *c.EndedAt
+		}
+		if c.Outcome == phases.CallOutcomePending && x.pendingSince.IsZero() {
+			x.pendingSince = c.StartedAt
+			if c.EndedAt != nil {
+				x.pendingSince = *c.EndedAt
 			}
-			x.lastErr = err
-			return nil, err
 		}
-		x.needInquiry = false
-		if charge := pick(found); charge != nil {
-			return charge, nil
+	}
+	// The latest attempt that saw the charge itself decides: it is never sent again.
+	for i := len(prior) - 1; i >= 0; i-- {
+		c := prior[i]
+		if c.ProviderID == "" {
+			continue
 		}
-		// Inquiry is authoritative: nothing found means no earlier attempt charged.
-		x.mayHaveReached = false
-	}
-	return x.charge(ctx)
-}
-
-// charge sends the charge once and classifies the answer for the retry loop.
-func (x *execution) charge(ctx context.Context) (*Charge, error) {
-	start := x.opts.Now()
-	charge, err := x.gw.Charge(ctx, x.params)
-	outcome := Classify(charge, err)
-	if x.opts.OnAttempt != nil {
-		x.opts.OnAttempt(outcome, x.opts.Now().Sub(start))
-	}
-	switch outcome {
-	case OutcomeSucceeded, OutcomeDeclined:
-		return charge, nil
-	case OutcomeRetryable:
-		x.lastErr = fmt.Errorf("error charging %q: %w", x.params.Reference, err)
-		return nil, x.lastErr
-	case OutcomeAmbiguous:
-		x.mayHaveReached = true
-		x.lastErr = fmt.Errorf("error charging %q: %w", x.params.Reference, err)
-		switch {
-		case x.caps.Inquiry:
-			x.needInquiry = true
-			return nil, x.lastErr
-		case x.caps.IdempotencyKeys && x.params.IdempotencyKey != "":
-			return nil, x.lastErr
+		switch c.Outcome {
+		case phases.CallOutcomePending:
+			x.pendingID = c.ProviderID
+		case phases.CallOutcomeSucceeded, phases.CallOutcomeDeclined:
+			status := ChargeStatusSucceeded
+			if c.Outcome == phases.CallOutcomeDeclined {
+				status = ChargeStatusDeclined
+			}
+			x.known = &Charge{ID: c.ProviderID, Amount: params.Amount, Currency: params.Currency, Reference: params.Reference, Status: status}
 		default:
-			// Neither inquiry nor keys: another charge could be a second one. Never guess.
-			return nil, backoff.Permanent(x.lastErr)
+			continue
 		}
-	default:
-		return nil, backoff.Permanent(fmt.Errorf("error charging %q: %w", x.params.Reference, err))
+		break
+	}
+	return x
+}
+
+// result is what one step of a round came to: a charge (final or pending), or an error that
+// the next round may retry (retry) or that ends Execute.
+type result struct {
+	charge *Charge
+	err    error
+	retry  bool
+}
+
+func done(c *Charge) result       { return result{charge: c} }
+func failed(err error) result     { return result{err: err} }
+func retryable(err error) result  { return result{err: err, retry: phases.IsRetryable(err)} }
+func retryLater(err error) result { return result{err: err, retry: true} }
+
+// run makes rounds until a final charge, a failure that must not be retried here, or the end
+// of the rounds or of ctx.
+func (x *execution) run(ctx context.Context) (*Charge, error) {
+	if x.known != nil {
+		// The journal holds the final answer: nothing to send or ask.
+		x.saw(x.known)
+		return x.known, nil
+	}
+	for round := 0; ; round++ {
+		if round > 0 && !x.pause(ctx, round) {
+			return nil, x.gaveUp(ctx)
+		}
+		var r result
+		switch {
+		case x.pendingID != "":
+			r = x.readBack(ctx)
+		case x.unresolved:
+			r = x.resolve(ctx)
+		default:
+			r = x.send(ctx)
+		}
+		switch {
+		case r.err != nil && !r.retry:
+			return nil, r.err
+		case r.err != nil:
+			x.lastErr = r.err
+		case r.charge.Status.Final():
+			return r.charge, nil
+		default: // pending: follow it
+			if err := x.followPending(r.charge); err != nil {
+				return nil, err
+			}
+		}
 	}
 }
 
-// withoutInquiry continues an attempt that needed an inquiry the provider refused: re-send the
-// same key if the provider honours keys (and the key is within its window), else stop: nothing
-// can tell whether the earlier attempt charged.
-func (x *execution) withoutInquiry(ctx context.Context) (*Charge, error) {
+// saw notes a charge this attempt saw (sent, found or read back).
+func (x *execution) saw(c *Charge) {
+	x.outcome, x.providerID = Classify(c, nil), c.ID
+}
+
+// followPending notes that charge is pending: from now on it is read back, never re-sent,
+// until it is final or pending longer than the window.
+func (x *execution) followPending(charge *Charge) error {
+	if charge.ID == "" {
+		// Nothing to read it back by, and sending again could be a second charge.
+		return fmt.Errorf("charge for %q is pending without an id: %w", x.params.Reference, ErrCannotResolve)
+	}
+	now := x.opts.Now()
+	x.pendingID, x.unresolved = charge.ID, false
+	if x.pendingSince.IsZero() {
+		x.pendingSince = now
+	}
+	if since := now.Sub(x.pendingSince); since > x.opts.PendingWindow {
+		return fmt.Errorf("charge %s for %q pending for %s (window %s): %w",
+			charge.ID, x.params.Reference, since.Round(time.Second), x.opts.PendingWindow, ErrPendingTooLong)
+	}
+	return nil
+}
+
+// send sends the charge once.
+func (x *execution) send(ctx context.Context) result {
+	charge, err := x.gw.Charge(ctx, x.params)
+	switch Classify(charge, err) {
+	case phases.CallOutcomeSucceeded, phases.CallOutcomeDeclined, phases.CallOutcomePending:
+		x.saw(charge)
+		return done(charge)
+	case phases.CallOutcomeFailedBefore:
+		return retryable(fmt.Errorf("error charging %q: %w", x.params.Reference, err))
+	}
+	// It may have charged, and may still land until it has been quiet for MaxInFlight.
+	x.outcome, x.unresolved = phases.CallOutcomeUnknown, true
+	x.quietAt = x.opts.Now()
+	if err == nil {
+		err = &UnknownError{Err: fmt.Errorf("charge %s has status %q", charge.ID, charge.Status)}
+	}
+	err = fmt.Errorf("error charging %q: %w", x.params.Reference, err)
+	if phases.IsOutcomeUnknown(err) {
+		return failed(err)
+	}
+	if !x.caps.Inquiry && (!x.caps.IdempotencyKeys || x.params.IdempotencyKey == "") {
+		// Neither inquiry nor keys: another send could be a second charge. Never guess.
+		return failed(fmt.Errorf("%w (%w)", ErrCannotResolve, err))
+	}
+	return retryLater(err)
+}
+
+// resolve settles what an earlier attempt did before anything is sent again: by inquiry when
+// the provider has it (then sends when nothing can have landed), else by re-sending the key.
+func (x *execution) resolve(ctx context.Context) result {
+	if !x.caps.Inquiry {
+		return x.resendKey(ctx)
+	}
+	r, held := x.inquire(ctx)
+	if held || r.err != nil {
+		return x.unlessUnsupported(ctx, r)
+	}
+	if wait := x.quietAt.Add(x.caps.MaxInFlight).Sub(x.opts.Now()); wait > 0 {
+		// Nothing found yet, and an earlier request may still land: ask again after the window.
+		inFlight := fmt.Errorf("charge %q: %w (%s left)", x.params.Reference, ErrInFlight, wait.Round(time.Millisecond))
+		if !fits(ctx, wait) {
+			return failed(phases.RetryAfter(wait, x.classed(inFlight)))
+		}
+		if !sleep(ctx, wait) {
+			return failed(x.classed(fmt.Errorf("%w (gave up: %w)", inFlight, ctx.Err())))
+		}
+		if r, held = x.inquire(ctx); held || r.err != nil {
+			return x.unlessUnsupported(ctx, r)
+		}
+	}
+	// Authoritative, and nothing can still land: no attempt charged.
+	x.unresolved, x.outcome = false, phases.CallOutcomeFailedBefore
+	return x.send(ctx)
+}
+
+// unlessUnsupported returns r, or when the provider stopped answering inquiries, resolves by
+// key instead.
+func (x *execution) unlessUnsupported(ctx context.Context, r result) result {
+	if !errors.Is(r.err, ErrUnsupported) {
+		return r
+	}
 	x.caps = x.gw.Capabilities()
 	x.caps.Inquiry = false
-	x.needInquiry = false
-	if !x.caps.IdempotencyKeys || x.params.IdempotencyKey == "" {
-		return nil, backoff.Permanent(fmt.Errorf("error resolving charge %q: %w", x.params.Reference, ErrCannotResolve))
-	}
-	if x.caps.KeyRetention > 0 && !x.opts.KeyCreatedAt.IsZero() && x.opts.KeyCreatedAt.Before(x.opts.Now().Add(-x.caps.KeyRetention)) {
-		return nil, backoff.Permanent(fmt.Errorf("error resolving charge %q: %w", x.params.Reference, ErrKeyExpired))
-	}
-	return x.charge(ctx)
+	return x.resendKey(ctx)
 }
 
-// finalError is what Execute returns when the loop gave up with err: permanent errors as
-// they are, otherwise the last classified failure, made ambiguous when an unresolved
-// attempt may have charged.
-func (x *execution) finalError(ctx context.Context, err error) error {
-	if Classify(nil, err) == OutcomePermanent {
-		return err
+// classed wraps err, a failure of this attempt to resolve an earlier one, so that it tells
+// what this attempt came to: unknown when one of its own sends may have charged, else not done.
+func (x *execution) classed(err error) error {
+	if x.outcome == phases.CallOutcomeUnknown {
+		return &UnknownError{Err: err}
 	}
-	last := x.lastErr
-	if last == nil {
-		// ctx ended before any attempt failed on its own.
-		last = fmt.Errorf("error charging %q: %w", x.params.Reference, err)
-	} else if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) && !errors.Is(last, ctxErr) {
-		last = fmt.Errorf("%w (gave up: %w)", last, ctxErr)
-	}
-	if x.mayHaveReached {
-		if Classify(nil, last) != OutcomeAmbiguous {
-			return &AmbiguousError{Err: last}
+	return &NotDoneError{Err: err}
+}
+
+// inquire asks the provider what it holds for the reference: held is false when it holds
+// nothing (and r is empty). An error wrapping ErrUnsupported is returned as is.
+func (x *execution) inquire(ctx context.Context) (r result, held bool) {
+	found, err := x.gw.Inquire(ctx, x.params.Reference)
+	switch {
+	case errors.Is(err, ErrUnsupported):
+		return failed(err), false
+	case err != nil:
+		err = fmt.Errorf("error inquiring about charge %q: %w", x.params.Reference, err)
+		if !phases.IsRetryable(err) {
+			// Nothing else can tell what the earlier attempt did.
+			return failed(phases.OutcomeUnknown(err)), false
 		}
-		return last
+		return retryLater(x.classed(err)), false
 	}
-	if Classify(nil, last) != OutcomeRetryable {
-		return &RetryableError{Err: last}
+	charge, err := x.pick(found)
+	switch {
+	case err != nil:
+		return failed(err), false
+	case charge == nil:
+		return result{}, false
 	}
-	return last
+	x.saw(charge)
+	return done(charge), true
 }
 
-// pick returns the charge an inquiry settles on: a succeeded one in preference to a declined
-// one, nil when there is none.
-func pick(charges []Charge) *Charge {
-	var declined *Charge
+// pick returns the charge an inquiry settles on: a succeeded one in preference to a pending
+// one, and a pending one to a declined one; nil when there is none. A charge that does not
+// match the intent is never taken for it: ErrMismatch.
+func (x *execution) pick(charges []Charge) (*Charge, error) {
+	var best *Charge
 	for i := range charges {
-		switch charges[i].Status {
-		case ChargeStatusSucceeded:
-			c := charges[i]
-			return &c
-		case ChargeStatusDeclined:
-			if declined == nil {
-				c := charges[i]
-				declined = &c
-			}
+		c := &charges[i]
+		if err := x.check(c); err != nil {
+			return nil, err
+		}
+		if best == nil || rank(c.Status) > rank(best.Status) {
+			best = c
 		}
 	}
-	return declined
+	return best, nil
+}
+
+// rank orders the statuses an inquiry may find by what they settle: money moved, money may
+// move, nothing moved.
+func rank(s ChargeStatus) int {
+	switch s {
+	case ChargeStatusSucceeded:
+		return 3
+	case ChargeStatusPending:
+		return 2
+	case ChargeStatusDeclined:
+		return 1
+	}
+	return 0
+}
+
+// check refuses a charge found or read back that is not the intent's: another amount,
+// currency or reference, or a status that is none of ours.
+func (x *execution) check(c *Charge) error {
+	if c.matches(x.params) && rank(c.Status) > 0 {
+		return nil
+	}
+	return fmt.Errorf("charge %s for %q is %d %s %q %q, the intent %d %s: %w", c.ID, x.params.Reference,
+		c.Amount, c.Currency, c.Reference, c.Status, x.params.Amount, x.params.Currency, ErrMismatch)
+}
+
+// resendKey re-sends the same key to a provider that cannot be asked: the provider answers
+// the first charge instead of making a second one, while it remembers the key.
+func (x *execution) resendKey(ctx context.Context) result {
+	if !x.caps.IdempotencyKeys || x.params.IdempotencyKey == "" {
+		return failed(fmt.Errorf("error resolving charge %q: %w", x.params.Reference, ErrCannotResolve))
+	}
+	created := x.opts.KeyCreatedAt
+	if x.caps.KeyRetention > 0 && !created.IsZero() && created.Before(x.opts.Now().Add(-x.caps.KeyRetention)) {
+		return failed(fmt.Errorf("error resolving charge %q: key %q first sent at %s, provider keeps keys for %s: %w",
+			x.params.Reference, x.params.IdempotencyKey, created.Format(time.RFC3339), x.caps.KeyRetention, ErrKeyExpired))
+	}
+	return x.send(ctx)
+}
+
+// readBack reads a pending charge as it stands now: by id, else by inquiry. It never sends.
+func (x *execution) readBack(ctx context.Context) result {
+	charge, err := x.gw.Get(ctx, x.pendingID)
+	if errors.Is(err, ErrUnsupported) {
+		r, held := failed(err), false
+		if x.caps.Inquiry {
+			r, held = x.inquire(ctx)
+		}
+		switch {
+		case errors.Is(r.err, ErrUnsupported):
+			return failed(fmt.Errorf("charge %s for %q is pending and can be read back neither by id nor by reference: %w",
+				x.pendingID, x.params.Reference, ErrCannotResolve))
+		case !held && r.err == nil:
+			return failed(phases.OutcomeUnknown(fmt.Errorf("pending charge %s for %q is no longer listed: %w",
+				x.pendingID, x.params.Reference, ErrNotFound)))
+		}
+		return r
+	}
+	if err != nil {
+		err = fmt.Errorf("error reading back charge %s for %q: %w", x.pendingID, x.params.Reference, err)
+		if errors.Is(err, ErrNotFound) || !phases.IsRetryable(err) {
+			return failed(phases.OutcomeUnknown(err))
+		}
+		return retryLater(err)
+	}
+	if err := x.check(charge); err != nil {
+		return failed(err)
+	}
+	x.saw(charge)
+	return done(charge)
+}
+
+// pause waits before round n, if the rounds allow another and the wait fits in ctx.
+func (x *execution) pause(ctx context.Context, n int) bool {
+	if n > x.opts.Retries {
+		return false
+	}
+	d := x.opts.RetryDelay(n)
+	return fits(ctx, d) && sleep(ctx, d)
+}
+
+// gaveUp is the error when no round is left: the charge still pending, or the last failure,
+// unknown when one of this attempt's sends may have charged.
+func (x *execution) gaveUp(ctx context.Context) error {
+	if x.pendingID != "" {
+		since := x.opts.Now().Sub(x.pendingSince)
+		return phases.RetryAfter(pendingPoll(since), fmt.Errorf("charge %s for %q pending for %s: %w",
+			x.pendingID, x.params.Reference, since.Round(time.Millisecond), ErrPending))
+	}
+	err := x.lastErr
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		err = fmt.Errorf("%w (gave up: %w)", err, ctxErr)
+	}
+	if x.outcome == phases.CallOutcomeUnknown && Classify(nil, err) != phases.CallOutcomeUnknown {
+		return &UnknownError{Err: err}
+	}
+	return err
+}
+
+// pendingPoll is how long the engine waits before reading a pending charge again: half the
+// time it has been pending, between 1s and 10m, so a charge pending for a day costs a few
+// dozen reads, not thousands.
+func pendingPoll(since time.Duration) time.Duration {
+	return min(max(since/2, time.Second), 10*time.Minute)
+}
+
+// fits reports whether a wait of d leaves at least as much of ctx's time after it.
+func fits(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return !ok || time.Until(deadline) >= 2*d
+}
+
+// sleep waits d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

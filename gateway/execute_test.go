@@ -2,276 +2,346 @@ package gateway_test
 
 import (
 	"context"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/gateway/gatewaytest"
 	"github.com/pgsaga/pgsaga/gateway/sim"
+	"github.com/pgsaga/pgsaga/phases"
 )
 
-// attempts records the outcome of every charge attempt Execute reports.
-type attempts struct {
-	mu       sync.Mutex
-	outcomes []gateway.Outcome
-	then     func(n int) // called after attempt n (1-based), to script faults
-}
+// crashed is a prior attempt whose execution died after sending: no outcome, may have reached.
+func crashed(at time.Time) phases.CallRecord { return phases.CallRecord{StartedAt: at} }
 
-func (a *attempts) record(o gateway.Outcome, _ time.Duration) {
-	a.mu.Lock()
-	a.outcomes = append(a.outcomes, o)
-	n := len(a.outcomes)
-	a.mu.Unlock()
-	if a.then != nil {
-		a.then(n)
-	}
-}
-
-func (a *attempts) list() []gateway.Outcome {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]gateway.Outcome(nil), a.outcomes...)
-}
-
-// opts returns Execute options with immediate retries (at most retries of them).
-func opts(a *attempts, retries uint64) *gateway.ExecuteOpts {
-	return &gateway.ExecuteOpts{
-		Backoff:   func() backoff.BackOff { return backoff.WithMaxRetries(&backoff.ZeroBackOff{}, retries) },
-		OnAttempt: a.record,
-	}
-}
-
-func params(ref string, amount int64) gateway.ChargeParams {
-	return gateway.ChargeParams{Amount: amount, Currency: "USD", Reference: ref, IdempotencyKey: ref}
-}
-
-// withCaps overrides what a gateway declares, e.g. to give it a key retention window.
-type withCaps struct {
-	gateway.Gateway
-	caps gateway.Capabilities
-}
-
-func (g withCaps) Capabilities() gateway.Capabilities { return g.caps }
-
-func newSim(idempotency, inquiry bool) *sim.Simulator {
-	return sim.New(&sim.Config{Idempotency: &idempotency, Inquiry: &inquiry})
-}
-
-// overHTTP returns a client adapter on s served over a loopback listener.
-func overHTTP(t *testing.T, s *sim.Simulator) gateway.Gateway {
-	t.Helper()
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	c, err := sim.NewClient(srv.URL, nil)
-	require.NoError(t, err)
-	return c
-}
+var (
+	succeeded    = phases.CallOutcomeSucceeded
+	declined     = phases.CallOutcomeDeclined
+	failedBefore = phases.CallOutcomeFailedBefore
+	pending      = phases.CallOutcomePending
+	unknown      = phases.CallOutcomeUnknown
+)
 
 func TestExecuteLostResponseWithIdempotency(t *testing.T) {
 	t.Parallel()
 	s := newSim(true, false)
-	gw := overHTTP(t, s)
+	gw := trace(overHTTP(t, s))
 	s.LoseNext(1)
-	a := &attempts{}
 	p := params(gateway.DeriveKey("payment", "lost-idem"), 100)
+	var j gatewaytest.Journal
 
-	charge, err := gateway.Execute(context.Background(), gw, p, opts(a, 5))
+	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
 	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
-	require.Equal(t, []gateway.Outcome{gateway.OutcomeAmbiguous, gateway.OutcomeSucceeded}, a.list())
+	require.Equal(t, []string{"charge", "charge"}, gw.list(), "the same key, re-sent")
 	require.Equal(t, 1, s.ChargesFor(p.Reference), "the re-sent key must not charge again")
+	require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())
+	require.Equal(t, charge.ID, j.Calls()[0].ProviderID)
 }
 
 func TestExecuteLostResponseWithInquiryOnly(t *testing.T) {
 	t.Parallel()
 	s := newSim(false, true)
-	gw := overHTTP(t, s)
+	gw := trace(overHTTP(t, s))
 	s.LoseNext(1)
-	a := &attempts{}
 	p := params(gateway.DeriveKey("payment", "lost-inquiry"), 100)
+	var j gatewaytest.Journal
 
-	charge, err := gateway.Execute(context.Background(), gw, p, opts(a, 5))
+	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
 	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
 	require.Equal(t, p.Reference, charge.Reference)
-	require.Equal(t, []gateway.Outcome{gateway.OutcomeAmbiguous}, a.list(), "inquiry resolves it without a second charge")
+	require.Equal(t, []string{"charge", "inquire"}, gw.list(), "inquiry resolves it without a second charge")
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
+	require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())
 }
 
 func TestExecuteResumeInquiresFirst(t *testing.T) {
 	t.Parallel()
 	s := newSim(false, true)
-	gw := s.Gateway()
+	gw := trace(s.Gateway())
 	p := params(gateway.DeriveKey("payment", "resumed"), 100)
-	first, err := gw.Charge(context.Background(), p) // the attempt before the crash
+	first, err := s.Gateway().Charge(ctxFor(t), p) // the attempt before the crash
 	require.NoError(t, err)
+	var j gatewaytest.Journal
+	j.Add(crashed(time.Now()))
 
-	a := &attempts{}
-	o := opts(a, 5)
-	o.MayHaveReached = true
-	charge, err := gateway.Execute(context.Background(), gw, p, o)
+	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
 	require.Equal(t, first, charge)
-	require.Empty(t, a.list(), "no charge is sent when inquiry finds one")
+	require.Equal(t, []string{"inquire"}, gw.list(), "no charge is sent when inquiry finds one")
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
+	require.Equal(t, []phases.CallOutcome{"", succeeded}, j.Outcomes(), "this attempt found it succeeded")
+	require.Equal(t, first.ID, j.Calls()[1].ProviderID)
 }
 
-func TestExecuteResumePrefersSucceeded(t *testing.T) {
+// Without a journal, a caller says that an earlier attempt may have reached the provider.
+func TestExecuteMayHaveReachedOverride(t *testing.T) {
 	t.Parallel()
-	s := sim.New(&sim.Config{DeclineOver: 150})
-	gw := s.Gateway()
-	ref := gateway.DeriveKey("payment", "mixed")
-	_, err := gw.Charge(context.Background(), gateway.ChargeParams{Amount: 200, Currency: "USD", Reference: ref, IdempotencyKey: "k1"})
-	require.NoError(t, err)
-	ok, err := gw.Charge(context.Background(), gateway.ChargeParams{Amount: 100, Currency: "USD", Reference: ref, IdempotencyKey: "k2"})
+	s := newSim(false, true)
+	gw := trace(s.Gateway())
+	p := params(gateway.DeriveKey("payment", "override"), 100)
+	first, err := s.Gateway().Charge(ctxFor(t), p)
 	require.NoError(t, err)
 
-	charge, err := gateway.Execute(context.Background(), gw, params(ref, 100), &gateway.ExecuteOpts{MayHaveReached: true})
+	charge, err := gateway.Execute(ctxFor(t), nil, gw, p, &gateway.ExecuteOpts{MayHaveReached: true})
+	require.NoError(t, err)
+	require.Equal(t, first, charge)
+	require.Equal(t, []string{"inquire"}, gw.list())
+}
+
+func TestExecuteInquiryPrefersSucceeded(t *testing.T) {
+	t.Parallel()
+	s := sim.New(&sim.Config{DeclineOver: 50})
+	ref := gateway.DeriveKey("payment", "mixed")
+	_, err := s.Gateway().Charge(ctxFor(t), gateway.ChargeParams{Amount: 100, Currency: "USD", Reference: ref, IdempotencyKey: "k1"})
+	require.NoError(t, err)
+	_, err = s.SetFaults(func(st *sim.Settings) { st.DeclineOver = 0 })
+	require.NoError(t, err)
+	ok, err := s.Gateway().Charge(ctxFor(t), gateway.ChargeParams{Amount: 100, Currency: "USD", Reference: ref, IdempotencyKey: "k2"})
+	require.NoError(t, err)
+
+	charge, err := gateway.Execute(ctxFor(t), nil, s.Gateway(), params(ref, 100), &gateway.ExecuteOpts{MayHaveReached: true})
 	require.NoError(t, err)
 	require.Equal(t, ok, charge)
 	require.Equal(t, 2, s.ChargesFor(ref))
 }
 
+// A charge for the reference that is not the intent's is never taken for it, nor charged over.
+func TestExecuteInquiryMismatchIsOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	for name, other := range map[string]gateway.ChargeParams{
+		"amount":   {Amount: 999, Currency: "USD"},
+		"currency": {Amount: 100, Currency: "EUR"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newSim(false, true)
+			gw := trace(s.Gateway())
+			ref := gateway.DeriveKey("payment", "mismatch-"+name)
+			other.Reference = ref
+			_, err := s.Gateway().Charge(ctxFor(t), other)
+			require.NoError(t, err)
+			var j gatewaytest.Journal
+			j.Add(crashed(time.Now()))
+
+			charge, err := gateway.Execute(ctxFor(t), &j, gw, params(ref, 100), fast(5))
+			require.Nil(t, charge)
+			require.ErrorIs(t, err, gateway.ErrMismatch)
+			require.True(t, phases.IsOutcomeUnknown(err), "park, never compensate: %v", err)
+			require.False(t, phases.IsRetryable(err))
+			require.Equal(t, []string{"inquire"}, gw.list(), "never charged over")
+			require.Equal(t, []phases.CallOutcome{"", failedBefore}, j.Outcomes(), "this attempt sent nothing")
+		})
+	}
+}
+
 func TestExecuteResumeWithInquiryNothingFoundCharges(t *testing.T) {
 	t.Parallel()
 	s := newSim(false, true)
-	a := &attempts{}
-	o := opts(a, 5)
-	o.MayHaveReached = true
+	gw := trace(s.Gateway())
 	p := params(gateway.DeriveKey("payment", "never-reached"), 100)
-	charge, err := gateway.Execute(context.Background(), s.Gateway(), p, o)
+	var j gatewaytest.Journal
+	j.Add(crashed(time.Now()))
+
+	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
 	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
-	require.Equal(t, []gateway.Outcome{gateway.OutcomeSucceeded}, a.list())
+	require.Equal(t, []string{"inquire", "charge"}, gw.list())
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
+}
+
+// A prior attempt recorded as certainly not done does not call for an inquiry.
+func TestExecuteAfterFailedBeforeSendsAtOnce(t *testing.T) {
+	t.Parallel()
+	s := newSim(false, true)
+	gw := trace(s.Gateway())
+	var j gatewaytest.Journal
+	j.Add(phases.CallRecord{StartedAt: time.Now(), Outcome: failedBefore})
+
+	_, err := gateway.Execute(ctxFor(t), &j, gw, params("payment:refused-before", 100), fast(5))
+	require.NoError(t, err)
+	require.Equal(t, []string{"charge"}, gw.list())
+}
+
+// A final outcome the journal already holds is the answer: nothing is sent or asked.
+func TestExecuteKnownOutcomeIsNotSentAgain(t *testing.T) {
+	t.Parallel()
+	for _, outcome := range []phases.CallOutcome{succeeded, declined} {
+		t.Run(string(outcome), func(t *testing.T) {
+			t.Parallel()
+			gw := trace(sim.New(nil).Gateway())
+			var j gatewaytest.Journal
+			j.Add(phases.CallRecord{StartedAt: time.Now(), Outcome: outcome, ProviderID: "ch_known"})
+
+			charge, err := gateway.Execute(ctxFor(t), &j, gw, params("payment:known", 100), fast(5))
+			require.NoError(t, err)
+			require.Equal(t, "ch_known", charge.ID)
+			require.Equal(t, outcome, gateway.Classify(charge, nil))
+			require.Empty(t, gw.list())
+			require.Equal(t, outcome, j.Outcomes()[1])
+		})
+	}
 }
 
 func TestExecuteKeyExpired(t *testing.T) {
 	t.Parallel()
 	s := newSim(true, false)
-	gw := withCaps{s.Gateway(), gateway.Capabilities{IdempotencyKeys: true, KeyRetention: 24 * time.Hour}}
+	gw := trace(s.Gateway())
+	gw.caps = &gateway.Capabilities{IdempotencyKeys: true, KeyRetention: 24 * time.Hour}
 	now := time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
-	a := &attempts{}
-	o := opts(a, 5)
-	o.MayHaveReached = true
+	o := fast(5)
 	o.Now = func() time.Time { return now }
-	o.KeyCreatedAt = now.Add(-25 * time.Hour)
 	p := params(gateway.DeriveKey("payment", "old"), 100)
+	var j gatewaytest.Journal
+	j.Add(crashed(now.Add(-25 * time.Hour))) // the key was first sent then
 
-	charge, err := gateway.Execute(context.Background(), gw, p, o)
+	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, o)
 	require.Nil(t, charge)
 	require.ErrorIs(t, err, gateway.ErrKeyExpired)
-	require.Equal(t, gateway.OutcomePermanent, gateway.Classify(nil, err))
-	var r interface{ Retryable() bool }
-	require.ErrorAs(t, err, &r)
-	require.False(t, r.Retryable())
-	require.Empty(t, a.list())
+	require.True(t, phases.IsOutcomeUnknown(err), "money may have moved: park, never compensate")
+	require.False(t, phases.IsRetryable(err))
+	require.Equal(t, unknown, gateway.Classify(nil, err))
+	require.Empty(t, gw.list())
 	require.Zero(t, s.TotalCharges())
+	require.Equal(t, failedBefore, j.Outcomes()[1], "this attempt sent nothing")
 
 	// Within the window the same key is re-sent.
-	o.KeyCreatedAt = now.Add(-23 * time.Hour)
-	charge, err = gateway.Execute(context.Background(), gw, p, o)
+	var fresh gatewaytest.Journal
+	fresh.Add(crashed(now.Add(-23 * time.Hour)))
+	charge, err = gateway.Execute(ctxFor(t), &fresh, gw, p, o)
 	require.NoError(t, err)
 	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
+
+	// Without a journal, KeyCreatedAt says when the key was first sent.
+	o.MayHaveReached, o.KeyCreatedAt = true, now.Add(-25*time.Hour)
+	_, err = gateway.Execute(ctxFor(t), nil, gw, p, o)
+	require.ErrorIs(t, err, gateway.ErrKeyExpired)
 }
 
 func TestExecuteCannotResolve(t *testing.T) {
 	t.Parallel()
 	s := newSim(false, false)
-	a := &attempts{}
-	o := opts(a, 5)
-	o.MayHaveReached = true
-	charge, err := gateway.Execute(context.Background(), s.Gateway(), params("payment:blind", 100), o)
+	gw := trace(s.Gateway())
+	var j gatewaytest.Journal
+	j.Add(crashed(time.Now()))
+
+	charge, err := gateway.Execute(ctxFor(t), &j, gw, params("payment:blind", 100), fast(5))
 	require.Nil(t, charge)
 	require.ErrorIs(t, err, gateway.ErrCannotResolve)
-	require.Equal(t, gateway.OutcomePermanent, gateway.Classify(nil, err))
-	require.Empty(t, a.list())
-	require.Zero(t, s.TotalCharges())
+	require.True(t, phases.IsOutcomeUnknown(err), "money may have moved: park, never compensate")
+	require.False(t, phases.IsRetryable(err))
+	require.Empty(t, gw.list())
+	require.Equal(t, failedBefore, j.Outcomes()[1])
 }
 
-func TestExecuteAmbiguousWithoutFeaturesNeverGuesses(t *testing.T) {
+func TestExecuteUnknownWithoutFeaturesNeverGuesses(t *testing.T) {
 	t.Parallel()
 	s := newSim(false, false)
+	gw := trace(s.Gateway())
 	s.LoseNext(1)
-	a := &attempts{}
 	p := params("payment:guess", 100)
-	charge, err := gateway.Execute(context.Background(), s.Gateway(), p, opts(a, 5))
+	var j gatewaytest.Journal
+
+	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.Nil(t, charge)
-	var ambiguous *gateway.AmbiguousError
-	require.ErrorAs(t, err, &ambiguous)
-	require.Equal(t, []gateway.Outcome{gateway.OutcomeAmbiguous}, a.list(), "no second charge on a blind provider")
+	require.ErrorIs(t, err, gateway.ErrCannotResolve)
+	require.True(t, phases.IsOutcomeUnknown(err))
+	require.Equal(t, []string{"charge"}, gw.list(), "no second charge on a blind provider")
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
+	require.Equal(t, []phases.CallOutcome{unknown}, j.Outcomes())
 }
 
-func TestExecuteRetriesUnavailable(t *testing.T) {
+func TestExecuteRetriesNotDone(t *testing.T) {
 	t.Parallel()
 	s := sim.New(nil)
-	gw := overHTTP(t, s)
+	gw := trace(overHTTP(t, s))
 	s.FailNext(3)
-	a := &attempts{}
 	p := params("payment:503s", 100)
-	charge, err := gateway.Execute(context.Background(), gw, p, opts(a, 5))
+	var j gatewaytest.Journal
+
+	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
 	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
-	require.Equal(t, []gateway.Outcome{
-		gateway.OutcomeRetryable, gateway.OutcomeRetryable, gateway.OutcomeRetryable, gateway.OutcomeSucceeded,
-	}, a.list())
+	require.Equal(t, []string{"charge", "charge", "charge", "charge"}, gw.list())
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
+	require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())
 }
 
 func TestExecuteRetriesRunOut(t *testing.T) {
 	t.Parallel()
 	s := sim.New(&sim.Config{FailBefore: 1})
-	a := &attempts{}
-	charge, err := gateway.Execute(context.Background(), s.Gateway(), params("payment:down", 100), opts(a, 2))
+	gw := trace(s.Gateway())
+	var j gatewaytest.Journal
+
+	charge, err := gateway.Execute(ctxFor(t), &j, gw, params("payment:down", 100), fast(2))
 	require.Nil(t, charge)
-	require.Equal(t, gateway.OutcomeRetryable, gateway.Classify(nil, err), "%v", err)
-	require.Len(t, a.list(), 3)
+	require.Equal(t, failedBefore, gateway.Classify(nil, err), "%v", err)
+	require.True(t, phases.IsRetryable(err))
+	require.Len(t, gw.list(), 3)
 	require.Zero(t, s.TotalCharges())
+	require.Equal(t, []phases.CallOutcome{failedBefore}, j.Outcomes())
 }
 
-func TestExecuteUnresolvedAmbiguityStaysAmbiguous(t *testing.T) {
+// After the lost answer the provider goes down: the last error is a 503, but the first send may
+// have charged, so the attempt is unknown.
+func TestExecuteUnresolvedUnknownStaysUnknown(t *testing.T) {
 	t.Parallel()
 	s := newSim(true, false)
 	s.LoseNext(1)
-	// After the lost answer the provider goes down: the last error is a 503, but the first
-	// attempt may have charged, so the caller must resume with MayHaveReached.
-	a := &attempts{then: func(n int) {
-		if n == 1 {
-			s.FailNext(100)
-		}
-	}}
+	gw := &failAfterFirst{traced: trace(s.Gateway()), s: s}
 	p := params("payment:lost-then-down", 100)
-	charge, err := gateway.Execute(context.Background(), s.Gateway(), p, opts(a, 2))
+	var j gatewaytest.Journal
+
+	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(2))
 	require.Nil(t, charge)
-	require.Equal(t, gateway.OutcomeAmbiguous, gateway.Classify(nil, err), "%v", err)
-	require.Equal(t, []gateway.Outcome{gateway.OutcomeAmbiguous, gateway.OutcomeRetryable, gateway.OutcomeRetryable}, a.list())
+	require.Equal(t, unknown, gateway.Classify(nil, err), "%v", err)
+	require.True(t, phases.IsRetryable(err), "resolved by a later attempt")
+	require.Equal(t, []string{"charge", "charge", "charge"}, gw.list())
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
+	require.Equal(t, []phases.CallOutcome{unknown}, j.Outcomes())
+}
+
+// failAfterFirst makes the simulator refuse every charge after the first.
+type failAfterFirst struct {
+	*traced
+	s *sim.Simulator
+}
+
+func (g *failAfterFirst) Charge(ctx context.Context, p gateway.ChargeParams) (*gateway.Charge, error) {
+	charge, err := g.traced.Charge(ctx, p)
+	g.s.FailNext(100)
+	return charge, err
 }
 
 func TestExecuteDeclineIsAResult(t *testing.T) {
 	t.Parallel()
 	s := sim.New(&sim.Config{DeclineOver: 1000})
-	a := &attempts{}
-	charge, err := gateway.Execute(context.Background(), s.Gateway(), params("payment:big", 5000), opts(a, 5))
+	gw := trace(s.Gateway())
+	var j gatewaytest.Journal
+
+	charge, err := gateway.Execute(ctxFor(t), &j, gw, params("payment:big", 5000), fast(5))
 	require.NoError(t, err)
 	require.Equal(t, gateway.ChargeStatusDeclined, charge.Status)
-	require.Equal(t, []gateway.Outcome{gateway.OutcomeDeclined}, a.list(), "a decline is not retried")
+	require.Equal(t, []string{"charge"}, gw.list(), "a decline is not retried")
+	require.Equal(t, []phases.CallOutcome{declined}, j.Outcomes())
 }
 
 func TestExecuteInvalidIsPermanent(t *testing.T) {
 	t.Parallel()
-	s := sim.New(nil)
-	a := &attempts{}
-	charge, err := gateway.Execute(context.Background(), overHTTP(t, s), params("payment:zero", 0), opts(a, 5))
+	gw := trace(overHTTP(t, sim.New(nil)))
+	var j gatewaytest.Journal
+
+	charge, err := gateway.Execute(ctxFor(t), &j, gw, params("payment:zero", 0), fast(5))
 	require.Nil(t, charge)
-	require.Equal(t, gateway.OutcomePermanent, gateway.Classify(nil, err))
-	require.Equal(t, []gateway.Outcome{gateway.OutcomePermanent}, a.list())
+	require.Equal(t, failedBefore, gateway.Classify(nil, err))
+	require.False(t, phases.IsRetryable(err), "compensate and park: %v", err)
+	require.False(t, phases.IsOutcomeUnknown(err))
+	require.Equal(t, []string{"charge"}, gw.list())
+	require.Equal(t, []phases.CallOutcome{failedBefore}, j.Outcomes())
 }
 
 func TestExecuteRespectsDeadline(t *testing.T) {
@@ -281,12 +351,16 @@ func TestExecuteRespectsDeadline(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	p := params("payment:deadline", 100)
-	charge, err := gateway.Execute(ctx, s.Gateway(), p, nil)
+	var j gatewaytest.Journal
+
+	charge, err := gateway.Execute(ctx, &j, s.Gateway(), p, nil)
 	require.Nil(t, charge)
 	require.Less(t, time.Since(start), 10*time.Second)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.Equal(t, gateway.OutcomeAmbiguous, gateway.Classify(nil, err), "%v", err)
+	require.Equal(t, unknown, gateway.Classify(nil, err), "%v", err)
+	require.True(t, phases.IsRetryable(err))
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
+	require.Equal(t, []phases.CallOutcome{unknown}, j.Outcomes())
 }
 
 func TestExecuteCancelledBeforeStart(t *testing.T) {
@@ -294,9 +368,28 @@ func TestExecuteCancelledBeforeStart(t *testing.T) {
 	s := sim.New(nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	charge, err := gateway.Execute(ctx, s.Gateway(), params("payment:cancelled", 100), nil)
+	var j gatewaytest.Journal
+
+	charge, err := gateway.Execute(ctx, &j, s.Gateway(), params("payment:cancelled", 100), nil)
 	require.Nil(t, charge)
 	require.ErrorIs(t, err, context.Canceled)
-	require.Equal(t, gateway.OutcomeRetryable, gateway.Classify(nil, err), "nothing was sent: %v", err)
+	require.Equal(t, failedBefore, gateway.Classify(nil, err), "nothing was sent: %v", err)
 	require.Zero(t, s.TotalCharges())
+	require.Equal(t, []phases.CallOutcome{failedBefore}, j.Outcomes())
+}
+
+func TestExecuteRetryDelays(t *testing.T) {
+	t.Parallel()
+	s := sim.New(&sim.Config{FailBefore: 1})
+	var delays []int
+	o := &gateway.ExecuteOpts{Retries: 3, RetryDelay: func(n int) time.Duration { delays = append(delays, n); return 0 }}
+	_, err := gateway.Execute(ctxFor(t), nil, s.Gateway(), params("payment:delays", 100), o)
+	require.Error(t, err)
+	require.Equal(t, []int{1, 2, 3}, delays)
+
+	delays = nil
+	o.Retries = -1
+	_, err = gateway.Execute(ctxFor(t), nil, s.Gateway(), params("payment:delays", 100), o)
+	require.Error(t, err)
+	require.Empty(t, delays, "a negative Retries means none")
 }

@@ -3,21 +3,28 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
 
-// Capabilities is what a payment provider supports. The engine reads it to decide how a call
-// that may already have reached the provider is resolved on resume.
+// Capabilities is what a payment provider supports. Execute reads it to decide how a call
+// that may already have reached the provider is resolved.
 type Capabilities struct {
-	// IdempotencyKeys is true when the provider de-duplicates charges sent with the same key.
+	// IdempotencyKeys is true when the provider de-duplicates charges sent with the same key:
+	// a repeated key answers the first charge and creates nothing. Defaults to false.
 	IdempotencyKeys bool
-	// Inquiry is true when the provider can be asked what happened to a reference, and its
-	// answer is authoritative: a charge it does not list was never made.
+	// Inquiry is true when the provider can be asked what it holds for a reference (Inquire),
+	// and its answer is authoritative once every request that could still land has landed (see
+	// MaxInFlight). Defaults to false.
 	Inquiry bool
-	// KeyRetention is how long the provider remembers an idempotency key. Zero means forever
-	// (or unknown and assumed long enough). A key older than this is never re-sent.
+	// KeyRetention is how long the provider remembers an idempotency key. A key older than this
+	// is never re-sent. Defaults to 0: forever (or unknown and assumed long enough).
 	KeyRetention time.Duration
+	// MaxInFlight is the longest a request that was sent may take to reach the provider and
+	// act (a slow network, a queue in front of it): a caller that gave up on a request can see
+	// it land that much later. An empty inquiry proves nothing before every earlier attempt
+	// has been quiet this long. Defaults to 0: a request that got no answer has either acted
+	// already or never will.
+	MaxInFlight time.Duration
 }
 
 // ChargeParams is one charge request.
@@ -37,11 +44,19 @@ type ChargeParams struct {
 type ChargeStatus string
 
 const (
-	// ChargeStatusSucceeded: the money moved.
+	// ChargeStatusSucceeded: the money moved. Final.
 	ChargeStatusSucceeded ChargeStatus = "succeeded"
-	// ChargeStatusDeclined: the provider refused; deterministic, stored and replayed.
+	// ChargeStatusDeclined: the provider refused; deterministic, stored and replayed. Final.
 	ChargeStatusDeclined ChargeStatus = "declined"
+	// ChargeStatusPending: the provider accepted the charge and has not decided yet. It is a
+	// charge (sending another one is a double charge); Gateway.Get shows it turn final.
+	ChargeStatusPending ChargeStatus = "pending"
 )
+
+// Final reports whether s is a verdict that will not change (succeeded or declined).
+func (s ChargeStatus) Final() bool {
+	return s == ChargeStatusSucceeded || s == ChargeStatusDeclined
+}
 
 // Charge is a charge as the provider knows it.
 type Charge struct {
@@ -53,96 +68,38 @@ type Charge struct {
 	Currency string `json:"currency"`
 	// Reference is ChargeParams.Reference as the provider recorded it.
 	Reference string `json:"reference"`
-	// Status is the provider's verdict.
+	// Status is the provider's verdict, as it stands.
 	Status ChargeStatus `json:"status"`
 }
 
-// Gateway is a payment provider adapter. Implementations are safe for concurrent use.
+// matches reports whether c is the charge p asked for: same amount, currency and reference.
+func (c *Charge) matches(p ChargeParams) bool {
+	return c.Amount == p.Amount && c.Currency == p.Currency && c.Reference == p.Reference
+}
+
+// Gateway is a payment provider adapter. Implementations are safe for concurrent use, and
+// classify every failure by behaviour (see Classify): an error whose provider certainly did not
+// act is a NotDoneError (or a PermanentError when sending it again cannot help); one whose
+// provider may have acted is an UnknownError. An error they cannot place is taken as unknown.
 //
-// Charge returns the charge the provider answered with (succeeded or declined) or an error
-// classified by Classify: a retryable error means the provider certainly did not act; an
-// ambiguous error means it may have (timeout, connection lost after sending); an error whose
-// Retryable method reports false (see PermanentError) means the request itself is wrong and
-// sending it again cannot help. A decline is a result, never an error.
+// Charge sends one charge and returns the charge the provider answered with: succeeded,
+// declined or pending. A decline is a result, never an error. It never re-sends on its own.
 //
-// Inquire returns every charge the provider holds for a reference (possibly none); it returns
-// an error wrapping ErrUnsupported when Capabilities().Inquiry is false.
+// Inquire returns every charge the provider holds for a reference (possibly none), each as it
+// stands; it returns an error wrapping ErrUnsupported when Capabilities().Inquiry is false.
+//
+// Get returns the charge with the provider's id as it stands now (a pending one may have turned
+// final); an error wrapping ErrNotFound when the provider has no such charge, or ErrUnsupported
+// when it cannot be read back by id.
 type Gateway interface {
 	Capabilities() Capabilities
 	Charge(ctx context.Context, params ChargeParams) (*Charge, error)
 	Inquire(ctx context.Context, reference string) ([]Charge, error)
+	Get(ctx context.Context, providerID string) (*Charge, error)
 }
 
 // ErrUnsupported is returned by an adapter asked for something its provider cannot do.
 var ErrUnsupported = errors.New("gateway: operation not supported by this provider")
 
-// Outcome is the classification of a charge attempt.
-type Outcome string
-
-const (
-	// OutcomeSucceeded: the provider charged.
-	OutcomeSucceeded Outcome = "succeeded"
-	// OutcomeDeclined: the provider refused; a deterministic result to store and replay.
-	OutcomeDeclined Outcome = "declined"
-	// OutcomeRetryable: the provider certainly did not act (5xx before processing, refused
-	// connection). Safe to send again.
-	OutcomeRetryable Outcome = "retryable"
-	// OutcomeAmbiguous: the provider may have acted (timeout, lost response). Resolve by
-	// retrying with the same key or by inquiry, never by guessing.
-	OutcomeAmbiguous Outcome = "ambiguous"
-	// OutcomePermanent: the request was refused as invalid (4xx other than a decline) or can
-	// no longer be resolved safely; sending it again cannot help. Park it for an operator.
-	OutcomePermanent Outcome = "permanent"
-)
-
-// RetryableError wraps a failure after which the provider certainly did not act.
-type RetryableError struct{ Err error }
-
-func (e *RetryableError) Error() string   { return fmt.Sprintf("gateway retryable: %v", e.Err) }
-func (e *RetryableError) Unwrap() error   { return e.Err }
-func (e *RetryableError) Retryable() bool { return true }
-
-// AmbiguousError wraps a failure after which the provider may or may not have acted.
-// Retryable reports true: the engine keeps the key and resolves it later by inquiry or by
-// re-sending the same idempotency key.
-type AmbiguousError struct{ Err error }
-
-func (e *AmbiguousError) Error() string   { return fmt.Sprintf("gateway ambiguous: %v", e.Err) }
-func (e *AmbiguousError) Unwrap() error   { return e.Err }
-func (e *AmbiguousError) Retryable() bool { return true }
-
-// PermanentError wraps a failure that sending the same request again cannot fix: the provider
-// rejected it as invalid without acting on it.
-type PermanentError struct{ Err error }
-
-func (e *PermanentError) Error() string   { return fmt.Sprintf("gateway permanent: %v", e.Err) }
-func (e *PermanentError) Unwrap() error   { return e.Err }
-func (e *PermanentError) Retryable() bool { return false }
-
-// Classify tells what a Charge result means. An error it cannot place (no RetryableError,
-// AmbiguousError or Retryable() false in its chain) is ambiguous: when in doubt, assume the
-// provider may have acted.
-func Classify(charge *Charge, err error) Outcome {
-	if err == nil {
-		if charge == nil {
-			return OutcomeAmbiguous
-		}
-		if charge.Status == ChargeStatusSucceeded {
-			return OutcomeSucceeded
-		}
-		return OutcomeDeclined
-	}
-	var ambiguous *AmbiguousError
-	if errors.As(err, &ambiguous) {
-		return OutcomeAmbiguous
-	}
-	var retryable *RetryableError
-	if errors.As(err, &retryable) {
-		return OutcomeRetryable
-	}
-	var behaviour interface{ Retryable() bool }
-	if errors.As(err, &behaviour) && !behaviour.Retryable() {
-		return OutcomePermanent
-	}
-	return OutcomeAmbiguous
-}
+// ErrNotFound is returned by Get for an id the provider does not know.
+var ErrNotFound = errors.New("gateway: no such charge")

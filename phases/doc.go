@@ -6,15 +6,29 @@
 //     together with the advance of the key's recovery point to the phase's name and the renewal
 //     of its lease, guarded by the lease's fencing token: a process whose lease was taken over
 //     cannot commit a phase. A phase either commits whole or leaves nothing.
-//   - An external call (Call) runs between transactions, never inside one. It must be safe to run
-//     again after a crash: send a downstream key derived from saved data, and when Run.Resumed
-//     is true resolve what an earlier attempt may have done (inquiry) before acting again.
+//   - An external call (Call) runs between transactions, never inside one. The engine journals
+//     each attempt before it is sent (with the reference the step derives, WithReference) and
+//     records its outcome class after (Run.RecordCall, or succeeded/unknown by the error). On
+//     resume, Run.PriorCalls says what earlier attempts did; send the same downstream key, and
+//     resolve an attempt that may have reached the provider (inquiry) before acting again —
+//     gateway.Execute does both.
+//
+// Steps share values through typed, named slots (Value): saved with the key, committed with the
+// next phase, read back after a crash.
 //
 // The step that calls Run.Respond ends the operation; the response is stored and replayed byte
 // for byte. A step decides a deterministic business outcome by returning Reject: the outcome is
 // stored, the failing phase's writes are discarded, and the compensations of the phases that
-// already committed run in reverse order (each one its own fenced, resumable transaction). An
-// error wrapped by Permanent parks the key for an operator after compensating. Any other error
-// is transient: nothing is stored, the key stays started, and a retry or the worker continues
-// from the last recovery point.
+// already committed run in reverse order, each in its own fenced transaction that also records
+// that it ran, so each commits exactly once. An error wrapped by Permanent parks the key for an
+// operator after compensating. An error wrapped by OutcomeUnknown (an effect that may have
+// happened and that nothing can resolve) parks it without compensating. Any other error is
+// transient: nothing is stored, the key stays started, and a retry or the worker continues from
+// the last recovery point (RetryAfter sets when).
+//
+// Names are stored: an operation's name with every key, a phase's name as a recovery point, a
+// call's name in the journal, a Value's name with the saved values. Renaming any of them strands
+// keys in flight; keep the old name as an alias (Operation.Aliases, Step.WithAliases) until
+// they are done. An operation may declare a Settle hook, with which an operator finishes a
+// parked key by a recorded decision.
 package phases

@@ -31,7 +31,7 @@ func BenchmarkResume(b *testing.B) {
 				require.NoError(b, err)
 				b.Cleanup(pool.Close)
 				c := newClient(b, pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
-				resumers[i], err = recovery.New(&recovery.Config{DB: pool, Client: c})
+				resumers[i], err = recovery.New(&recovery.Config{Client: c})
 				require.NoError(b, err)
 			}
 			var elapsed time.Duration

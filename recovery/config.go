@@ -5,21 +5,17 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/pgsaga/pgsaga/saga"
 )
 
 // Config configures a Resumer.
 type Config struct {
-	// DB is the database holding pgsaga_key. Required.
-	DB *pgxpool.Pool
 	// Client resumes the claimed keys; its operations decide which keys this resumer claims and
 	// its Lease is the lease a claim takes. Required.
 	Client *saga.Client
-	// BatchSize is how many due keys one RunOnce claims. Defaults to 100.
+	// BatchSize is how many due keys one RunOnce resumes at most. Defaults to 100.
 	BatchSize int
-	// Concurrency is how many claimed keys are resumed at once. Defaults to 4.
+	// Concurrency is how many keys are resumed at once. Defaults to 4.
 	Concurrency int
 	// Logger receives one line per resume that did not complete. Defaults to the client's
 	// logger.
@@ -45,9 +41,6 @@ func (c *Config) WithDefaults() *Config {
 }
 
 func (c *Config) validate() error {
-	if c.DB == nil {
-		return errors.New("recovery: Config.DB is required")
-	}
 	if c.Client == nil {
 		return errors.New("recovery: Config.Client is required")
 	}

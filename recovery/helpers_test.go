@@ -27,7 +27,7 @@ var (
 
 func keyRow(t testing.TB, c *saga.Client, key string) *saga.Key {
 	t.Helper()
-	k, err := c.Key(t.Context(), scope, key)
+	k, err := c.KeyGet(t.Context(), scope, key)
 	require.NoError(t, err)
 	return k
 }
@@ -44,7 +44,6 @@ func drain(ctx context.Context, r *recovery.Resumer) (*recovery.RunResult, error
 		total.Completed += res.Completed
 		total.Failed += res.Failed
 		total.Parked += res.Parked
-		total.Released += res.Released
 		total.Superseded += res.Superseded
 		if res.Claimed == 0 {
 			return total, nil

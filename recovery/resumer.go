@@ -4,16 +4,9 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/pgsaga/pgsaga/saga"
 )
-
-// KeyRef names one key.
-type KeyRef struct {
-	Scope saga.Scope
-	Key   string
-}
 
 // Outcome is what resuming one key came to.
 type Outcome string
@@ -23,16 +16,16 @@ const (
 	// business outcome such as a decline).
 	OutcomeCompleted Outcome = "completed"
 	// OutcomeFailed: the attempt did not finish the key; it is still started, with its next
-	// attempt scheduled (a transient failure) or its lease taken over by someone else.
+	// attempt scheduled (a transient failure or a pending call).
 	OutcomeFailed Outcome = "failed"
-	// OutcomeParked: the key ran out of attempts or failed permanently and is parked as failed
-	// for an operator.
+	// OutcomeParked: the key was parked for an operator (attempts exhausted, a permanent
+	// failure, an outcome nothing can resolve).
 	OutcomeParked Outcome = "parked"
 	// OutcomeSuperseded: another execution took the key over while this one ran (this one was
 	// paused past its lease); this one's writes were fenced and the key is as the other left it.
 	OutcomeSuperseded Outcome = "superseded"
-	// OutcomeSkipped: the key was not due (gone, finished, parked, leased by someone else, or
-	// its next attempt not yet reached), so nothing ran.
+	// OutcomeSkipped: the key was not due (gone, finished, parked, leased by someone else, its
+	// next attempt not yet reached, or of an operation this client lacks), so nothing ran.
 	OutcomeSkipped Outcome = "skipped"
 )
 
@@ -40,22 +33,16 @@ const (
 type RunResult struct {
 	// Claimed is how many keys the pass took the lease of.
 	Claimed int
-	// Completed, Failed and Parked count the resumes by outcome (see Outcome).
-	Completed int
-	Failed    int
-	Parked    int
-	// Superseded counts resumes whose key another execution took over meanwhile.
+	// Completed, Failed, Parked and Superseded count the resumes by outcome (see Outcome).
+	Completed  int
+	Failed     int
+	Parked     int
 	Superseded int
-	// Released is how many claimed keys were given back unstarted because the pass was
-	// cancelled.
-	Released int
 }
 
 // Resumer claims due keys and resumes them through a saga client.
 type Resumer struct {
-	cfg   *Config
-	ops   []string
-	lease time.Duration
+	cfg *Config
 }
 
 // New checks the config and returns a resumer.
@@ -67,87 +54,95 @@ func New(cfg *Config) (*Resumer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Resumer{cfg: cfg, ops: cfg.Client.OperationNames(), lease: cfg.Client.Config().Lease}, nil
+	return &Resumer{cfg: cfg}, nil
 }
 
-// RunOnce claims up to BatchSize due keys in one statement and resumes them, Concurrency at a
-// time, each through its remaining phases. It returns when every started resume has returned.
-// Cancelling ctx starts no further resume and gives the unstarted claims back. An error means
-// the claim itself failed; resumes that fail are counted, logged and left to the next pass.
+// RunOnce resumes up to BatchSize due keys, Concurrency at a time, each through its remaining
+// phases, and returns when every started resume has returned. Each key is claimed only when a
+// slot is free to resume it at once, so no key waits for a slot on a lease that runs out
+// meanwhile. Cancelling ctx claims no further key. An error means a claim itself failed;
+// resumes that fail are counted, logged and left to the next pass.
 func (r *Resumer) RunOnce(ctx context.Context) (*RunResult, error) {
-	keys, err := r.claim(ctx, r.cfg.BatchSize)
-	if err != nil {
-		return nil, err
-	}
-	res := &RunResult{Claimed: len(keys)}
 	var (
-		mu        sync.Mutex
-		wg        sync.WaitGroup
-		unstarted []*saga.Key
-		next      = make(chan *saga.Key)
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		res      = &RunResult{}
+		claimErr error
 	)
-	for range min(r.cfg.Concurrency, len(keys)) {
+	// claim reserves one of the pass's BatchSize claims.
+	claim := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if res.Claimed >= r.cfg.BatchSize || claimErr != nil || ctx.Err() != nil {
+			return false
+		}
+		res.Claimed++
+		return true
+	}
+	for range r.cfg.Concurrency {
 		wg.Go(func() {
-			for k := range next {
-				out := r.resume(ctx, k)
+			for claim() {
+				out, err := r.resumeNext(ctx)
 				mu.Lock()
-				res.count(out)
+				switch {
+				case errors.Is(err, saga.ErrNoDueKey):
+					res.Claimed--
+				case err != nil:
+					res.Claimed--
+					claimErr = err
+				default:
+					res.count(out)
+				}
 				mu.Unlock()
+				if err != nil {
+					return
+				}
 			}
 		})
 	}
-feed:
-	for i, k := range keys {
-		select {
-		case <-ctx.Done():
-			unstarted = keys[i:]
-			break feed
-		case next <- k:
-		}
-	}
-	close(next)
 	wg.Wait()
-	if err := r.release(ctx, unstarted); err != nil {
-		r.cfg.Logger.WarnContext(ctx, "could not give back unstarted claims; their leases expire on their own", "keys", len(unstarted), "error", err)
-	} else {
-		res.Released = len(unstarted)
-	}
-	return res, nil
+	return res, claimErr
 }
 
-// ResumeKey takes the lease of one started key whose lease expired and resumes it; it is what a
-// resume job runs for a key ReserveDueTx returned. Unlike RunOnce it does not wait for the key's
-// next_attempt_at: whoever scheduled the job decided the key was due. It returns OutcomeSkipped
-// when the key cannot be taken (finished, parked, leased by someone else, gone, or of an unknown
-// operation), and an error only when the claim could not be made.
-func (r *Resumer) ResumeKey(ctx context.Context, ref KeyRef) (Outcome, error) {
-	k, err := r.cfg.Client.TakeOver(ctx, ref.Scope, ref.Key)
-	if errors.Is(err, saga.ErrKeyNotFound) {
-		return OutcomeSkipped, nil
-	}
-	if err != nil {
+// resumeNext claims and resumes the next due key. It returns saga.ErrNoDueKey when none is due,
+// and an error only when the claim itself failed.
+func (r *Resumer) resumeNext(ctx context.Context) (Outcome, error) {
+	ref, res, err := r.cfg.Client.ResumeNextDue(ctx)
+	if ref == nil {
 		return "", err
 	}
-	if k == nil {
-		return OutcomeSkipped, nil
-	}
-	return r.resume(ctx, k), nil
+	return r.outcome(ctx, *ref, res, err), nil
 }
 
-func (r *Resumer) resume(ctx context.Context, k *saga.Key) Outcome {
-	res, err := r.cfg.Client.ResumeClaimed(ctx, k)
+// ResumeKey takes the lease of one key if it is due and resumes it; it is what a resume job runs
+// for a key ReserveDueTx returned. It returns OutcomeSkipped when the key is not due (finished,
+// parked, leased by someone else, its next attempt not reached, gone, or of an unknown
+// operation), and an error only when the database could not be reached to claim it.
+func (r *Resumer) ResumeKey(ctx context.Context, ref saga.KeyRef) (Outcome, error) {
+	res, err := r.cfg.Client.Resume(ctx, ref.Scope, ref.Key, &saga.ResumeOpts{Due: true})
 	switch {
-	case err == nil && res.Replayed:
-		// Fenced: the stored answer is another execution's.
-		return OutcomeSuperseded
+	case errors.Is(err, saga.ErrNotDue), errors.Is(err, saga.ErrKeyNotFound), errors.Is(err, saga.ErrUnknownOperation),
+		err == nil && res.Replayed:
+		return OutcomeSkipped, nil
+	}
+	var unavailable *saga.TransientError
+	if err != nil && !errors.As(err, &unavailable) && !errors.Is(err, saga.ErrParked) && !errors.Is(err, saga.ErrLeaseLost) {
+		// The takeover itself failed: let the job retry.
+		return "", err
+	}
+	return r.outcome(ctx, ref, res, err), nil
+}
+
+func (r *Resumer) outcome(ctx context.Context, ref saga.KeyRef, res *saga.Result, err error) Outcome {
+	switch {
 	case err == nil:
 		return OutcomeCompleted
-	case errors.Is(err, saga.ErrInProgress):
+	case errors.Is(err, saga.ErrLeaseLost):
 		return OutcomeSuperseded
 	case errors.Is(err, saga.ErrParked):
 		return OutcomeParked
 	}
-	r.cfg.Logger.WarnContext(ctx, "resume did not finish the key", "operation", k.Operation, "tenant", k.Scope.Tenant, "key", k.Key, "attempt", k.Attempts, "error", err)
+	r.cfg.Logger.WarnContext(ctx, "resume did not finish the key", "tenant", ref.Scope.Tenant, "key", ref.Key, "error", err)
 	return OutcomeFailed
 }
 

@@ -29,11 +29,10 @@ func TestNewValidatesConfig(t *testing.T) {
 		cfg  *recovery.Config
 		want string
 	}{
-		{"nil", nil, "Config.DB"},
-		{"no db", &recovery.Config{Client: c}, "Config.DB"},
-		{"no client", &recovery.Config{DB: db.Pool}, "Config.Client"},
-		{"negative batch", &recovery.Config{DB: db.Pool, Client: c, BatchSize: -1}, "Config.BatchSize"},
-		{"negative concurrency", &recovery.Config{DB: db.Pool, Client: c, Concurrency: -2}, "Config.Concurrency"},
+		{"nil", nil, "Config.Client"},
+		{"no client", &recovery.Config{}, "Config.Client"},
+		{"negative batch", &recovery.Config{Client: c, BatchSize: -1}, "Config.BatchSize"},
+		{"negative concurrency", &recovery.Config{Client: c, Concurrency: -2}, "Config.Concurrency"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := recovery.New(tc.cfg)
@@ -78,7 +77,7 @@ func TestRunOnceFinishesCrashedPayment(t *testing.T) {
 	require.NoError(t, err)
 
 	// Not due yet: saga scheduled the next attempt after a delay.
-	r, err := recovery.New(&recovery.Config{DB: db.Pool, Client: c})
+	r, err := recovery.New(&recovery.Config{Client: c})
 	require.NoError(t, err)
 	res, err := r.RunOnce(ctx)
 	require.NoError(t, err)
@@ -122,7 +121,7 @@ func TestConcurrentResumersResumeEachKeyOnce(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(pool.Close)
 		c := newClient(t, pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
-		r, err := recovery.New(&recovery.Config{DB: pool, Client: c, BatchSize: 25, Concurrency: 4})
+		r, err := recovery.New(&recovery.Config{Client: c, BatchSize: 25, Concurrency: 4})
 		require.NoError(t, err)
 		wg.Go(func() { results[i], errs[i] = drain(t.Context(), r) })
 	}
@@ -152,11 +151,9 @@ func TestKeyThatAlwaysFailsIsParkedAfterMaxAttempts(t *testing.T) {
 	createEffectTable(t, db.Pool)
 	eff := newEffects()
 	eff.Fail = errFlaky
-	var delay time.Duration // the retry delay saga schedules; changed below
-	var mu sync.Mutex
 	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}, MaxAttempts: 3,
-		RetryDelay: func(int) time.Duration { mu.Lock(); defer mu.Unlock(); return delay }})
-	r, err := recovery.New(&recovery.Config{DB: db.Pool, Client: c})
+		RetryDelay: func(int) time.Duration { return time.Hour }})
+	r, err := recovery.New(&recovery.Config{Client: c})
 	require.NoError(t, err)
 	ctx := t.Context()
 
@@ -164,6 +161,8 @@ func TestKeyThatAlwaysFailsIsParkedAfterMaxAttempts(t *testing.T) {
 	_, err = c.Run(ctx, opEffect, &saga.Request{Scope: scope, Key: "always-fails", Method: "POST", Path: "/effects", Body: []byte(`{}`)})
 	var transient *saga.TransientError
 	require.ErrorAs(t, err, &transient)
+	_, err = db.Pool.Exec(ctx, `UPDATE pgsaga_key SET next_attempt_at = now()`)
+	require.NoError(t, err)
 
 	// Attempt 2, by the resumer.
 	res, err := r.RunOnce(ctx)
@@ -175,11 +174,6 @@ func TestKeyThatAlwaysFailsIsParkedAfterMaxAttempts(t *testing.T) {
 	require.Contains(t, k.LastError, errFlaky.Error())
 
 	// A scheduled delay is honoured: the key is not due until next_attempt_at.
-	mu.Lock()
-	delay = time.Hour
-	mu.Unlock()
-	_, err = db.Pool.Exec(ctx, `UPDATE pgsaga_key SET next_attempt_at = now() + interval '1 hour'`)
-	require.NoError(t, err)
 	res, err = r.RunOnce(ctx)
 	require.NoError(t, err)
 	require.Zero(t, res.Claimed, "a key whose next attempt is in an hour is not due")
@@ -193,7 +187,7 @@ func TestKeyThatAlwaysFailsIsParkedAfterMaxAttempts(t *testing.T) {
 	k = keyRow(t, c, "always-fails")
 	require.Equal(t, saga.KeyStatusFailed, k.Status)
 	require.Equal(t, 3, k.Attempts)
-	require.Contains(t, k.LastError, "attempts exhausted (3)")
+	require.Contains(t, k.LastError, "attempts exhausted (3 of 3)")
 	require.Contains(t, k.LastError, errFlaky.Error())
 	require.Equal(t, 3, eff.Count("always-fails"))
 
@@ -203,7 +197,7 @@ func TestKeyThatAlwaysFailsIsParkedAfterMaxAttempts(t *testing.T) {
 	res, err = r.RunOnce(ctx)
 	require.NoError(t, err)
 	require.Zero(t, res.Claimed)
-	outcome, err := r.ResumeKey(ctx, recovery.KeyRef{Scope: scope, Key: "always-fails"})
+	outcome, err := r.ResumeKey(ctx, saga.KeyRef{Scope: scope, Key: "always-fails"})
 	require.NoError(t, err)
 	require.Equal(t, recovery.OutcomeSkipped, outcome)
 	require.Equal(t, 3, eff.Count("always-fails"))
@@ -227,7 +221,7 @@ func TestRunOnceClaimsOnlyDueKeysOfKnownOperations(t *testing.T) {
 
 	eff := newEffects()
 	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
-	r, err := recovery.New(&recovery.Config{DB: db.Pool, Client: c})
+	r, err := recovery.New(&recovery.Config{Client: c})
 	require.NoError(t, err)
 
 	res, err := drain(ctx, r)
@@ -235,19 +229,20 @@ func TestRunOnceClaimsOnlyDueKeysOfKnownOperations(t *testing.T) {
 	require.Equal(t, &recovery.RunResult{Claimed: 3, Completed: 3}, res)
 	require.Equal(t, 4, countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key WHERE status = 'started' AND attempts = 1`))
 
-	outcome, err := r.ResumeKey(ctx, recovery.KeyRef{Scope: scope, Key: "leased-00000"})
+	outcome, err := r.ResumeKey(ctx, saga.KeyRef{Scope: scope, Key: "leased-00000"})
 	require.NoError(t, err)
 	require.Equal(t, recovery.OutcomeSkipped, outcome, "a live lease is someone else's")
-	outcome, err = r.ResumeKey(ctx, recovery.KeyRef{Scope: scope, Key: "due-00000"})
+	outcome, err = r.ResumeKey(ctx, saga.KeyRef{Scope: scope, Key: "due-00000"})
 	require.NoError(t, err)
 	require.Equal(t, recovery.OutcomeSkipped, outcome, "a completed key is not due")
-	outcome, err = r.ResumeKey(ctx, recovery.KeyRef{Scope: scope, Key: "no-such-key"})
+	outcome, err = r.ResumeKey(ctx, saga.KeyRef{Scope: scope, Key: "no-such-key"})
 	require.NoError(t, err)
 	require.Equal(t, recovery.OutcomeSkipped, outcome)
 }
 
-// Cancelling a pass mid-batch: the resume under way finishes, the claimed keys not yet started
-// get their leases (and attempts) back at once, and another resumer finishes them.
+// Cancelling a pass mid-batch: the resume under way finishes, no further key is claimed (a key
+// is claimed only when a slot is free to resume it at once), and another resumer finishes the
+// rest.
 func TestRunOnceCancelledMidBatchLosesNothing(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t)
@@ -257,7 +252,7 @@ func TestRunOnceCancelledMidBatchLosesNothing(t *testing.T) {
 	eff.Hold = make(chan struct{})
 	eff.Entered = make(chan string, 10)
 	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
-	r, err := recovery.New(&recovery.Config{DB: db.Pool, Client: c, BatchSize: 5, Concurrency: 1})
+	r, err := recovery.New(&recovery.Config{Client: c, BatchSize: 5, Concurrency: 1})
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -273,7 +268,7 @@ func TestRunOnceCancelledMidBatchLosesNothing(t *testing.T) {
 	cancel()
 	close(eff.Hold)
 	res := <-done
-	require.Equal(t, &recovery.RunResult{Claimed: 5, Completed: 1, Released: 4}, res)
+	require.Equal(t, &recovery.RunResult{Claimed: 1, Completed: 1}, res)
 
 	require.Equal(t, saga.KeyStatusCompleted, keyRow(t, c, first).Status)
 	for _, k := range keys {
@@ -282,12 +277,12 @@ func TestRunOnceCancelledMidBatchLosesNothing(t *testing.T) {
 		}
 		row := keyRow(t, c, k)
 		require.Equal(t, saga.KeyStatusStarted, row.Status)
-		require.False(t, row.Leased, "%s was given back", k)
-		require.Equal(t, 1, row.Attempts, "%s: the unstarted claim does not count as an attempt", k)
+		require.False(t, row.Leased, "%s was never claimed", k)
+		require.Equal(t, 1, row.Attempts, "%s: an unclaimed key spends no attempt", k)
 		require.Zero(t, eff.Count(k))
 	}
 
-	other, err := recovery.New(&recovery.Config{DB: db.Pool, Client: newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})})
+	other, err := recovery.New(&recovery.Config{Client: newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})})
 	require.NoError(t, err)
 	eff.Change(func(eff *resumetest.Effects) {
 		eff.Entered = nil
@@ -298,7 +293,47 @@ func TestRunOnceCancelledMidBatchLosesNothing(t *testing.T) {
 	for _, k := range keys {
 		require.Equal(t, 1, eff.Count(k), k)
 	}
-	require.Equal(t, 5, countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`))
+}
+
+// TestRunOnceNeverStartsAKeyOnASpentLease (issue 9, break 9): a pass used to claim a whole batch
+// with one lease each and work through it a few at a time, so the keys at the tail started after
+// their leases had run out — and another worker could take them at the same time. Every resume
+// must start on a lease that still has most of its time.
+func TestRunOnceNeverStartsAKeyOnASpentLease(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	createEffectTable(t, db.Pool)
+	keys := seedCrashed(t, db.Pool, "tail", 4)
+	eff := newEffects()
+	lease := time.Second
+	var (
+		mu   sync.Mutex
+		left []time.Duration
+	)
+	c := newClient(t, db.Pool, &saga.Config{Lease: lease, Operations: []*phases.Operation{eff.Operation(nil)}})
+	eff.Change(func(e *resumetest.Effects) {
+		e.OnCall = func(ctx context.Context, key string) {
+			var l time.Duration
+			if err := db.Pool.QueryRow(ctx, `SELECT locked_until - clock_timestamp() FROM pgsaga_key WHERE key = $1`, key).Scan(&l); err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			left = append(left, l)
+			mu.Unlock()
+			// Each call takes most of a lease: a batch claimed up front would be spent by the
+			// time the tail started.
+			time.Sleep(lease * 6 / 10)
+		}
+	})
+	r, err := recovery.New(&recovery.Config{Client: c, BatchSize: len(keys), Concurrency: 1})
+	require.NoError(t, err)
+	res, err := r.RunOnce(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, &recovery.RunResult{Claimed: len(keys), Completed: len(keys)}, res)
+	require.Len(t, left, len(keys))
+	for i, l := range left {
+		require.Greater(t, l, lease/2, "resume %d started with %s of a %s lease left", i, l, lease)
+	}
 }
 
 // A resumer paused past its lease (a zombie) commits nothing once another took the key over.
@@ -311,7 +346,7 @@ func TestZombieResumerIsFenced(t *testing.T) {
 	eff.Hold = make(chan struct{})
 	eff.Entered = make(chan string, 2)
 	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
-	r, err := recovery.New(&recovery.Config{DB: db.Pool, Client: c})
+	r, err := recovery.New(&recovery.Config{Client: c})
 	require.NoError(t, err)
 
 	done := make(chan *recovery.RunResult, 1)
@@ -331,7 +366,7 @@ func TestZombieResumerIsFenced(t *testing.T) {
 		stalled = eff.Hold
 		eff.Hold = nil
 	})
-	second, err := recovery.New(&recovery.Config{DB: db.Pool, Client: c})
+	second, err := recovery.New(&recovery.Config{Client: c})
 	require.NoError(t, err)
 	res, err := second.RunOnce(t.Context())
 	require.NoError(t, err)

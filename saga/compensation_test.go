@@ -36,10 +36,10 @@ func (r *reserveThenCharge) ops(*harness) []*phases.Operation {
 			if _, err := tx.Exec(ctx, `INSERT INTO test_reservation (id, key, status) VALUES ($1, $2, 'held')`, id, run.Key()); err != nil {
 				return err
 			}
-			return run.Set(step, id)
+			return phases.Value[string](step).Set(run, id)
 		}).WithCompensation(func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
-			var id string
-			if found, err := run.Get(step, &id); err != nil || !found {
+			id, err := phases.Value[string](step).Get(run)
+			if err != nil {
 				return phases.Permanent(errors.New("compensation without the reservation's id"))
 			}
 			if _, err := tx.Exec(ctx, `UPDATE test_reservation SET status = 'released' WHERE id = $1`, id); err != nil {
@@ -200,6 +200,7 @@ func TestCompensationAcrossCrashes(t *testing.T) {
 					var transient *saga.TransientError
 					require.ErrorAs(t, err, &transient)
 					require.False(t, k.Leased, "a transient failure gives the lease back early")
+					h.makeDue(key)
 				} else {
 					h.expireLease(key)
 				}

@@ -34,14 +34,22 @@ type Config struct {
 	// operation is not here cannot be resumed by this client.
 	Operations []*phases.Operation
 	// Lease is how long an execution owns a key before another may take it over. Every phase
-	// renews it. Defaults to 30s.
+	// renews it, from the moment its write runs; an external call renews it before it is sent
+	// and a heartbeat (every third of the lease) keeps a long call leased. Defaults to 30s.
 	Lease time.Duration
-	// CallTimeout bounds each external call; it must be shorter than Lease so a call cannot
-	// outlive its lease. Defaults to two thirds of Lease.
+	// CallTimeout bounds each external call. Independently of it, a call is cut a quarter of
+	// a lease before its lease would end if a heartbeat could not renew it, so a call never
+	// runs on a lease another execution may take over. Defaults to two thirds of Lease.
 	CallTimeout time.Duration
-	// MaxAttempts is how many executions a key gets before a transient failure parks it as
-	// failed. An operation may set its own. Defaults to 10.
+	// MaxAttempts is how many scheduled executions a key gets: the first request, then every
+	// takeover by a retry or the worker (an execution that only waited for a pending call does
+	// not count). A key whose budget is spent is parked (attempts_exhausted), also when its
+	// executions never returned (a poison key that kills its process). An operation may set
+	// its own. Defaults to 10.
 	MaxAttempts int
+	// MaxAge parks a started key older than this at its next execution (attempts_exhausted).
+	// An operation may set its own. Defaults to 7 days.
+	MaxAge time.Duration
 	// Retention is how long completed keys are kept for replay. An operation may set its own.
 	// Defaults to 24h.
 	Retention time.Duration
@@ -58,7 +66,12 @@ type Config struct {
 	// Logger receives one line per notable event, with key and operation attributes and never a
 	// request body. Defaults to a logger that discards.
 	Logger *slog.Logger
-	// Registerer, when set, receives pgsaga's Prometheus metrics. Defaults to none.
+	// Observer receives what the engine does (requests by outcome, steps, calls by outcome
+	// class, resumes, parks by reason), for metrics. Defaults to NewPrometheusObserver on
+	// Registerer when that is set, else to observing nothing.
+	Observer Observer
+	// Registerer, when set (and Observer is not), receives pgsaga's Prometheus metrics.
+	// Defaults to none.
 	Registerer prometheus.Registerer
 }
 
@@ -73,6 +86,9 @@ func (c *Config) WithDefaults() *Config {
 	}
 	if out.MaxAttempts == 0 {
 		out.MaxAttempts = 10
+	}
+	if out.MaxAge == 0 {
+		out.MaxAge = 7 * 24 * time.Hour
 	}
 	if out.Retention == 0 {
 		out.Retention = 24 * time.Hour
@@ -96,8 +112,11 @@ func (c *Config) validate() error {
 	if c.Lease < time.Second {
 		return fmt.Errorf("saga: Config.Lease must be at least 1s, got %s", c.Lease)
 	}
-	if c.CallTimeout <= 0 || c.CallTimeout >= c.Lease {
-		return fmt.Errorf("saga: Config.CallTimeout must be positive and shorter than Lease (%s), got %s", c.Lease, c.CallTimeout)
+	if c.CallTimeout <= 0 {
+		return fmt.Errorf("saga: Config.CallTimeout must be positive, got %s", c.CallTimeout)
+	}
+	if c.MaxAge < 0 {
+		return fmt.Errorf("saga: Config.MaxAge must not be negative, got %s", c.MaxAge)
 	}
 	if c.MaxAttempts < 1 {
 		return fmt.Errorf("saga: Config.MaxAttempts must be at least 1, got %d", c.MaxAttempts)

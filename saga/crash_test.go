@@ -26,9 +26,9 @@ func fiveSteps(h *harness) []*phases.Operation {
 		return func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
 			detail := ""
 			for _, n := range needs {
-				var receipt string
-				if found, err := run.Get(n, &receipt); err != nil || !found {
-					return phases.Permanent(fmt.Errorf("phase %s: no receipt from %s (found %v, %v)", step, n, found, err))
+				receipt, err := phases.Value[string](n).Get(run)
+				if err != nil {
+					return phases.Permanent(fmt.Errorf("phase %s: no receipt from %s: %w", step, n, err))
 				}
 				detail += n + "=" + receipt + " "
 			}
@@ -38,7 +38,7 @@ func fiveSteps(h *harness) []*phases.Operation {
 	}
 	call := func(step string) phases.CallFunc {
 		return func(ctx context.Context, run *phases.Run) error {
-			return run.Set(step, h.ext.apply(run.Key()+"/"+step, run.Resumed()))
+			return phases.Value[string](step).Set(run, h.ext.apply(run.Key()+"/"+step, mayHaveReached(run)))
 		}
 	}
 	finish := record("finish", "notify", "ship")
@@ -53,9 +53,8 @@ func fiveSteps(h *harness) []*phases.Operation {
 				if err := finish(ctx, tx, run); err != nil {
 					return err
 				}
-				var notify, ship string
-				_, _ = run.Get("notify", &notify)
-				_, _ = run.Get("ship", &ship)
+				notify, _ := phases.Value[string]("notify").Get(run)
+				ship, _ := phases.Value[string]("ship").Get(run)
 				return run.Respond(http.StatusCreated, map[string]string{"notify": notify, "ship": ship})
 			}),
 		},
@@ -119,7 +118,7 @@ func TestCrashAtEveryRecoveryPoint(t *testing.T) {
 						_, err := h.client.Run(t.Context(), opFiveSteps, h.req(key, `{"n": 1}`))
 						var inProgress *saga.InProgressError
 						require.ErrorAs(t, err, &inProgress)
-						require.Positive(t, inProgress.RetryAfter)
+						require.Positive(t, inProgress.LeaseRemaining)
 						_, err = h.client.Resume(t.Context(), h.scope, key, nil)
 						require.ErrorAs(t, err, &inProgress, "Resume must not take a live lease")
 						h.expireLease(key)

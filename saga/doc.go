@@ -6,29 +6,50 @@
 // phases. What each situation gets:
 //
 //   - Retry of a completed key (a lost response, a double click): the stored response, byte for
-//     byte, marked Replayed. Nothing runs again.
-//   - The same key with another method, path or body: ErrKeyReused; nothing is stored.
-//   - The same key while an execution holds its lease: an *InProgressError with the time left.
+//     byte, marked Replayed. Nothing runs again. A request that itself held the key (the first
+//     one, or a retry that took it over) is never answered as a replay.
+//   - The same key with another method, path or body (numbers compared exactly): ErrKeyReused;
+//     nothing is stored.
+//   - The same key while an execution holds its lease: an *InProgressError with the lease left.
 //   - A crash (or kill -9) in the middle: every atomic phase either committed with the key's
 //     recovery point or left nothing. A single-transaction operation leaves no key at all, so
 //     the retry starts fresh. A phased operation leaves a started key whose lease expires; the
-//     next retry, the worker (package recovery) or an operator takes the lease over and falls
-//     through the remaining phases. External calls after the recovery point are resolved, not
-//     repeated blindly: the operation re-sends its derived downstream key, and asks the provider
-//     first when Run.Resumed says an earlier attempt may have reached it.
-//   - A zombie (a process paused past its lease whose key was taken over): its next phase finds
-//     the fencing token changed and commits nothing (ErrLeaseLost).
-//   - A deterministic business outcome (phases.Reject): stored and replayed like a success.
-//   - A transient failure (gateway or database unavailable): a *TransientError; nothing is
-//     stored, the lease is released early and the next attempt is scheduled in SQL. After
-//     MaxAttempts the key is parked (ErrParked) until an operator resumes it.
+//     next retry, the worker (package recovery, package worker) or an operator takes the lease
+//     over and falls through the remaining phases.
+//   - External calls: each attempt is journaled (pgsaga_call) in the same fenced write that
+//     renews the lease, before it is sent, and its outcome class is recorded after. A call runs
+//     only under a lease that covers it — leases are measured from the moment they are written,
+//     the call is cut a quarter of a lease before its lease ends, and heartbeats keep a long call
+//     leased — so one key's call never runs twice at once. On resume the call learns from the
+//     journal (phases.Run.PriorCalls) whether an earlier attempt may have reached the provider;
+//     gateway.Execute resolves it (same downstream key, or inquiry once the provider's in-flight
+//     window has passed) before anything is sent again.
+//   - A zombie (a process paused past its lease whose key was taken over): its writes find the
+//     fencing token changed and commit nothing; its call is cut by its deadline.
+//   - A deterministic business outcome (phases.Reject): stored and replayed like a success,
+//     after the compensations of the phases before it, each committed exactly once.
+//   - Data the database refuses (a string with NUL, a CHECK): *InvalidRequestError (400),
+//     nothing stored before any phase committed, stored like a rejection after.
+//   - A transient failure (gateway or database unavailable, a pending call): a *TransientError
+//     with the time to the next attempt; nothing is stored, the lease is released early and the
+//     next attempt is scheduled in SQL. A retry before then gets the same answer and spends
+//     nothing. Attempts are spent by scheduled executions only (the claim counts them, so a key
+//     whose executions kill their process parks too); after MaxAttempts, or MaxAge, the key is
+//     parked (*ParkedError, attempts_exhausted).
+//   - An outcome nothing can resolve (phases.OutcomeUnknown: no inquiry and no keys, a key past
+//     the provider's window): parked at once (outcome_unknown), compensating nothing, for an
+//     operator to settle (Client.Settle) after looking at the provider.
 //   - Cancellation: an execution is detached from its caller's context, so a client hanging up
 //     never cuts an operation between a call and the phase that records it; phases and calls
-//     have their own deadlines, calls shorter than the lease.
+//     have their own deadlines.
+//
+// Operators read keys through KeyGet and KeyList (keyset pagination), and act with Resume and
+// Settle, which record who did what in the key's history; KeyDeleteExpired is retention GC.
+// Package sagatest lets users check their own operations against crashes at every point.
 //
 // Single-transaction operations (one atomic phase) cost one statement beyond the business
-// transaction: the claim is an INSERT … ON CONFLICT DO NOTHING of the completed key, in the same
-// transaction as the effect, so a concurrent duplicate waits on the unique index and then
-// replays. Phased operations cost one statement per atomic phase: the first phase's INSERT claims
-// the key, later ones advance it with an UPDATE fenced by the lease token.
+// transaction: the claim is the INSERT of the completed key, in the same transaction as the
+// effect and sent with its COMMIT, so a concurrent duplicate waits on the unique index and then
+// replays. Phased operations cost one statement per atomic phase (the claim, then fenced
+// advances), each sent with the phase's COMMIT and carrying the call journal's rows.
 package saga

@@ -71,7 +71,7 @@ func TestTransientFailureStoresNothingAndRetrySucceeds(t *testing.T) {
 	var transient *saga.TransientError
 	require.ErrorAs(t, err, &transient)
 	require.Equal(t, 0, countEffects(t, db, key), "the effect must roll back with the failed transaction")
-	_, err = c.Key(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key)
+	_, err = c.KeyGet(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key)
 	require.ErrorIs(t, err, saga.ErrKeyNotFound, "a transient failure must store no key")
 
 	res, err := c.Run(t.Context(), "thing", request(key))
@@ -152,8 +152,10 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	db := dbtest.NewDB(t)
 	_, err = saga.NewClient(&saga.Config{DB: db.Pool, Operations: []*phases.Operation{{Name: "x"}}})
 	require.ErrorContains(t, err, "Operation.Steps")
-	_, err = saga.NewClient(&saga.Config{DB: db.Pool, Lease: 10e9, CallTimeout: 20e9})
+	_, err = saga.NewClient(&saga.Config{DB: db.Pool, Lease: 10e9, CallTimeout: -1})
 	require.ErrorContains(t, err, "Config.CallTimeout")
+	_, err = saga.NewClient(&saga.Config{DB: db.Pool, MaxAge: -1})
+	require.ErrorContains(t, err, "Config.MaxAge")
 }
 
 func TestResumeLeavesUnknownOperationsAlone(t *testing.T) {
@@ -168,7 +170,7 @@ func TestResumeLeavesUnknownOperationsAlone(t *testing.T) {
 	require.NoError(t, err)
 	_, err = other.Resume(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key, &saga.ResumeOpts{Parked: true})
 	require.ErrorIs(t, err, saga.ErrUnknownOperation)
-	parked, err := c.Key(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key)
+	parked, err := c.KeyGet(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key)
 	require.NoError(t, err)
 	require.Equal(t, saga.KeyStatusFailed, parked.Status, "a client that cannot run the key must not take it")
 	require.Equal(t, 1, parked.Attempts)
@@ -176,10 +178,11 @@ func TestResumeLeavesUnknownOperationsAlone(t *testing.T) {
 	// Expired and started, as a resumer would find it: still not this client's to take.
 	_, err = db.Pool.Exec(t.Context(), `UPDATE pgsaga_key SET status = 'started', locked_until = now() - interval '1s' WHERE key = $1`, key)
 	require.NoError(t, err)
-	taken, err := other.TakeOver(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key)
-	require.NoError(t, err)
-	require.Nil(t, taken, "a resumer without the operation does not take the key")
-	k, err := c.Key(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key)
+	_, err = other.Resume(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key, &saga.ResumeOpts{Due: true})
+	require.ErrorIs(t, err, saga.ErrUnknownOperation, "a resumer without the operation does not take the key")
+	_, _, err = other.ResumeNextDue(t.Context())
+	require.ErrorIs(t, err, saga.ErrNoDueKey, "a resumer without the operation sees no due key")
+	k, err := c.KeyGet(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key)
 	require.NoError(t, err)
 	require.Equal(t, saga.KeyStatusStarted, k.Status)
 	require.Equal(t, 1, k.Attempts, "a client that cannot run the key must not take it")

@@ -13,46 +13,92 @@ var ErrKeyReused = errors.New("this Idempotency-Key was already used for a diffe
 // ErrInProgress is matched by an *InProgressError: another execution holds the key's lease.
 var ErrInProgress = errors.New("a request with this Idempotency-Key is still in progress")
 
-// ErrParked is returned for a key parked as failed; it answers so until an operator resumes it.
-var ErrParked = errors.New("this request failed permanently or ran out of attempts and waits for an operator")
+// ErrParked is matched by a *ParkedError: the key is parked for an operator, and answers so
+// until an operator resumes or settles it.
+var ErrParked = errors.New("this request is parked and waits for an operator")
 
 // ErrKeyNotFound is returned when there is no such key in the scope.
 var ErrKeyNotFound = errors.New("no such idempotency key")
 
-// ErrLeaseLost is returned by a phase whose lease was taken over by another process (fencing):
-// the phase's writes were rolled back.
+// ErrLeaseLost is returned by a resume whose lease another execution took over meanwhile
+// (fencing): this execution's writes since were rolled back, and the other one carries on.
 var ErrLeaseLost = errors.New("the key's lease was taken over by another process")
 
 // ErrUnknownOperation is returned when a stored key names an operation the client lacks.
 var ErrUnknownOperation = errors.New("operation is not registered with this client")
 
-// InProgressError is ErrInProgress with a hint of when to retry.
+// ErrNotDue is returned by Resume with ResumeOpts.Due for a key that is not due for an
+// execution (its lease is live, its next attempt time has not come, or it is not started).
+var ErrNotDue = errors.New("the key is not due for an execution")
+
+// ErrNoDueKey is returned by ResumeNextDue when no key is due.
+var ErrNoDueKey = errors.New("no key is due for an execution")
+
+// ErrNotParked is returned by Settle for a key that is not parked: only a parked key may be
+// settled.
+var ErrNotParked = errors.New("the key is not parked: only a parked key can be settled")
+
+// ErrNoSettleHook is returned by Settle when the key's operation declares no settle hook.
+var ErrNoSettleHook = errors.New("the key's operation has no settle hook")
+
+// InProgressError is ErrInProgress with the lease time left.
 type InProgressError struct {
-	// RetryAfter is when a retry is worth sending (the Retry-After header).
-	RetryAfter time.Duration
 	// LeaseRemaining is how long the execution in flight still holds the key; if it died, a
-	// retry after that takes the key over.
+	// retry after that takes the key over. It is the Retry-After a 409 answers.
 	LeaseRemaining time.Duration
 }
 
 func (e *InProgressError) Error() string {
-	return fmt.Sprintf("%s (retry after %s)", ErrInProgress.Error(), e.RetryAfter.Round(time.Second))
+	return fmt.Sprintf("%s (lease left %s)", ErrInProgress.Error(), e.LeaseRemaining.Round(time.Millisecond))
 }
 
 // Is makes errors.Is(err, ErrInProgress) true.
 func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
 
-// InvalidRequestError is a request body that failed the operation's validation. Nothing is
-// stored.
+// ParkedError is ErrParked with the reason the key was parked.
+type ParkedError struct {
+	Reason ParkedReason
+	// LastError is the failure that parked the key, for people.
+	LastError string
+}
+
+func (e *ParkedError) Error() string {
+	if e.LastError == "" {
+		return fmt.Sprintf("%s (%s)", ErrParked.Error(), e.Reason)
+	}
+	return fmt.Sprintf("%s (%s: %s)", ErrParked.Error(), e.Reason, e.LastError)
+}
+
+// Is makes errors.Is(err, ErrParked) true.
+func (e *ParkedError) Is(target error) bool { return target == ErrParked }
+
+// InvalidRequestError is a request the operation or the database refused as invalid (its
+// validation failed, or its data cannot be stored: a string with NUL, a value a CHECK refuses).
+// Nothing is stored.
 type InvalidRequestError struct{ Err error }
 
 func (e *InvalidRequestError) Error() string { return e.Err.Error() }
 func (e *InvalidRequestError) Unwrap() error { return e.Err }
 
-// TransientError is a failure that a retry may fix (a gateway or database outage). Nothing is
-// stored: the key stays started (or unclaimed) and a retry or the worker continues it.
-type TransientError struct{ Err error }
+// TransientError is a failure that a retry may fix (a gateway or database outage, a pending
+// call). Nothing is stored: the key stays started (or unclaimed) and a retry or the worker
+// continues it.
+type TransientError struct {
+	Err error
+	// RetryAfter is when the key's next attempt is due: a retry sooner answers the same error
+	// without spending an attempt. At least one second.
+	RetryAfter time.Duration
+}
 
 func (e *TransientError) Error() string   { return "temporarily unavailable: " + e.Err.Error() }
 func (e *TransientError) Unwrap() error   { return e.Err }
 func (e *TransientError) Retryable() bool { return true }
+
+// transient wraps err with a retry hint of at least a second.
+func transient(err error, after time.Duration) *TransientError {
+	return &TransientError{Err: err, RetryAfter: max(after, time.Second)}
+}
+
+// errDuplicate means the key turned out to exist already: the execution wrote nothing and the
+// request must be answered from the stored key.
+var errDuplicate = errors.New("key already claimed")

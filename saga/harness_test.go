@@ -83,10 +83,18 @@ func (h *harness) expireLease(key string) {
 	require.EqualValues(h.t, 1, tag.RowsAffected(), "no started key %s to expire", key)
 }
 
+// makeDue moves a started key's next attempt to now, as waiting for it would.
+func (h *harness) makeDue(key string) {
+	h.t.Helper()
+	tag, err := h.db.Pool.Exec(h.t.Context(), `UPDATE pgsaga_key SET next_attempt_at = now() WHERE key = $1 AND status = 'started'`, key)
+	require.NoError(h.t, err)
+	require.EqualValues(h.t, 1, tag.RowsAffected(), "no started key %s to make due", key)
+}
+
 // key reads a key row; nil when there is none.
 func (h *harness) key(key string) *saga.Key {
 	h.t.Helper()
-	k, err := h.client.Key(h.t.Context(), h.scope, key)
+	k, err := h.client.KeyGet(h.t.Context(), h.scope, key)
 	if err == saga.ErrKeyNotFound {
 		return nil
 	}
@@ -144,6 +152,17 @@ func (o *outside) acted(key string) bool {
 	defer o.mu.Unlock()
 	_, ok := o.receipts[key]
 	return ok
+}
+
+// mayHaveReached is what a call knows from the journal: whether an earlier attempt of it may have
+// reached the outside world.
+func mayHaveReached(run *phases.Run) bool {
+	for _, c := range run.PriorCalls() {
+		if c.MayHaveReached() {
+			return true
+		}
+	}
+	return false
 }
 
 func randomBytes(n int) []byte {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // ScopeFunc returns the authenticated scope of a request. An error answers 401
@@ -122,43 +123,43 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		inProgress *InProgressError
 		invalid    *InvalidRequestError
-		transient  *TransientError
+		temporary  *TransientError
 	)
 	switch {
 	case errors.Is(err, ErrKeyReused):
-		writeError(w, http.StatusUnprocessableEntity, CodeKeyReused, err.Error())
+		WriteError(w, http.StatusUnprocessableEntity, CodeKeyReused, err.Error())
 	case errors.As(err, &inProgress):
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(inProgress.RetryAfter.Seconds()))))
-		writeError(w, http.StatusConflict, CodeRequestInProgress, ErrInProgress.Error())
+		w.Header().Set("Retry-After", retryAfter(inProgress.LeaseRemaining))
+		WriteError(w, http.StatusConflict, CodeRequestInProgress, ErrInProgress.Error())
 	case errors.Is(err, ErrParked):
-		writeError(w, http.StatusServiceUnavailable, CodeOperationParked, err.Error())
+		WriteError(w, http.StatusServiceUnavailable, CodeOperationParked, ErrParked.Error())
 	case errors.Is(err, ErrInvalidJSON):
-		writeError(w, http.StatusBadRequest, CodeInvalidJSON, err.Error())
+		WriteError(w, http.StatusBadRequest, CodeInvalidJSON, err.Error())
 	case errors.As(err, &invalid):
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, invalid.Error())
-	case errors.As(err, &transient):
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, CodeTemporarilyUnavailable, "the request could not be completed now; retry with the same Idempotency-Key")
+		WriteError(w, http.StatusBadRequest, CodeInvalidRequest, invalid.Error())
+	case errors.As(err, &temporary):
+		w.Header().Set("Retry-After", retryAfter(temporary.RetryAfter))
+		WriteError(w, http.StatusServiceUnavailable, CodeTemporarilyUnavailable, "the request could not be completed now; retry with the same Idempotency-Key")
 	default:
 		h.c.cfg.Logger.ErrorContext(r.Context(), "request failed", "operation", h.operation, "error", err)
-		writeError(w, http.StatusInternalServerError, CodeInternal, "internal error")
+		WriteError(w, http.StatusInternalServerError, CodeInternal, "internal error")
 	}
 }
 
+// retryAfter is a Retry-After value: whole seconds, rounded up, at least 1.
+func retryAfter(d time.Duration) string {
+	return strconv.Itoa(max(int(math.Ceil(d.Seconds())), 1))
+}
+
 func (h *handler) reject(w http.ResponseWriter, status int, code, message string) {
-	h.c.metrics.request(h.operation, outcomeRejected)
-	writeError(w, status, code, message)
+	h.c.observer.Request(h.operation, OutcomeRejected)
+	WriteError(w, status, code, message)
 }
 
 // WriteError answers a JSON error object {"error": code, "message": message}, the shape of every
-// error pgsaga answers, for handlers that sit beside pgsaga's.
+// error pgsaga answers and stores, for handlers that sit beside pgsaga's.
 func WriteError(w http.ResponseWriter, status int, code, message string) {
-	writeError(w, status, code, message)
-}
-
-func writeError(w http.ResponseWriter, status int, code, message string) {
-	body, _ := json.Marshal(map[string]string{"error": code, "message": message})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	_, _ = w.Write(errorBody(code, message))
 }

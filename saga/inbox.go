@@ -14,6 +14,11 @@ import (
 // one is a duplicate to acknowledge and skip. A concurrent delivery of the same event blocks on
 // the primary key until the first transaction ends, then sees false if it committed (or takes
 // over if it rolled back), so the effect commits once however many times the event arrives.
+//
+// Event ids are scoped by source: the same id from two sources is two events. Pass as source
+// the sender you authenticated (the one whose signature verified), never a value read from the
+// event: a sender that could name the source could record another sender's ids first, and that
+// sender's events would then be skipped as duplicates.
 func RecordInboxTx(ctx context.Context, tx pgx.Tx, source, eventID string) (fresh bool, err error) {
 	if source == "" || len(source) > 255 {
 		return false, errors.New("saga: inbox source must be 1-255 characters")

@@ -6,21 +6,48 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgsaga/pgsaga/internal/promreg"
+	"github.com/pgsaga/pgsaga/phases"
 )
 
-// Request outcomes, the values of the "outcome" label.
+// RequestOutcome is how a request was answered, for metrics.
+type RequestOutcome string
+
+// Request outcomes, the values of pgsaga_requests_total's "outcome" label.
 const (
-	outcomeExecuted    = "executed"
-	outcomeReplayed    = "replayed"
-	outcomeInProgress  = "in_progress"
-	outcomeMismatch    = "mismatch"
-	outcomeRejected    = "rejected"
-	outcomeUnavailable = "unavailable"
-	outcomeParked      = "parked"
+	OutcomeExecuted    RequestOutcome = "executed"    // this request's execution produced the answer
+	OutcomeReplayed    RequestOutcome = "replayed"    // a stored answer, nothing executed
+	OutcomeInProgress  RequestOutcome = "in_progress" // 409: another execution holds the key
+	OutcomeMismatch    RequestOutcome = "mismatch"    // 422: the key was used for another request
+	OutcomeRejected    RequestOutcome = "rejected"    // 400/401/413: refused before anything was stored
+	OutcomeUnavailable RequestOutcome = "unavailable" // 503: transient, the key stays started
+	OutcomeParked      RequestOutcome = "parked"      // 503: the key is (or was just) parked
 )
 
-// metrics are pgsaga's Prometheus collectors; a nil *metrics records nothing.
-type metrics struct {
+// Observer receives what the engine does, for metrics. Calls are made on the request path:
+// implementations must be safe for concurrent use and cheap.
+type Observer interface {
+	// Request is called once per request (Run, RunTx, the handler's refusals) with its outcome.
+	Request(operation string, outcome RequestOutcome)
+	// Step is called after each atomic phase and external call with its duration.
+	Step(operation, step string, d time.Duration)
+	// Call is called after each external call attempt with its outcome class.
+	Call(operation, step string, outcome phases.CallOutcome, d time.Duration)
+	// Resumed is called when an execution continues a key from its recovery point.
+	Resumed(operation string)
+	// Parked is called when a key is parked, with the reason.
+	Parked(operation string, reason ParkedReason)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Request(string, RequestOutcome)                         {}
+func (nopObserver) Step(string, string, time.Duration)                     {}
+func (nopObserver) Call(string, string, phases.CallOutcome, time.Duration) {}
+func (nopObserver) Resumed(string)                                         {}
+func (nopObserver) Parked(string, ParkedReason)                            {}
+
+// prometheusObserver is the Observer behind Config.Registerer.
+type prometheusObserver struct {
 	requests *prometheus.CounterVec
 	resumes  *prometheus.CounterVec
 	parks    *prometheus.CounterVec
@@ -28,11 +55,14 @@ type metrics struct {
 	calls    *prometheus.HistogramVec
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	if reg == nil {
-		return nil, nil
-	}
-	m := &metrics{
+// NewPrometheusObserver registers pgsaga's metrics on reg and returns the Observer that feeds
+// them: pgsaga_requests_total{operation,outcome}, pgsaga_resumes_total{operation},
+// pgsaga_parked_total{operation,reason}, pgsaga_step_duration_seconds{operation,step} and
+// pgsaga_call_duration_seconds{operation,step,outcome} (outcome is the call's outcome class).
+// Two clients on one registry share the collectors.
+func NewPrometheusObserver(reg prometheus.Registerer) (Observer, error) {
+	buckets := prometheus.ExponentialBuckets(0.0005, 2, 16)
+	o := &prometheusObserver{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pgsaga_requests_total",
 			Help: "Requests by operation and outcome (executed, replayed, in_progress, mismatch, rejected, unavailable, parked).",
@@ -43,67 +73,50 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"operation"}),
 		parks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pgsaga_parked_total",
-			Help: "Keys parked as failed for an operator.",
-		}, []string{"operation"}),
+			Help: "Keys parked for an operator, by reason (attempts_exhausted, permanent, outcome_unknown).",
+		}, []string{"operation", "reason"}),
 		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "pgsaga_step_duration_seconds",
-			Help:    "Duration of each atomic phase and external call.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+			Name: "pgsaga_step_duration_seconds", Help: "Duration of each atomic phase and external call.", Buckets: buckets,
 		}, []string{"operation", "step"}),
 		calls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "pgsaga_gateway_call_duration_seconds",
-			Help:    "Duration of each gateway call attempt, by outcome.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
-		}, []string{"operation", "outcome"}),
+			Name:    "pgsaga_call_duration_seconds",
+			Help:    "Duration of each external call attempt, by outcome class (succeeded, declined, failed_before, pending, unknown).",
+			Buckets: buckets,
+		}, []string{"operation", "step", "outcome"}),
 	}
-	// Two clients on one registry (serve with an in-process worker) share the collectors.
 	var err error
-	if m.requests, err = promreg.Register(reg, m.requests); err != nil {
+	if o.requests, err = promreg.Register(reg, o.requests); err != nil {
 		return nil, err
 	}
-	if m.resumes, err = promreg.Register(reg, m.resumes); err != nil {
+	if o.resumes, err = promreg.Register(reg, o.resumes); err != nil {
 		return nil, err
 	}
-	if m.parks, err = promreg.Register(reg, m.parks); err != nil {
+	if o.parks, err = promreg.Register(reg, o.parks); err != nil {
 		return nil, err
 	}
-	if m.steps, err = promreg.Register(reg, m.steps); err != nil {
+	if o.steps, err = promreg.Register(reg, o.steps); err != nil {
 		return nil, err
 	}
-	if m.calls, err = promreg.Register(reg, m.calls); err != nil {
+	if o.calls, err = promreg.Register(reg, o.calls); err != nil {
 		return nil, err
 	}
-	return m, nil
+	return o, nil
 }
 
-func (m *metrics) request(op, outcome string) {
-	if m != nil {
-		m.requests.WithLabelValues(op, outcome).Inc()
-	}
+func (o *prometheusObserver) Request(op string, outcome RequestOutcome) {
+	o.requests.WithLabelValues(op, string(outcome)).Inc()
 }
 
-func (m *metrics) resume(op string) {
-	if m != nil {
-		m.resumes.WithLabelValues(op).Inc()
-	}
+func (o *prometheusObserver) Step(op, step string, d time.Duration) {
+	o.steps.WithLabelValues(op, step).Observe(d.Seconds())
 }
 
-func (m *metrics) parked(op string) {
-	if m != nil {
-		m.parks.WithLabelValues(op).Inc()
-	}
+func (o *prometheusObserver) Call(op, step string, outcome phases.CallOutcome, d time.Duration) {
+	o.calls.WithLabelValues(op, step, string(outcome)).Observe(d.Seconds())
 }
 
-func (m *metrics) step(op, step string, d time.Duration) {
-	if m != nil {
-		m.steps.WithLabelValues(op, step).Observe(d.Seconds())
-	}
-}
+func (o *prometheusObserver) Resumed(op string) { o.resumes.WithLabelValues(op).Inc() }
 
-// ObserveGatewayCall records one gateway call attempt's latency and outcome for an operation.
-// Adapters' hooks (gateway.ExecuteOpts.OnAttempt) call it.
-func (c *Client) ObserveGatewayCall(operation, outcome string, d time.Duration) {
-	if c.metrics != nil {
-		c.metrics.calls.WithLabelValues(operation, outcome).Observe(d.Seconds())
-	}
+func (o *prometheusObserver) Parked(op string, reason ParkedReason) {
+	o.parks.WithLabelValues(op, string(reason)).Inc()
 }

@@ -30,10 +30,10 @@ func (f *flaky) ops(h *harness) []*phases.Operation {
 			}),
 			phases.Call("call", func(ctx context.Context, run *phases.Run) error {
 				if f.down.Load() {
-					h.ext.apply(run.Key()+"/failed", run.Resumed())
+					h.ext.apply(run.Key()+"/failed", mayHaveReached(run))
 					return errors.New("provider unavailable")
 				}
-				return run.Set("receipt", h.ext.apply(run.Key()+"/call", run.Resumed()))
+				return phases.Value[string]("receipt").Set(run, h.ext.apply(run.Key()+"/call", mayHaveReached(run)))
 			}),
 			phases.Atomic("recorded", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
 				if _, err := tx.Exec(ctx, `INSERT INTO test_effect (key, step) VALUES ($1, 'recorded')`, run.Key()); err != nil {
@@ -67,21 +67,36 @@ func TestTransientFailuresPark(t *testing.T) {
 	require.Contains(t, k.LastError, "provider unavailable")
 	require.WithinDuration(t, k.DBNow.Add(time.Hour), k.NextAttemptAt, 5*time.Second, "next attempt scheduled by RetryDelay, on the database clock")
 
-	// A client retry may continue at once (the worker waits for next_attempt_at); it is the
-	// second and last attempt, so it parks the key.
+	// A client retry before the next attempt is due answers the same 503, with the time left,
+	// and spends nothing (issue 9, break 5: quick retries during an outage must not park).
+	for range 5 {
+		_, err = h.client.Run(t.Context(), opFlaky, h.req(key, `{}`))
+		require.ErrorAs(t, err, &transient)
+		require.InDelta(t, time.Hour.Seconds(), transient.RetryAfter.Seconds(), 5, "Retry-After is the time to the next attempt")
+	}
+	k = h.key(key)
+	require.Equal(t, 1, k.Attempts, "retries before the next attempt spend nothing")
+	n, _ := h.ext.calls(key + "/failed")
+	require.Equal(t, 1, n, "a retry before the next attempt runs nothing")
+
+	// Once due, a client retry takes the key over: the second and last attempt parks it.
+	h.makeDue(key)
 	_, err = h.client.Run(t.Context(), opFlaky, h.req(key, `{}`))
-	require.ErrorIs(t, err, saga.ErrParked)
+	var parked *saga.ParkedError
+	require.ErrorAs(t, err, &parked)
+	require.Equal(t, saga.ParkedAttemptsExhausted, parked.Reason)
 	k = h.key(key)
 	require.Equal(t, saga.KeyStatusFailed, k.Status)
 	require.Equal(t, "prepared", k.RecoveryPoint, "a parked key keeps its recovery point")
 	require.Equal(t, 2, k.Attempts)
 	require.Contains(t, k.LastError, "attempts exhausted")
+	require.Equal(t, saga.ParkedAttemptsExhausted, k.ParkedReason)
 
 	_, err = h.client.Run(t.Context(), opFlaky, h.req(key, `{}`))
 	require.ErrorIs(t, err, saga.ErrParked)
 	_, err = h.client.Resume(t.Context(), h.scope, key, nil)
 	require.ErrorIs(t, err, saga.ErrParked, "only an operator's Resume with Parked continues a parked key")
-	n, _ := h.ext.calls(key + "/failed")
+	n, _ = h.ext.calls(key + "/failed")
 	require.Equal(t, 2, n, "one call per attempt, none for answers to a parked key")
 
 	f.down.Store(false)

@@ -40,8 +40,7 @@ func beginPhase(ctx context.Context, db DB, lookup *Request) (*phaseTx, *Key, er
 	}
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{})
-	b.Queue(`SELECT `+keyColumns+` FROM pgsaga_key WHERE tenant_id = $1 AND actor_id = $2 AND key = $3`,
-		lookup.Scope.Tenant, lookup.Scope.Actor, lookup.Key)
+	b.Queue(lookupKeySQL, lookup.Scope.Tenant, lookup.Scope.Actor, lookup.Key)
 	br := conn.SendBatch(ctx, b)
 	p := &phaseTx{conn: conn, tx: br.Tx()}
 	_, err = br.Exec()
@@ -64,37 +63,40 @@ func beginPhase(ctx context.Context, db DB, lookup *Request) (*phaseTx, *Key, er
 
 // claimAndCommit inserts the key (the request's first phase) and commits, in one round trip. It
 // returns errDuplicate when the key exists: the phase then committed nothing.
-func (p *phaseTx) claimAndCommit(ctx context.Context, req *Request, hash []byte, token uuid.UUID, w *keyWrite) (time.Time, error) {
-	args, err := insertKeyArgs(req, hash, token, w)
+func (p *phaseTx) claimAndCommit(ctx context.Context, req *Request, hash []byte, token uuid.UUID, w *keyWrite) (*written, error) {
+	args, err := claimArgs(req, hash, token, w)
 	if err != nil {
-		return time.Time{}, err
+		return nil, err
 	}
-	var createdAt time.Time
-	err = p.writeAndCommit(ctx, claimInPhaseSQL, args, &createdAt)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == sqlstateUniqueViolation && pgErr.ConstraintName == keyPrimaryKey {
-		return time.Time{}, errDuplicate
+	var (
+		out    written
+		leftMs int64
+	)
+	if err := p.writeAndCommit(ctx, claimSQL, args, &out.createdAt, &leftMs); err != nil {
+		return nil, asDuplicate(err)
 	}
-	return createdAt, err
+	out.leaseLeft = time.Duration(leftMs) * time.Millisecond
+	return &out, nil
 }
 
 // fenceAndCommit advances a key the execution holds and commits, in one round trip. It returns
 // ErrLeaseLost when another execution took the lease over: the phase then committed nothing.
-func (p *phaseTx) fenceAndCommit(ctx context.Context, scope Scope, key string, token uuid.UUID, w *keyWrite) error {
-	args, err := updateKeyArgs(scope, key, token, w)
+func (p *phaseTx) fenceAndCommit(ctx context.Context, scope Scope, key string, token uuid.UUID, w *keyWrite) (*written, error) {
+	args, err := fencedWriteArgs(scope, key, token, w)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var one int
-	err = p.writeAndCommit(ctx, fencedInPhaseSQL, args, &one)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == sqlstateLeaseLost {
-		return ErrLeaseLost
-	}
-	return err
+	var out *written
+	err = p.writeAndCommit(ctx, fencedWriteSQL, args, func(row pgx.Row) error {
+		var scanErr error
+		out, scanErr = scanWritten(row)
+		return scanErr
+	})
+	return out, asLeaseLost(err)
 }
 
-// writeAndCommit sends the key's write and COMMIT as one batch. PostgreSQL skips the rest of a
+// writeAndCommit sends the key's write and COMMIT as one batch, and reads the write's row into
+// dest (values to scan into, or a single func(pgx.Row) error). PostgreSQL skips the rest of a
 // pipeline after an error, so a write that raises leaves the COMMIT unexecuted and the
 // transaction to roll back.
 func (p *phaseTx) writeAndCommit(ctx context.Context, sql string, args []any, dest ...any) error {
@@ -102,7 +104,12 @@ func (p *phaseTx) writeAndCommit(ctx context.Context, sql string, args []any, de
 	b.Queue(sql, args...)
 	b.Queue("COMMIT")
 	br := p.conn.SendBatch(ctx, b)
-	err := br.QueryRow().Scan(dest...)
+	var err error
+	if scan, ok := dest[0].(func(pgx.Row) error); ok && len(dest) == 1 {
+		err = scan(br.QueryRow())
+	} else {
+		err = br.QueryRow().Scan(dest...)
+	}
 	var tag pgconn.CommandTag
 	if err == nil {
 		tag, err = br.Exec()

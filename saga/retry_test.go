@@ -25,7 +25,7 @@ func claimFirst(h *harness) []*phases.Operation {
 				return err
 			}),
 			phases.Call("call", func(ctx context.Context, run *phases.Run) error {
-				return run.Set("receipt", h.ext.apply(run.Key(), run.Resumed()))
+				return phases.Value[string]("receipt").Set(run, h.ext.apply(run.Key(), mayHaveReached(run)))
 			}),
 			phases.Atomic("done", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
 				return run.Respond(http.StatusCreated, map[string]string{"ok": "yes"})

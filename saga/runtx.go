@@ -2,7 +2,6 @@ package saga
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -30,20 +29,26 @@ func (c *Client) RunTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 	if !op.SingleTransaction() {
 		return nil, fmt.Errorf("%w: %q", ErrNotSingleTransaction, op.Name)
 	}
-	if res, refused, err := c.refuseInvalid(ctx, tx, op, req, hash, false); refused {
-		return res, err
-	}
-
 	e := c.newExecution(op, req, hash)
+	if op.Validate != nil {
+		if verr := op.Validate(req.Body); verr != nil {
+			return e.refuseInvalid(ctx, tx, verr, false)
+		}
+	}
 	savepoint, err := tx.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("error creating savepoint: %w", err)
 	}
 	defer func() { _ = savepoint.Rollback(ctx) }()
 
-	resp, err := e.effectTx(ctx, savepoint, op.Steps[0])
+	resp, err := e.effectTx(ctx, savepoint)
 	if err != nil {
 		var reject *phases.RejectError
+		msg, isData := dataError(err)
+		if isData {
+			c.observer.Request(op.Name, OutcomeRejected)
+			return nil, &InvalidRequestError{Err: errors.New(msg)}
+		}
 		if !errors.As(err, &reject) {
 			return nil, err
 		}
@@ -51,13 +56,12 @@ func (c *Client) RunTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 		if err := savepoint.Rollback(ctx); err != nil {
 			return nil, err
 		}
-		body, _ := json.Marshal(map[string]string{"error": reject.Code, "message": reject.Message})
-		resp = &Response{Status: reject.Status, Header: map[string][]string{"Content-Type": {"application/json"}}, Body: body}
+		resp = rejectResponse(reject).response()
 		if savepoint, err = tx.Begin(ctx); err != nil {
 			return nil, fmt.Errorf("error creating savepoint: %w", err)
 		}
 	}
-	_, won, err := insertKey(ctx, savepoint, req, hash, e.token, e.writeFor("", resp))
+	_, won, err := claimKey(ctx, savepoint, req, hash, e.token, e.advance("", resp))
 	if err != nil {
 		return nil, err
 	}
@@ -69,24 +73,23 @@ func (c *Client) RunTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 		if err != nil {
 			return nil, err
 		}
-		return c.decide(ctx, op, req, hash, k, false)
+		return e.decide(ctx, k, false)
 	}
 	if err := savepoint.Commit(ctx); err != nil {
 		return nil, err
 	}
-	c.metrics.request(op.Name, outcomeExecuted)
+	c.observer.Request(op.Name, OutcomeExecuted)
 	return &Result{Response: resp}, nil
 }
 
 // effectTx runs a single-transaction operation's phase in tx and returns the response to store.
-func (e *execution) effectTx(ctx context.Context, tx pgx.Tx, step phases.Step) (*Response, error) {
-	if err := step.AtomicFunc()(ctx, tx, e.run); err != nil {
+func (e *execution) effectTx(ctx context.Context, tx pgx.Tx) (*Response, error) {
+	if err := runstate.Step(e.op.Steps[0]).Atomic()(ctx, tx, e.st); err != nil {
 		return nil, err
 	}
 	resp := e.stored()
 	if resp == nil {
 		return nil, phases.Permanent(fmt.Errorf("operation %q ran without a response", e.op.Name))
 	}
-	runstate.ClearResponse(e.run)
 	return resp, nil
 }

@@ -31,9 +31,13 @@ type Config struct {
 	// exceed the pool size when calls are slow. Defaults to 16.
 	ResumeConcurrency int
 	// WebhookURL receives every outbox event as a JSON POST with X-Event-ID and X-Event-Type
-	// headers; River retries a delivery that does not get a 2xx. Defaults to "": events are
-	// marked delivered without a POST.
+	// headers, signed with WebhookSecrets (Pgsaga-Signature, see SignWebhook); River retries a
+	// delivery that does not get a 2xx. Defaults to "": events are marked delivered without a
+	// POST.
 	WebhookURL string
+	// WebhookSecrets sign every delivery, one v1 signature each (two while rotating a secret).
+	// Defaults to none: deliveries are unsigned, which receivers that check signatures refuse.
+	WebhookSecrets [][]byte
 	// HTTPClient delivers outbox events. Defaults to a client with a 10s timeout.
 	HTTPClient *http.Client
 	// OutboxConcurrency is how many events this worker delivers at once. Defaults to 4.

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/riverqueue/river"
+
+	"github.com/pgsaga/pgsaga/saga"
 )
 
 // gcArgs is the periodic retention job.
@@ -20,7 +22,11 @@ type gcWorker struct {
 
 // Work deletes completed keys past their retention, then inbox entries past InboxRetention.
 func (g *gcWorker) Work(ctx context.Context, _ *river.Job[gcArgs]) error {
-	n, err := DeleteExpired(ctx, g.w.cfg.Pool, &GCOpts{OlderThan: g.w.cfg.Retention, BatchSize: g.w.cfg.GCBatchSize})
+	p := &saga.KeyDeleteExpiredParams{BatchSize: g.w.cfg.GCBatchSize}
+	if g.w.cfg.Retention > 0 {
+		p.OlderThan = &g.w.cfg.Retention
+	}
+	n, err := g.w.cfg.Client.KeyDeleteExpired(ctx, p)
 	g.w.metrics.deleted(n)
 	if n > 0 {
 		g.w.cfg.Logger.InfoContext(ctx, "retention GC deleted expired keys", "keys", n)

@@ -4,11 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgsaga/pgsaga/internal/promreg"
 	"github.com/pgsaga/pgsaga/recovery"
+	"github.com/pgsaga/pgsaga/saga"
 )
 
 // metrics are the worker's counters; a nil *metrics records nothing.
@@ -19,10 +19,8 @@ type metrics struct {
 	gcDeleted  prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, db *pgxpool.Pool) (*metrics, error) {
-	if reg == nil {
-		return nil, nil
-	}
+// newMetrics registers the worker's collectors on reg.
+func newMetrics(reg prometheus.Registerer, client *saga.Client) (*metrics, error) {
 	m := &metrics{
 		sweeps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pgsaga_worker_sweeps_total",
@@ -54,7 +52,7 @@ func newMetrics(reg prometheus.Registerer, db *pgxpool.Pool) (*metrics, error) {
 	if m.gcDeleted, err = promreg.Register(reg, m.gcDeleted); err != nil {
 		return nil, err
 	}
-	if _, err := promreg.Register(reg, NewStateCollector(db)); err != nil {
+	if _, err := promreg.Register(reg, NewStateCollector(client)); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -91,23 +89,24 @@ func resultOf(err error, ok string) string {
 	return ok
 }
 
-// stateCollector reads the key gauges from the database on each scrape.
+// stateCollector reads the key gauges through the read API on each scrape.
 type stateCollector struct {
-	db    *pgxpool.Pool
-	keys  *prometheus.Desc
-	stuck *prometheus.Desc
+	client *saga.Client
+	keys   *prometheus.Desc
+	stuck  *prometheus.Desc
 }
 
-// NewStateCollector returns a collector of two gauges read from pgsaga_key on each scrape (one
-// query, bounded by a 2s timeout; a failed read reports an invalid metric instead of stale
-// numbers): pgsaga_keys{state} counts keys by state (started, completed, failed), and
-// pgsaga_keys_stuck counts keys needing attention — started with an expired lease (not yet
+// NewStateCollector returns a collector of two gauges read on each scrape (one query bounded by
+// a 2s timeout that never counts the whole table; a failed read reports an invalid metric
+// instead of stale numbers): pgsaga_keys{state} counts keys by state — started and failed
+// exactly, completed estimated from the planner's statistics (saga.Client.KeyEstimate) — and
+// pgsaga_keys_stuck counts keys needing attention: started with an expired lease (not yet
 // resumed) or failed (parked for an operator).
-func NewStateCollector(db *pgxpool.Pool) prometheus.Collector {
+func NewStateCollector(client *saga.Client) prometheus.Collector {
 	return &stateCollector{
-		db:    db,
-		keys:  prometheus.NewDesc("pgsaga_keys", "Idempotency keys by state.", []string{"state"}, nil),
-		stuck: prometheus.NewDesc("pgsaga_keys_stuck", "Keys started with an expired lease, or parked as failed.", nil, nil),
+		client: client,
+		keys:   prometheus.NewDesc("pgsaga_keys", "Idempotency keys by state (completed is an estimate).", []string{"state"}, nil),
+		stuck:  prometheus.NewDesc("pgsaga_keys_stuck", "Keys started with an expired lease, or parked as failed.", nil, nil),
 	}
 }
 
@@ -116,24 +115,17 @@ func (s *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- s.stuck
 }
 
-const stateSQL = `SELECT
-	count(*) FILTER (WHERE status = 'started'),
-	count(*) FILTER (WHERE status = 'completed'),
-	count(*) FILTER (WHERE status = 'failed'),
-	count(*) FILTER (WHERE status = 'failed' OR (status = 'started' AND (locked_until IS NULL OR locked_until <= now())))
-	FROM pgsaga_key`
-
 func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	var started, completed, failed, stuck int64
-	if err := s.db.QueryRow(ctx, stateSQL).Scan(&started, &completed, &failed, &stuck); err != nil {
+	e, err := s.client.KeyEstimate(ctx)
+	if err != nil {
 		ch <- prometheus.NewInvalidMetric(s.keys, err)
 		ch <- prometheus.NewInvalidMetric(s.stuck, err)
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(started), "started")
-	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(completed), "completed")
-	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(failed), "failed")
-	ch <- prometheus.MustNewConstMetric(s.stuck, prometheus.GaugeValue, float64(stuck))
+	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(e.Started), "started")
+	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(e.CompletedEstimate), "completed")
+	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(e.Failed), "failed")
+	ch <- prometheus.MustNewConstMetric(s.stuck, prometheus.GaugeValue, float64(e.Stuck))
 }

@@ -57,8 +57,11 @@ func TestStateCollectorCountsKeysByState(t *testing.T) {
 	seedAged(t, db.Pool, "done", "completed", 4, time.Minute, time.Hour)
 	seedAged(t, db.Pool, "parked", "failed", 1, time.Minute, 0)
 
+	// Completed keys are estimated from the planner's statistics, which ANALYZE refreshes.
+	_, err = db.Pool.Exec(t.Context(), `ANALYZE pgsaga_key`)
+	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
-	require.NoError(t, reg.Register(worker.NewStateCollector(db.Pool)))
+	require.NoError(t, reg.Register(worker.NewStateCollector(newClient(t, db.Pool, &saga.Config{}))))
 	require.Equal(t, map[string]float64{
 		"pgsaga_keys{state=completed}": 4,
 		"pgsaga_keys{state=failed}":    1,
@@ -70,7 +73,7 @@ func TestStateCollectorCountsKeysByState(t *testing.T) {
 	closed := dbtest.NewDB(t)
 	closed.Pool.Close()
 	broken := prometheus.NewRegistry()
-	require.NoError(t, broken.Register(worker.NewStateCollector(closed.Pool)))
+	require.NoError(t, broken.Register(worker.NewStateCollector(newClient(t, closed.Pool, &saga.Config{}))))
 	_, err = broken.Gather()
 	require.Error(t, err)
 }
@@ -83,21 +86,24 @@ func TestWorkerMetrics(t *testing.T) {
 	createEffectTable(t, db.Pool)
 	seedCrashed(t, db.Pool, "crashed", 3)
 	reg := prometheus.NewRegistry()
-	require.NoError(t, reg.Register(worker.NewStateCollector(db.Pool)))
 	eff := newEffects()
 	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}, Registerer: reg})
+	require.NoError(t, reg.Register(worker.NewStateCollector(c)))
 	startWorker(t, &worker.Config{Pool: db.Pool, Client: c, Registerer: reg})
 
 	waitFor(t, "three completed resume jobs", 20*time.Second, func() bool {
 		return gather(t, reg, "pgsaga_worker_resume_jobs_total")["pgsaga_worker_resume_jobs_total{result=completed}"] == 3
 	})
+	_, err := db.Pool.Exec(t.Context(), `ANALYZE pgsaga_key`) // refreshes the completed estimate
+	require.NoError(t, err)
 	got := gather(t, reg)
 	require.Equal(t, float64(3), got["pgsaga_resumes_total{operation=effect}"])
+	require.Zero(t, got["pgsaga_keys{state=started}"])
 	require.Equal(t, float64(3), got["pgsaga_keys{state=completed}"])
 	require.Zero(t, got["pgsaga_keys_stuck{}"])
 	require.Positive(t, got["pgsaga_worker_sweeps_total{result=ok}"])
 
 	// A second worker on the same registry shares the collectors.
-	_, err := worker.New(&worker.Config{Pool: db.Pool, Client: c, Registerer: reg})
+	_, err = worker.New(&worker.Config{Pool: db.Pool, Client: c, Registerer: reg})
 	require.NoError(t, err)
 }

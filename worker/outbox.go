@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -119,6 +120,9 @@ func (w *Worker) deliver(ctx context.Context, e *Event) error {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Event-ID", e.ID)
 	req.Header.Set("X-Event-Type", e.Type)
+	if len(w.cfg.WebhookSecrets) > 0 {
+		req.Header.Set(HeaderWebhookSignature, SignWebhook(time.Now(), body, w.cfg.WebhookSecrets...))
+	}
 	resp, err := w.cfg.HTTPClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("error delivering event %s: %w", e.ID, err)

@@ -59,6 +59,9 @@ func (f *flakyReceiver) got() []delivery {
 // A succeeded payment emits payment.succeeded in the transaction that records it; the worker
 // delivers it, the receiver applies it and its acknowledgement is lost (500), River delivers it
 // again, and the inbox makes the second delivery a no-op: applied once, acknowledged twice.
+// webhookSecret is what the worker signs deliveries with and the receiver checks them against.
+var webhookSecret = []byte("outbox-test-secret-0123456789")
+
 func TestOutboxDeliveredTwiceIsAppliedOnce(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t)
@@ -69,6 +72,7 @@ func TestOutboxDeliveredTwiceIsAppliedOnce(t *testing.T) {
 	recv := &flakyReceiver{inner: func() http.Handler {
 		mux := http.NewServeMux()
 		mux.Handle("POST /webhooks/{source}", payments.WebhookHandler(db.Pool, &payments.WebhookOpts{
+			Secrets: map[string][]byte{"payments": webhookSecret},
 			Apply: func(ctx context.Context, tx pgx.Tx, source string, e *worker.Event) error {
 				var p payments.Payment
 				if err := json.Unmarshal(e.Payload, &p); err != nil {
@@ -89,7 +93,8 @@ func TestOutboxDeliveredTwiceIsAppliedOnce(t *testing.T) {
 	svc, err := payments.New(&payments.Config{Pool: db.Pool, Gateway: gw.Gateway(),
 		PaymentHooks: []payments.PaymentHook{payments.PaymentSucceededHook(inserter)}})
 	require.NoError(t, err)
-	startWorker(t, &worker.Config{Pool: db.Pool, Client: svc.Client(), WebhookURL: srv.URL + "/webhooks/payments"})
+	startWorker(t, &worker.Config{Pool: db.Pool, Client: svc.Client(), WebhookURL: srv.URL + "/webhooks/payments",
+		WebhookSecrets: [][]byte{webhookSecret}})
 
 	c := svc.Client()
 	inv, err := c.Run(ctx, payments.OpCreateInvoice, &saga.Request{Scope: scope, Key: "invoice-key-1", Method: "POST", Path: "/invoices",

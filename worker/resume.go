@@ -7,7 +7,6 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/pgsaga/pgsaga/recovery"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -98,7 +97,7 @@ func (w *Worker) sweep(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("error beginning sweep: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	refs, err := w.resumer.ReserveDueTx(ctx, tx, w.cfg.SweepBatchSize, w.cfg.Client.Config().Lease)
+	refs, err := w.cfg.Client.ReserveDueTx(ctx, tx, w.cfg.SweepBatchSize, w.cfg.Client.Config().Lease)
 	if err != nil {
 		return 0, err
 	}
@@ -127,7 +126,7 @@ type resumeWorker struct {
 // failed and rescheduled, parked, superseded, skipped) completes the job; only a failure to
 // reach the database returns an error for River to retry.
 func (r *resumeWorker) Work(ctx context.Context, job *river.Job[ResumeArgs]) error {
-	ref := recovery.KeyRef{Scope: saga.Scope{Tenant: job.Args.Tenant, Actor: job.Args.Actor}, Key: job.Args.Key}
+	ref := saga.KeyRef{Scope: saga.Scope{Tenant: job.Args.Tenant, Actor: job.Args.Actor}, Key: job.Args.Key}
 	out, err := r.w.resumer.ResumeKey(ctx, ref)
 	r.w.metrics.resume(out, err)
 	return err

@@ -51,7 +51,7 @@ func statusCounts(t testing.TB, pool *pgxpool.Pool) map[string]int {
 	return out
 }
 
-// GC deletes completed keys past their expiry (or past OlderThan), in batches, and never a
+// GC (through saga's read API) deletes completed keys past their expiry (or past OlderThan), in batches, and never a
 // started or failed key however old.
 func TestDeleteExpiredKeepsStartedAndFailedKeys(t *testing.T) {
 	t.Parallel()
@@ -62,34 +62,36 @@ func TestDeleteExpiredKeepsStartedAndFailedKeys(t *testing.T) {
 	seedAged(t, db.Pool, "recent", "completed", 2, time.Minute, 24*time.Hour)
 	seedAged(t, db.Pool, "started", "started", 2, 30*24*time.Hour, 0)
 	seedAged(t, db.Pool, "failed", "failed", 2, 30*24*time.Hour, 0)
+	c := newClient(t, db.Pool, &saga.Config{})
+	olderThan := func(d time.Duration) *time.Duration { return &d }
 
-	n, err := worker.DeleteExpired(ctx, db.Pool, &worker.GCOpts{DryRun: true})
+	n, err := c.KeyDeleteExpired(ctx, &saga.KeyDeleteExpiredParams{DryRun: true})
 	require.NoError(t, err)
 	require.Equal(t, 5, n)
 	require.Equal(t, map[string]int{"expired": 5, "fresh": 3, "recent": 2, "started": 2, "failed": 2}, statusCounts(t, db.Pool), "a dry run deletes nothing")
 
-	n, err = worker.DeleteExpired(ctx, db.Pool, &worker.GCOpts{BatchSize: 2})
+	n, err = c.KeyDeleteExpired(ctx, &saga.KeyDeleteExpiredParams{BatchSize: 2})
 	require.NoError(t, err)
 	require.Equal(t, 5, n, "three batches of at most 2")
 	require.Equal(t, map[string]int{"fresh": 3, "recent": 2, "started": 2, "failed": 2}, statusCounts(t, db.Pool))
 
 	// OlderThan overrides each key's own expiry, in both directions.
-	n, err = worker.DeleteExpired(ctx, db.Pool, &worker.GCOpts{OlderThan: time.Hour, DryRun: true})
+	n, err = c.KeyDeleteExpired(ctx, &saga.KeyDeleteExpiredParams{OlderThan: olderThan(time.Hour), DryRun: true})
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
-	n, err = worker.DeleteExpired(ctx, db.Pool, &worker.GCOpts{OlderThan: time.Hour})
+	n, err = c.KeyDeleteExpired(ctx, &saga.KeyDeleteExpiredParams{OlderThan: olderThan(time.Hour)})
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 	require.Equal(t, map[string]int{"recent": 2, "started": 2, "failed": 2}, statusCounts(t, db.Pool))
 
-	n, err = worker.DeleteExpired(ctx, db.Pool, &worker.GCOpts{OlderThan: time.Millisecond})
+	n, err = c.KeyDeleteExpired(ctx, &saga.KeyDeleteExpiredParams{OlderThan: olderThan(time.Millisecond)})
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	require.Equal(t, map[string]int{"started": 2, "failed": 2}, statusCounts(t, db.Pool), "started and failed keys are never deleted")
 
-	_, err = worker.DeleteExpired(ctx, db.Pool, &worker.GCOpts{OlderThan: -time.Hour})
+	_, err = c.KeyDeleteExpired(ctx, &saga.KeyDeleteExpiredParams{OlderThan: olderThan(-time.Hour)})
 	require.ErrorContains(t, err, "OlderThan")
-	_, err = worker.DeleteExpired(ctx, db.Pool, &worker.GCOpts{BatchSize: -1})
+	_, err = c.KeyDeleteExpired(ctx, &saga.KeyDeleteExpiredParams{BatchSize: -1})
 	require.ErrorContains(t, err, "BatchSize")
 }
 
@@ -105,11 +107,12 @@ func TestDeleteExpiredSkipsLockedKeys(t *testing.T) {
 	_, err = tx.Exec(ctx, `SELECT 1 FROM pgsaga_key WHERE key = 'expired-00000' FOR UPDATE`)
 	require.NoError(t, err)
 
-	n, err := worker.DeleteExpired(ctx, db.Pool, nil)
+	c := newClient(t, db.Pool, &saga.Config{})
+	n, err := c.KeyDeleteExpired(ctx, nil)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	require.NoError(t, tx.Rollback(ctx))
-	n, err = worker.DeleteExpired(ctx, db.Pool, nil)
+	n, err = c.KeyDeleteExpired(ctx, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 }

@@ -32,15 +32,16 @@ func New(cfg *Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	resumer, err := recovery.New(&recovery.Config{DB: cfg.Pool, Client: cfg.Client, Logger: cfg.Logger})
+	resumer, err := recovery.New(&recovery.Config{Client: cfg.Client, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(cfg.Registerer, cfg.Pool)
-	if err != nil {
-		return nil, fmt.Errorf("error registering worker metrics: %w", err)
+	w := &Worker{cfg: cfg, resumer: resumer}
+	if cfg.Registerer != nil {
+		if w.metrics, err = newMetrics(cfg.Registerer, cfg.Client); err != nil {
+			return nil, fmt.Errorf("error registering worker metrics: %w", err)
+		}
 	}
-	w := &Worker{cfg: cfg, resumer: resumer, metrics: m}
 
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &resumeWorker{w: w})

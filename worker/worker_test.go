@@ -80,11 +80,11 @@ func TestWorkerFinishesCrashedPayment(t *testing.T) {
 
 	startWorker(t, &worker.Config{Pool: db.Pool, Client: c})
 	waitFor(t, "the worker to complete the payment", 20*time.Second, func() bool {
-		k, err := c.Key(ctx, scope, "payment-key-1")
+		k, err := c.KeyGet(ctx, scope, "payment-key-1")
 		require.NoError(t, err)
 		return k.Status == saga.KeyStatusCompleted
 	})
-	k, err := c.Key(ctx, scope, "payment-key-1")
+	k, err := c.KeyGet(ctx, scope, "payment-key-1")
 	require.NoError(t, err)
 	require.Equal(t, http.StatusCreated, k.Response.Status, string(k.Response.Body))
 	require.Equal(t, 1, gw.TotalCharges(), "one charge")
@@ -159,7 +159,7 @@ func TestWorkerStopsCleanlyMidBatch(t *testing.T) {
 	require.NoError(t, <-stopped)
 
 	for _, k := range running {
-		row, err := c.Key(t.Context(), scope, k)
+		row, err := c.KeyGet(t.Context(), scope, k)
 		require.NoError(t, err)
 		require.Equal(t, saga.KeyStatusCompleted, row.Status, "%s ran to its end", k)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -27,6 +28,8 @@ func TestBadUsage(t *testing.T) {
 		{"no database", []string{"migrate"}, "DATABASE_URL"},
 		{"extra argument", []string{"migrate", "now"}, `unexpected argument "now"`},
 		{"bad sim probability", []string{"gateway-sim", "--fail-before", "2"}, "fail-before"},
+		{"bad sim pending", []string{"gateway-sim", "--pending", "-1"}, "pending"},
+		{"bad sim hold", []string{"gateway-sim", "--latency-before", "-1s"}, "latency-before"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -68,7 +71,7 @@ func TestMigrateTwiceIsANoOp(t *testing.T) {
 
 	var n int
 	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM pgsaga_migration`).Scan(&n))
-	require.Equal(t, 3, n) // pgsaga 001, 002, payments 001
+	require.Equal(t, 5, n) // pgsaga 001, 002, 003, payments 001, 002
 }
 
 func TestUnreachableDatabaseIsAFailure(t *testing.T) {
@@ -79,16 +82,21 @@ func TestUnreachableDatabaseIsAFailure(t *testing.T) {
 
 func TestGatewaySim(t *testing.T) {
 	t.Parallel()
-	p := start(t, nil, true, "gateway-sim", "--addr", "127.0.0.1:0", "--idempotency=false", "--decline-over", "100")
+	p := start(t, nil, true, "gateway-sim", "--addr", "127.0.0.1:0", "--idempotency=false", "--decline-over", "100",
+		"--pending", "1", "--pending-for", "300ms", "--latency-before", "250ms")
 	status, _, body := httpDo(t, "GET", p.url+"/_sim/info", nil, "")
 	require.Equal(t, http.StatusOK, status)
-	require.JSONEq(t, `{"idempotency": false, "inquiry": true}`, string(body))
+	require.JSONEq(t, `{"idempotency": false, "inquiry": true, "max_in_flight_ms": 250}`, string(body))
 
 	status, _, body = httpDo(t, "POST", p.url+"/charges", nil, `{"amount": 500, "currency": "USD", "reference": "ref-1"}`)
 	require.Equal(t, http.StatusCreated, status, string(body))
 	var charge map[string]any
 	require.NoError(t, json.Unmarshal(body, &charge))
-	require.Equal(t, "declined", charge["status"])
+	require.Equal(t, "pending", charge["status"])
+	require.Eventually(t, func() bool {
+		status, _, body := httpDo(t, "GET", p.url+"/charges/"+charge["id"].(string), nil, "")
+		return status == http.StatusOK && strings.Contains(string(body), `"status":"declined"`)
+	}, 10*time.Second, 50*time.Millisecond, "a pending charge turns final (declined over 100)")
 
 	status, _, body = httpDo(t, "GET", p.url+"/_sim/ledger", nil, "")
 	require.Equal(t, http.StatusOK, status)

@@ -1,12 +1,17 @@
 package main_test
 
 import (
+	"bufio"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -14,7 +19,7 @@ import (
 )
 
 var scenarios = []string{"double click", "lost response", "crash between phases", "ten concurrent duplicates",
-	"same key, different body", "another actor's key"}
+	"same key, different body", "another actor's key", "unknowable, then settled"}
 
 func requireDemoPassed(t *testing.T, r result) {
 	t.Helper()
@@ -29,7 +34,7 @@ func requireDemoPassed(t *testing.T, r result) {
 		require.NotEmpty(t, row, "no row for %q:\n%s", name, r.stdout)
 		require.Contains(t, row, "ok:", row)
 	}
-	require.Contains(t, r.stdout, "all 6 scenarios passed")
+	require.Contains(t, r.stdout, "all 7 scenarios passed")
 	require.NotContains(t, r.stdout, "FAIL")
 }
 
@@ -74,16 +79,16 @@ func TestDemoWithoutPostgres(t *testing.T) {
 	require.Contains(t, r.stderr, "pgsaga demo: no PostgreSQL could be started")
 }
 
-// requireNoDemoServer checks that the demo run r left no demo-server process behind. Demos run
-// in parallel tests, so it looks for r's own: the one given r's gateway simulator URL, which the
-// demo prints and no other run shares (each listens on a free port).
+// requireNoDemoServer checks that the demo run r left behind no serve process of its crash
+// scenario. Demos run in parallel tests, so it looks for r's own: the one given r's gateway
+// simulator URL, which the demo prints and no other run shares (each listens on a free port).
 func requireNoDemoServer(t *testing.T, r result) {
 	t.Helper()
 	m := regexp.MustCompile(`gateway simulator on (http://\S+)`).FindStringSubmatch(r.stdout)
 	require.NotNil(t, m, "the demo prints its gateway simulator's URL:\n%s", r.stdout)
 	for _, cmdline := range processes() {
-		if strings.HasPrefix(cmdline, binary+" ") && strings.Contains(cmdline, "demo-server") {
-			require.NotContains(t, cmdline, "--gateway-url "+m[1], "a demo-server process is left behind")
+		if strings.HasPrefix(cmdline, binary+" serve ") {
+			require.NotContains(t, cmdline, "--gateway-url "+m[1], "the demo's server process is left behind")
 		}
 	}
 }
@@ -103,4 +108,59 @@ func processes() []string {
 		out = append(out, strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " "))
 	}
 	return out
+}
+
+// TestDemoServesTheConsole: with --console, the demo ends by serving the operator console on its
+// data, with a token it prints, until SIGINT; then it leaves nothing behind.
+func TestDemoServesTheConsole(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	cmd := exec.Command(binary, "demo", "--database-url", db.URL, "--console", "127.0.0.1:0")
+	cmd.Env = baseEnv()
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	line := regexp.MustCompile(`operator console on (http://\S+) \(log in with the token (\S+)\); the demo's tenant is (\S+)\.`)
+	simLine := regexp.MustCompile(`gateway simulator on (http://\S+)`)
+	found := make(chan []string, 1)
+	simURL := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := line.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m
+			}
+			if m := simLine.FindStringSubmatch(sc.Text()); m != nil {
+				simURL <- m[1]
+			}
+		}
+	}()
+	var m []string
+	select {
+	case m = <-found:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the demo never printed the console's address")
+	}
+	status, _, body := httpDo(t, "GET", m[1]+"/keys?tenant="+m[3]+"&stuck=1", map[string]string{
+		"Authorization": "Bearer " + m[2], "Accept": "application/json"}, "")
+	require.Equal(t, http.StatusOK, status, string(body))
+	require.Contains(t, string(body), `"next_cursor":null`)
+	status, _, _ = httpDo(t, "GET", m[1]+"/", map[string]string{"Accept": "application/json"}, "")
+	require.Equal(t, http.StatusUnauthorized, status, "the console needs the token")
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "the demo exits 0 after SIGINT")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the demo did not stop on SIGINT")
+	}
+	sim := <-simURL
+	for _, cmdline := range processes() {
+		require.False(t, strings.HasPrefix(cmdline, binary+" console ") && strings.Contains(cmdline, "--gateway-url "+sim),
+			"the demo left its console behind: %s", cmdline)
+	}
 }

@@ -58,3 +58,31 @@ func TestGC(t *testing.T) {
 	requireUsage(t, pgsaga(t, nil, "gc", url, "--older-than", "-1h"), "--older-than")
 	requireUsage(t, pgsaga(t, nil, "gc", url, "--older-than", "yesterday"), "--older-than")
 }
+
+// An explicit --older-than 0s means every completed key, also those completed a moment ago
+// whose own window has a day to run; started and failed keys stay.
+func TestGCOlderThanZero(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	url := "--database-url=" + w.db.URL
+	for range 3 {
+		w.invoice("t1", 100)
+	}
+	stuck, _ := w.stuckPayment("t1", "alice") // its invoice is a fourth completed key
+	require.Equal(t, 4, w.count(`SELECT count(*) FROM pgsaga_key WHERE status = 'completed' AND expires_at > now() + interval '1 hour'`))
+
+	r := pgsaga(t, nil, "gc", url, "--dry-run")
+	require.Equal(t, 0, r.code, r.String())
+	require.Equal(t, "would delete 0 keys\n", r.stdout, "without --older-than each key keeps its own window")
+
+	r = pgsaga(t, nil, "gc", url, "--older-than", "0s", "--dry-run")
+	require.Equal(t, 0, r.code, r.String())
+	require.Equal(t, "would delete 4 keys\n", r.stdout)
+
+	r = pgsaga(t, nil, "gc", url, "--older-than", "0s", "--json")
+	require.Equal(t, 0, r.code, r.String())
+	require.JSONEq(t, `{"deleted": 4}`, r.stdout)
+	require.Empty(t, r.stderr, "no progress bar when stderr is not a terminal")
+	require.Zero(t, w.count(`SELECT count(*) FROM pgsaga_key WHERE status = 'completed'`))
+	require.Equal(t, 1, w.count(`SELECT count(*) FROM pgsaga_key WHERE key = $1 AND status = 'started'`, stuck))
+}

@@ -26,7 +26,12 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	db := dbtest.NewDB(t)
+	return newWorldOn(t, dbtest.NewDB(t))
+}
+
+// newWorldOn is newWorld on a database of the test's own, migrated with the payments tables.
+func newWorldOn(t *testing.T, db *dbtest.DB) *world {
+	t.Helper()
 	s := sim.New(nil)
 	simSrv := httptest.NewServer(s.Handler())
 	t.Cleanup(simSrv.Close)

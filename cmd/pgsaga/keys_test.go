@@ -148,7 +148,10 @@ func TestShow(t *testing.T) {
 	require.Equal(t, 0, r.code, r.String())
 	var raw map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &raw))
-	require.ElementsMatch(t, keyFields, mapKeys(raw))
+	require.ElementsMatch(t, append(keyFields, "calls", "parked_reason", "history"), mapKeys(raw))
+	require.JSONEq(t, `[]`, string(raw["calls"]), "a single-transaction key makes no call")
+	require.JSONEq(t, `null`, string(raw["parked_reason"]))
+	require.JSONEq(t, `[]`, string(raw["history"]))
 	var k keyDoc
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &k))
 	require.Equal(t, keyDoc{Tenant: "t1", Actor: "alice", Key: key, Operation: "create_order", State: "completed",

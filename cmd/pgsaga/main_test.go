@@ -144,7 +144,10 @@ func requireFailure(t *testing.T, r result, contains string) {
 type process struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	url    string // from the "listening on" line, when the command prints one
+	args   []string
+	url    string      // from the "listening on" line, when the command prints one
+	urls   chan string // that line's URL, once
+	begin  time.Time
 	done   chan struct{}
 	stderr *syncWriter
 }
@@ -159,17 +162,17 @@ func start(t *testing.T, env []string, wantURL bool, args ...string) *process {
 	cmd.Env = append(baseEnv(), env...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	p := &process{t: t, cmd: cmd, done: make(chan struct{}), stderr: &syncWriter{buf: &bytes.Buffer{}}}
+	p := &process{t: t, cmd: cmd, args: args, urls: make(chan string, 1), done: make(chan struct{}),
+		stderr: &syncWriter{buf: &bytes.Buffer{}}}
 	cmd.Stderr = p.stderr
-	begin := time.Now()
+	p.begin = time.Now()
 	require.NoError(t, cmd.Start())
-	urls := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
 				select {
-				case urls <- m[1]:
+				case p.urls <- m[1]:
 				default:
 				}
 			}
@@ -186,16 +189,22 @@ func start(t *testing.T, env []string, wantURL bool, args ...string) *process {
 		}
 	})
 	if wantURL {
-		select {
-		case p.url = <-urls:
-			t.Logf("pgsaga %s listening on %s %s after start", args[0], p.url, time.Since(begin).Round(time.Millisecond))
-		case <-p.done:
-			t.Fatalf("pgsaga %v exited before listening: %s", args, p.stderr.String())
-		case <-time.After(30 * time.Second):
-			t.Fatalf("pgsaga %v did not print its address within 30s: %s", args, p.stderr.String())
-		}
+		p.waitURL(30 * time.Second)
 	}
 	return p
+}
+
+// waitURL waits up to timeout for the process's "listening on" line and sets p.url.
+func (p *process) waitURL(timeout time.Duration) {
+	p.t.Helper()
+	select {
+	case p.url = <-p.urls:
+		p.t.Logf("pgsaga %s listening on %s %s after start", p.args[0], p.url, time.Since(p.begin).Round(time.Millisecond))
+	case <-p.done:
+		p.t.Fatalf("pgsaga %v exited before listening: %s", p.args, p.stderr.String())
+	case <-time.After(timeout):
+		p.t.Fatalf("pgsaga %v did not print its address within %s: %s", p.args, timeout, p.stderr.String())
+	}
 }
 
 // stop sends sig and waits for the exit status.

@@ -256,6 +256,6 @@ func rawPayment(ctx context.Context, pool *pgxpool.Pool, gw gateway.Gateway, inv
 		return err
 	}
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		return payments.SettlePaymentTx(ctx, tx, p.ID, charge.Status, charge.ID)
+		return payments.SettlePaymentTx(ctx, tx, p.ID, string(charge.Status), charge.ID)
 	})
 }

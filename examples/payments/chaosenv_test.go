@@ -95,7 +95,7 @@ func (e *chaosEnv) runDirect(as who, key, body string) (crashed bool, res *saga.
 // key reads a key row; nil when there is none.
 func (e *chaosEnv) key(as who, key string) *saga.Key {
 	e.t.Helper()
-	k, err := e.client.Key(e.t.Context(), saga.Scope{Tenant: as.tenant, Actor: as.actor}, key)
+	k, err := e.client.KeyGet(e.t.Context(), saga.Scope{Tenant: as.tenant, Actor: as.actor}, key)
 	if err == saga.ErrKeyNotFound {
 		return nil
 	}
@@ -109,6 +109,25 @@ func (e *chaosEnv) expireLease(key string) {
 	tag, err := e.db.Pool.Exec(e.t.Context(), `UPDATE pgsaga_key SET locked_until = now() - interval '1 second' WHERE key = $1 AND status = 'started'`, key)
 	require.NoError(e.t, err)
 	require.EqualValues(e.t, 1, tag.RowsAffected(), "no started key %s to expire", key)
+	// A call may be sent until its lease's end (its journal deadline): that time has passed too,
+	// or gateway.Execute would rightly wait for a request the dead execution may still send.
+	_, err = e.db.Pool.Exec(e.t.Context(), `UPDATE pgsaga_call SET deadline = now() - interval '1 second' WHERE key = $1 AND ended_at IS NULL AND deadline > now()`, key)
+	require.NoError(e.t, err)
+}
+
+// waitUntilDue checks that a retry before the key's next attempt answers 503 with Retry-After and
+// spends nothing, then moves the next attempt to now, as waiting Retry-After out would.
+func (e *chaosEnv) waitUntilDue(as who, key, body string) {
+	e.t.Helper()
+	before := e.key(as, key)
+	early := e.do("POST", "/payments", as, key, body)
+	require.Equal(e.t, http.StatusServiceUnavailable, early.status, string(early.body))
+	require.Equal(e.t, "temporarily_unavailable", early.code(e.t))
+	require.NotEmpty(e.t, early.header.Get("Retry-After"))
+	require.Equal(e.t, before.Attempts, e.key(as, key).Attempts, "a retry before the next attempt spends nothing")
+	tag, err := e.db.Pool.Exec(e.t.Context(), `UPDATE pgsaga_key SET next_attempt_at = now() WHERE key = $1 AND status = 'started'`, key)
+	require.NoError(e.t, err)
+	require.EqualValues(e.t, 1, tag.RowsAffected(), "no started key %s", key)
 }
 
 // requirePaidOnce checks the invariants of a payment that succeeded: one charge at the gateway

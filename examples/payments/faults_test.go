@@ -92,11 +92,11 @@ func TestLostResponseGivesUpThenRetryFinishes(t *testing.T) {
 		}},
 		"inquiry unavailable": {chaosOpts{gatewayRetries: 1}, func(e *chaosEnv) {
 			e.sim.LoseNext(1) // the charge's answer is lost, then the inquiry fails
-			e.points.Fail(chaos.InquireBefore, &gateway.RetryableError{Err: errors.New("inquiry endpoint down")})
+			e.points.Fail(chaos.InquireBefore, &gateway.NotDoneError{Err: errors.New("inquiry endpoint down")})
 		}},
 		"inquiry only, inquiry unavailable": {chaosOpts{sim: &sim.Config{Idempotency: off()}, gatewayRetries: 1}, func(e *chaosEnv) {
 			e.sim.LoseNext(1)
-			e.points.Fail(chaos.InquireBefore, &gateway.RetryableError{Err: errors.New("inquiry endpoint down")})
+			e.points.Fail(chaos.InquireBefore, &gateway.NotDoneError{Err: errors.New("inquiry endpoint down")})
 		}},
 	}
 	for name, tc := range cases {
@@ -115,6 +115,7 @@ func TestLostResponseGivesUpThenRetryFinishes(t *testing.T) {
 			require.Equal(t, 1, e.sim.TotalCharges(), "the charge was made; only its answer was lost")
 			e.requireStartedUnanswered(alice, key)
 
+			e.waitUntilDue(alice, key, body)
 			first := e.do("POST", "/payments", alice, key, body)
 			require.Equal(t, http.StatusCreated, first.status, string(first.body))
 			require.Empty(t, first.header.Get("Idempotent-Replayed"))
@@ -148,6 +149,7 @@ func TestUnavailableBeforeChargeThenSuccess(t *testing.T) {
 			e.requireStartedUnanswered(alice, key)
 			require.Equal(t, 0, e.count(`SELECT paid FROM invoices WHERE id = $1`, inv))
 
+			e.waitUntilDue(alice, key, body)
 			first := e.do("POST", "/payments", alice, key, body)
 			require.Equal(t, http.StatusCreated, first.status, string(first.body))
 			e.requirePaidOnce(alice, inv, 5000, decode(t, first))

@@ -75,14 +75,6 @@ func orderIDFromPath(path string) string {
 	return id
 }
 
-func validateObject(body []byte) error {
-	var v map[string]any
-	if err := json.Unmarshal(body, &v); err != nil {
-		return errors.New("body must be a JSON object")
-	}
-	return nil
-}
-
 // CompleteOrderTx turns a served order into its sale: a guarded transition (only a served order
 // completes) plus a sale whose uniqueness per order the database enforces. It is the business
 // transaction of complete_order, exported so benchmarks can run it without idempotency.

@@ -26,6 +26,7 @@ func TestPaymentParksAfterMaxAttempts(t *testing.T) {
 	require.Equal(t, "temporarily_unavailable", r.code(t))
 	e.requireStartedUnanswered(alice, key)
 
+	e.waitUntilDue(alice, key, body)
 	r = e.do("POST", "/payments", alice, key, body)
 	require.Equal(t, http.StatusServiceUnavailable, r.status, string(r.body))
 	require.Equal(t, "operation_parked", r.code(t), "the attempt that exhausts the key parks it")

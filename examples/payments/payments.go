@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsaga/pgsaga/gateway"
@@ -46,8 +45,15 @@ func parseCreatePayment(body []byte) (string, int64, error) {
 	return p.InvoiceID, amount, err
 }
 
+// The values create_payment's steps save for the steps after them.
+var (
+	pendingPayment = phases.Value[PendingPayment]("payment")
+	chargeResult   = phases.Value[gateway.Charge]("charge")
+)
+
 // createPayment is the phased operation behind POST /payments: reserve the amount and create
-// the payment row, charge the gateway with the derived key payment:<id>, record the result.
+// the payment row, charge the gateway with the derived key payment:<id>, record the result. An
+// operator settles a payment parked with an unknowable outcome (SettlePayment).
 func (s *Service) createPayment() *phases.Operation {
 	return &phases.Operation{
 		Name: OpCreatePayment,
@@ -57,9 +63,10 @@ func (s *Service) createPayment() *phases.Operation {
 		},
 		Steps: []phases.Step{
 			phases.Atomic("payment_created", createPaymentRow),
-			phases.Call("charged", s.charge),
+			phases.Call("charged", s.charge).WithReference(paymentReference),
 			phases.Atomic("result_recorded", s.recordResult),
 		},
+		Settle: s.settlePayment,
 	}
 }
 
@@ -74,7 +81,17 @@ func createPaymentRow(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
 	if err != nil {
 		return err
 	}
-	return run.Set("payment", p)
+	return pendingPayment.Set(run, *p)
+}
+
+// paymentReference is the downstream key and reference of a payment's charge: payment:<id>,
+// derived from the saved payment, the same on every attempt.
+func paymentReference(run *phases.Run) (string, error) {
+	p, err := pendingPayment.Get(run)
+	if err != nil {
+		return "", err
+	}
+	return gateway.DeriveKey("payment", p.ID), nil
 }
 
 // PendingPayment is a payment reserved on its invoice and not yet charged.
@@ -124,80 +141,73 @@ func refusePayment(ctx context.Context, tx pgx.Tx, tenant, invoiceID string, amo
 		fmt.Sprintf("the amount %d exceeds the outstanding balance %d", amount, outstanding))
 }
 
-// SettlePaymentTx records a charge's result, in one statement: a success moves the amount from
-// reserved to paid (and marks the invoice paid when it is), a decline gives the reservation
-// back. It is the second business transaction of create_payment, exported for benchmarks.
-func SettlePaymentTx(ctx context.Context, tx pgx.Tx, paymentID string, status gateway.ChargeStatus, chargeID string) error {
+// SettlePaymentTx records a pending payment's result, in one statement: a success moves the
+// amount from reserved to paid (and marks the invoice paid when it is), a decline or a failure
+// gives the reservation back. It is the second business transaction of create_payment, exported
+// for benchmarks. chargeID may be empty only for "failed".
+func SettlePaymentTx(ctx context.Context, tx pgx.Tx, paymentID, status, chargeID string) error {
+	var charge *string
+	if chargeID != "" {
+		charge = &chargeID
+	}
 	_, err := tx.Exec(ctx, `WITH settled AS (
 			UPDATE payments SET status = $2, charge_id = $3
 			WHERE id = $1 AND status = 'pending'
 			RETURNING invoice_id, amount, status)
 		UPDATE invoices i SET
 			paid = i.paid + CASE WHEN s.status = 'succeeded' THEN s.amount ELSE 0 END,
-			reserved = i.reserved - CASE WHEN s.status = 'declined' THEN s.amount ELSE 0 END,
+			reserved = i.reserved - CASE WHEN s.status = 'succeeded' THEN 0 ELSE s.amount END,
 			status = CASE WHEN s.status = 'succeeded' AND i.paid + s.amount = i.amount THEN 'paid' ELSE i.status END
 		FROM settled s WHERE i.id = s.invoice_id`,
-		paymentID, string(status), chargeID)
+		paymentID, status, charge)
 	return err
 }
 
-// charge calls the gateway outside any transaction. On resume it resolves what an earlier
-// attempt may have done (inquiry when the gateway has it) before charging again with the same
-// derived key.
+// charge calls the gateway outside any transaction, with the reference the engine journaled
+// before the call. What earlier attempts may have done is resolved from the call journal (inquiry
+// first when the gateway has it) before anything is sent again.
 func (s *Service) charge(ctx context.Context, run *phases.Run) error {
-	var p PendingPayment
-	if _, err := run.Get("payment", &p); err != nil {
-		return phases.Permanent(err)
+	p, err := pendingPayment.Get(run)
+	if err != nil {
+		return err
 	}
-	opts := &gateway.ExecuteOpts{
-		MayHaveReached: run.Resumed(),
-		KeyCreatedAt:   p.CreatedAt,
-		OnAttempt: func(outcome gateway.Outcome, elapsed time.Duration) {
-			s.client.ObserveGatewayCall(OpCreatePayment, string(outcome), elapsed)
-		},
-	}
+	// The run is the call's journal: Execute learns from it whether an earlier attempt may have
+	// reached the gateway, and records what this one came to.
+	opts := &gateway.ExecuteOpts{KeyCreatedAt: p.CreatedAt}
 	if s.cfg.GatewayRetries > 0 {
-		opts.Backoff = func() backoff.BackOff {
-			b := backoff.NewExponentialBackOff()
-			b.InitialInterval = 20 * time.Millisecond
-			return backoff.WithMaxRetries(b, s.cfg.GatewayRetries)
-		}
+		opts.Retries = int(s.cfg.GatewayRetries)
+		opts.RetryDelay = func(n int) time.Duration { return 20 * time.Millisecond << min(n-1, 6) }
 	}
-	key := gateway.DeriveKey("payment", p.ID)
-	charge, err := gateway.Execute(ctx, s.cfg.Gateway, gateway.ChargeParams{
-		Amount: p.Amount, Currency: p.Currency, Reference: key, IdempotencyKey: key,
+	charge, err := gateway.Execute(ctx, run, s.cfg.Gateway, gateway.ChargeParams{
+		Amount: p.Amount, Currency: p.Currency, Reference: run.Reference(), IdempotencyKey: run.Reference(),
 	}, opts)
 	if err != nil {
 		return err
 	}
-	return run.Set("charge", charge)
+	return chargeResult.Set(run, *charge)
 }
 
 // recordResult settles the payment and the invoice in one statement and answers: 201 for a
 // succeeded charge, 402 card_declined (with the payment kept as declined) for a decline.
 func (s *Service) recordResult(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
-	var (
-		p      PendingPayment
-		charge gateway.Charge
-	)
-	if _, err := run.Get("payment", &p); err != nil {
-		return phases.Permanent(err)
-	}
-	if found, err := run.Get("charge", &charge); err != nil || !found {
-		return phases.Permanent(fmt.Errorf("no charge recorded for payment %s: %v", p.ID, err))
-	}
-	if charge.Status != gateway.ChargeStatusSucceeded {
-		charge.Status = gateway.ChargeStatusDeclined
-	}
-	if err := SettlePaymentTx(ctx, tx, p.ID, charge.Status, charge.ID); err != nil {
+	p, err := pendingPayment.Get(run)
+	if err != nil {
 		return err
 	}
-	status := string(charge.Status)
+	charge, err := chargeResult.Get(run)
+	if err != nil {
+		return err
+	}
+	status := "declined"
+	if charge.Status == gateway.ChargeStatusSucceeded {
+		status = "succeeded"
+	}
+	if err := SettlePaymentTx(ctx, tx, p.ID, status, charge.ID); err != nil {
+		return err
+	}
 	payment := &Payment{ID: p.ID, InvoiceID: p.InvoiceID, Amount: p.Amount, Status: status, ChargeID: &charge.ID}
-	for _, hook := range s.cfg.PaymentHooks {
-		if err := hook(ctx, tx, run.Tenant(), payment); err != nil {
-			return err
-		}
+	if err := s.runHooks(ctx, tx, run.Tenant(), payment); err != nil {
+		return err
 	}
 	if status == "declined" {
 		return run.Respond(http.StatusPaymentRequired, map[string]string{
@@ -205,6 +215,47 @@ func (s *Service) recordResult(ctx context.Context, tx pgx.Tx, run *phases.Run) 
 		})
 	}
 	return run.Respond(http.StatusCreated, payment)
+}
+
+// settlePayment is an operator's decision about a payment parked with an outcome nothing could
+// resolve: succeeded records the payment with the provider's charge (the settlement's
+// reference, required) and answers 201 like a charged payment; failed marks it failed, gives
+// its reservation back and answers 402 payment_failed.
+func (s *Service) settlePayment(ctx context.Context, tx pgx.Tx, run *phases.Run, d *phases.Settlement) error {
+	p, err := pendingPayment.Get(run)
+	if err != nil {
+		return errors.New("the payment was never created: nothing to settle")
+	}
+	switch d.Outcome {
+	case phases.SettleSucceeded:
+		if d.Reference == "" {
+			return errors.New("settling a payment as succeeded needs --reference: the provider's charge id")
+		}
+		if err := SettlePaymentTx(ctx, tx, p.ID, "succeeded", d.Reference); err != nil {
+			return err
+		}
+		payment := &Payment{ID: p.ID, InvoiceID: p.InvoiceID, Amount: p.Amount, Status: "succeeded", ChargeID: &d.Reference}
+		if err := s.runHooks(ctx, tx, run.Tenant(), payment); err != nil {
+			return err
+		}
+		return run.Respond(http.StatusCreated, payment)
+	default:
+		if err := SettlePaymentTx(ctx, tx, p.ID, "failed", ""); err != nil {
+			return err
+		}
+		return run.Respond(http.StatusPaymentRequired, map[string]string{
+			"error": "payment_failed", "message": "the payment failed: " + d.Note, "payment_id": p.ID,
+		})
+	}
+}
+
+func (s *Service) runHooks(ctx context.Context, tx pgx.Tx, tenant string, p *Payment) error {
+	for _, hook := range s.cfg.PaymentHooks {
+		if err := hook(ctx, tx, tenant, p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Service) listPayments(w http.ResponseWriter, r *http.Request, scope saga.Scope) {

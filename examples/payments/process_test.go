@@ -244,7 +244,7 @@ func TestRealProcesses(t *testing.T) {
 			t.Logf("the zombie answered %d %s (replayed: %q)", zombie.status, zombie.body, zombie.header.Get("Idempotent-Replayed"))
 			switch zombie.status {
 			case http.StatusCreated:
-				require.Equal(t, "true", zombie.header.Get("Idempotent-Replayed"), "the zombie must not answer a fresh execution: %s", zombie.body)
+				require.Empty(t, zombie.header.Get("Idempotent-Replayed"), "the request that started the key is not a replay: %s", zombie.body)
 				require.Equal(t, won.body, zombie.body)
 			case http.StatusConflict:
 				require.Equal(t, "request_in_progress", zombie.code(t))

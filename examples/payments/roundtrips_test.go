@@ -102,9 +102,9 @@ func TestRoundTripBudget(t *testing.T) {
 		// engine keeps it at three by riding on both ends: the key is read with BEGIN, and
 		// the claim (the completed key with its response) is written with COMMIT.
 		requireTrips(t, c.counter.Take(),
-			"begin + SELECT tenant_id, actor_id, key", // BEGIN, and is the key there already? no
-			"WITH completed AS ( UPDATE orders",       // the business statement (CompleteOrderTx)
-			"INSERT INTO pgsaga_key + COMMIT",         // the claim, storing the key completed
+			"begin + SELECT tenant_id, actor_id, key",     // BEGIN, and is the key there already? no
+			"WITH completed AS ( UPDATE orders",           // the business statement (CompleteOrderTx)
+			"WITH k AS ( INSERT INTO pgsaga_key + COMMIT", // the claim, storing the key completed
 		)
 
 		// The replay of that completed key: answered from the read, nothing written. The
@@ -128,14 +128,14 @@ func TestRoundTripBudget(t *testing.T) {
 		// trip to the phases' own BEGIN, business statements and COMMIT.
 		requireTrips(t, c.counter.Take(),
 			// payment_created
-			"begin + SELECT tenant_id, actor_id, key", // the key is new
-			"WITH reserved AS ( UPDATE invoices",      // business: reserve the amount, insert the pending payment
-			"INSERT INTO pgsaga_key + COMMIT",         // the claim, at recovery point payment_created
+			"begin + SELECT tenant_id, actor_id, key",     // the key is new
+			"WITH reserved AS ( UPDATE invoices",          // business: reserve the amount, insert the pending payment
+			"WITH k AS ( INSERT INTO pgsaga_key + COMMIT", // the claim at recovery point payment_created, journaling the charge
 			// charged: the gateway call, no statement
 			// result_recorded
 			"begin",
-			"WITH settled AS ( UPDATE payments", // business: settle the payment and the invoice
-			"WITH written AS (UPDATE pgsaga_key + COMMIT", // the fenced completion with the response
+			"WITH settled AS ( UPDATE payments",      // business: settle the payment and the invoice
+			"WITH k AS ( UPDATE pgsaga_key + COMMIT", // the fenced completion with the response and the charge's outcome
 		)
 
 		res = c.run(t, payments.OpCreatePayment, key, "/payments", body)
@@ -160,11 +160,12 @@ func TestRoundTripBudget(t *testing.T) {
 		// Resume takes the key over in one statement (whose WHERE also leaves keys of operations
 		// this client lacks alone), then falls through the remaining phases.
 		requireTrips(t, c.counter.Take(),
-			"UPDATE pgsaga_key", // takeover: new lease and fencing token, returning the key
+			"WITH t AS ( UPDATE pgsaga_key", // takeover: new lease and fencing token, returning the key
+			"WITH k AS ( UPDATE pgsaga_key", // the charge's journal row, with the lease renewed, before any call
 			// charged: the inquiry finds the charge; no statement
 			"begin",
 			"WITH settled AS ( UPDATE payments",
-			"WITH written AS (UPDATE pgsaga_key + COMMIT",
+			"WITH k AS ( UPDATE pgsaga_key + COMMIT",
 		)
 		require.Equal(t, 1, c.sim.ChargesFor("payment:"+c.id(t, res)))
 	})
@@ -183,10 +184,11 @@ func TestRoundTripBudget(t *testing.T) {
 		requireTrips(t, c.counter.Take(),
 			"begin + SELECT tenant_id, actor_id, key", // the key: started, its lease expired
 			"rollback",
-			"UPDATE pgsaga_key", // takeover
+			"WITH t AS ( UPDATE pgsaga_key", // takeover
+			"WITH k AS ( UPDATE pgsaga_key", // the charge's journal row
 			"begin",
 			"WITH settled AS ( UPDATE payments",
-			"WITH written AS (UPDATE pgsaga_key + COMMIT",
+			"WITH k AS ( UPDATE pgsaga_key + COMMIT",
 		)
 		require.Equal(t, 1, c.sim.ChargesFor("payment:"+c.id(t, res)))
 	})

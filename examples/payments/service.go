@@ -49,6 +49,16 @@ type Config struct {
 	// GatewayRetries bounds in-process retries of one charge before the request answers 503.
 	// Defaults to gateway.Execute's default.
 	GatewayRetries uint64
+	// WebhookSecrets are the webhook senders' secrets, by source (the {source} of
+	// POST /webhooks/{source}): a delivery reaches the inbox only when its Pgsaga-Signature
+	// verifies with its source's secret (see WebhookHandler). Each source needs its own secret of
+	// at least worker.MinWebhookSecretLength bytes, so that no sender can sign for another. They come
+	// from the caller (pgsaga serve reads them from its environment). Defaults to none: every webhook
+	// is refused.
+	WebhookSecrets map[string][]byte
+	// WebhookTolerance is how far a webhook signature's timestamp may be from now; older
+	// deliveries are refused as replays. Defaults to worker.DefaultWebhookTolerance (5 minutes).
+	WebhookTolerance time.Duration
 }
 
 // Service is the example payments API.
@@ -69,6 +79,9 @@ func New(cfg *Config) (*Service, error) {
 	}
 	if cfg.Gateway == nil {
 		return nil, errors.New("payments: Config.Gateway is required")
+	}
+	if err := checkWebhookSecrets(cfg.WebhookSecrets); err != nil {
+		return nil, err
 	}
 	s := &Service{cfg: cfg}
 	client, err := saga.NewClient(&saga.Config{
@@ -117,7 +130,7 @@ func (s *Service) Handler() (http.Handler, error) {
 	mux.Handle("GET /invoices/{id}", s.authenticated(s.getInvoice))
 	mux.Handle("GET /payments", s.authenticated(s.listPayments))
 	mux.Handle("GET /sales", s.authenticated(s.listSales))
-	mux.Handle("POST /webhooks/{source}", WebhookHandler(s.cfg.Pool, nil))
+	mux.Handle("POST /webhooks/{source}", WebhookHandler(s.cfg.Pool, &WebhookOpts{Secrets: s.cfg.WebhookSecrets, Tolerance: s.cfg.WebhookTolerance}))
 	return jsonErrors(mux), nil
 }
 

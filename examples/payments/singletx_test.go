@@ -227,3 +227,23 @@ func TestListsUnderAParent(t *testing.T) {
 		require.Equal(t, "invalid_request", r.code(t), path)
 	}
 }
+
+// TestDataTheDatabaseRefusesIs400 (issue 9, break 7): an invoice id holding \u0000 passes the
+// JSON checks and validation, then PostgreSQL refuses it (SQLSTATE 22021). That used to be a 503
+// on every retry; it is 400 invalid_request, and nothing is stored, so the answer stays the same.
+func TestDataTheDatabaseRefusesIs400(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	key := newKey()
+	for range 3 {
+		r := e.do("POST", "/payments", alice, key, `{"invoice_id": "a\u0000b", "amount": 100}`)
+		require.Equal(t, http.StatusBadRequest, r.status, string(r.body))
+		require.Equal(t, "invalid_request", r.code(t))
+	}
+	require.Zero(t, e.count(`SELECT count(*) FROM pgsaga_key`), "nothing is stored for a request the database refused")
+	require.Zero(t, e.count(`SELECT count(*) FROM payments`))
+	// The key is still free for a good request.
+	inv := e.createInvoice(alice, 100)
+	r := e.do("POST", "/payments", alice, key, `{"invoice_id": "`+inv+`", "amount": 100}`)
+	require.Equal(t, http.StatusCreated, r.status, string(r.body))
+}

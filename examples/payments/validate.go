@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 )
@@ -31,20 +33,67 @@ func positiveAmount(field string, raw json.RawMessage) (int64, error) {
 	if raw[0] == '"' || json.Unmarshal(raw, &n) != nil {
 		return 0, fmt.Errorf("%s must be a number", field)
 	}
-	// 5000, 5000.0 and 5e3 are one value (and one fingerprint): accept every spelling of a
-	// whole number.
-	v, err := n.Int64()
+	v, err := wholeNumber(string(n))
 	if err != nil {
-		f, ferr := n.Float64()
-		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-			return 0, fmt.Errorf("%s must be a whole number of minor units", field)
-		}
-		v = int64(f)
+		return 0, fmt.Errorf("%s %w", field, err)
 	}
 	if v <= 0 {
 		return 0, fmt.Errorf("%s must be greater than 0", field)
 	}
 	return v, nil
+}
+
+// wholeNumber reads a JSON number exactly. 5000, 5000.0, 5e3 and 500000e-2 are one value (and
+// one fingerprint), so every spelling of a whole number is taken; 4503599627370497.5 is not
+// whole, though a double (which has no room for the .5) would say it is.
+func wholeNumber(lit string) (int64, error) {
+	if v, err := strconv.ParseInt(lit, 10, 64); err == nil {
+		return v, nil // the usual spelling
+	}
+	mantissa, exp := lit, 0
+	if i := strings.IndexAny(lit, "eE"); i >= 0 {
+		mantissa = lit[:i]
+		var err error
+		if exp, err = strconv.Atoi(lit[i+1:]); err != nil {
+			// Beyond int64 or below 1 either way, unless the mantissa is 0.
+			exp = math.MaxInt32
+			if lit[i+1] == '-' {
+				exp = math.MinInt32
+			}
+		}
+	}
+	sign := ""
+	if strings.HasPrefix(mantissa, "-") {
+		sign, mantissa = "-", mantissa[1:]
+	}
+	whole, frac, _ := strings.Cut(mantissa, ".")
+	digits := strings.TrimLeft(whole+frac, "0")
+	if digits == "" {
+		return 0, nil
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	// value = digits × 10^(exp − len(frac)) = trimmed × 10^shift
+	shift := int64(exp) - int64(len(frac)) + int64(len(digits)-len(trimmed))
+	switch {
+	case shift < 0:
+		return 0, errors.New("must be a whole number of minor units")
+	case int64(len(trimmed))+shift > 19:
+		return 0, errors.New("is too large")
+	}
+	v, err := strconv.ParseInt(sign+trimmed+strings.Repeat("0", int(shift)), 10, 64)
+	if err != nil {
+		return 0, errors.New("is too large")
+	}
+	return v, nil
+}
+
+// validateObject checks a body is a JSON object (null is not).
+func validateObject(body []byte) error {
+	var v map[string]any
+	if err := json.Unmarshal(body, &v); err != nil || v == nil {
+		return errors.New("body must be a JSON object")
+	}
+	return nil
 }
 
 var currencyCode = regexp.MustCompile(`^[A-Z]{3}$`)

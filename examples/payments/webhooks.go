@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -37,30 +39,69 @@ func PaymentSucceededHook(inserter worker.Inserter) PaymentHook {
 	}
 }
 
-// WebhookOpts are optional settings for WebhookHandler.
+// WebhookOpts are the settings of WebhookHandler.
 type WebhookOpts struct {
+	// Secrets are the senders' secrets by source (the {source} of POST /webhooks/{source}); each
+	// source needs its own (see Config.WebhookSecrets). Defaults to none: every webhook is
+	// refused.
+	Secrets map[string][]byte
+	// Tolerance is how far a signature's timestamp may be from now. Defaults to
+	// worker.DefaultWebhookTolerance (5 minutes).
+	Tolerance time.Duration
 	// Apply applies a newly received event's effect inside the transaction that records it in
-	// the inbox, so the effect and the record commit together. Defaults to recording only.
+	// the inbox, so the effect and the record commit together. source is the authenticated
+	// source. Defaults to recording only.
 	Apply func(ctx context.Context, tx pgx.Tx, source string, e *worker.Event) error
 }
+
+// Error codes of the webhook receiver, stable for senders; each answers 401.
+const (
+	CodeUnknownWebhookSource = "unknown_webhook_source"
+	CodeSignatureMissing     = "signature_missing"
+	CodeInvalidSignature     = "invalid_signature"
+	CodeSignatureExpired     = "signature_expired"
+)
 
 // maxWebhookBody caps a received event's body.
 const maxWebhookBody = 1 << 20
 
-// WebhookHandler receives events POSTed to /webhooks/{source} by a pgsaga worker (or any
-// producer sending the X-Event-ID header and a JSON body) and applies each once: the event's id
-// is recorded in pgsaga_inbox in the same transaction as its effect, so a redelivery (a lost
-// acknowledgement, a retry after a 5xx) is acknowledged with 200 and "applied": false without
-// applying it again. A real receiver also verifies the sender (a signature); this example does
-// not.
+// WebhookHandler receives events POSTed to /webhooks/{source} by a pgsaga worker or a provider
+// and applies each once.
+//
+// Nothing reaches the inbox before the sender is authenticated: the Pgsaga-Signature header
+// must carry an HMAC-SHA256 of the raw body under the source's secret, made within the
+// tolerance (see worker.SignWebhook); otherwise 401 with unknown_webhook_source, signature_missing,
+// invalid_signature or signature_expired. The event's id and type are read from the signed
+// body (an X-Event-ID header, unsigned, must agree with it or the delivery is refused).
+//
+// The event is recorded in pgsaga_inbox under (source, id) in the same transaction as its
+// effect, so a redelivery (a lost acknowledgement, a retry after a 5xx, a captured delivery
+// replayed within the tolerance) is acknowledged with 200 and "applied": false without being
+// applied again. The source is the one whose secret verified, never a value from the body, so a
+// sender cannot record an id under another source and pre-empt that source's event.
 func WebhookHandler(pool *pgxpool.Pool, opts *WebhookOpts) http.Handler {
 	if opts == nil {
 		opts = &WebhookOpts{}
 	}
+	tolerance := opts.Tolerance
+	if tolerance <= 0 {
+		tolerance = worker.DefaultWebhookTolerance
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		source, id := r.PathValue("source"), r.Header.Get("X-Event-ID")
-		if source == "" || len(source) > 255 || id == "" || len(id) > 255 {
-			saga.WriteError(w, http.StatusBadRequest, saga.CodeInvalidRequest, "a source in the path and an X-Event-ID header (1-255 characters each) are required")
+		source := r.PathValue("source")
+		secret, known := opts.Secrets[source]
+		if !known {
+			saga.WriteError(w, http.StatusUnauthorized, CodeUnknownWebhookSource, "no webhook secret is configured for this source")
+			return
+		}
+		header := r.Header.Values(worker.HeaderWebhookSignature)
+		if len(header) > 1 {
+			refuseSignature(w, worker.ErrWebhookSignatureInvalid)
+			return
+		}
+		sig, err := worker.ReadWebhookSignature(strings.Join(header, ""), time.Now(), tolerance)
+		if err != nil {
+			refuseSignature(w, err)
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
@@ -69,24 +110,30 @@ func WebhookHandler(pool *pgxpool.Pool, opts *WebhookOpts) http.Handler {
 			saga.WriteError(w, http.StatusRequestEntityTooLarge, saga.CodeRequestTooLarge, "the event body is over 1 MiB")
 			return
 		}
+		if err != nil {
+			saga.WriteError(w, http.StatusBadRequest, saga.CodeInvalidJSON, "error reading the event body")
+			return
+		}
+		if err := sig.Verify(body, secret); err != nil {
+			refuseSignature(w, err)
+			return
+		}
 		var e worker.Event
-		if err != nil || json.Unmarshal(body, &e) != nil {
+		if json.Unmarshal(body, &e) != nil {
 			saga.WriteError(w, http.StatusBadRequest, saga.CodeInvalidJSON, "the event body is not a JSON event")
 			return
 		}
-		if e.ID == "" {
-			e.ID = id
-		}
-		if e.ID != id {
-			saga.WriteError(w, http.StatusBadRequest, saga.CodeInvalidRequest, "X-Event-ID does not match the event's id")
+		if e.ID == "" || len(e.ID) > 255 {
+			saga.WriteError(w, http.StatusBadRequest, saga.CodeInvalidRequest, "the event needs an id of 1-255 characters")
 			return
 		}
-		if e.Type == "" {
-			e.Type = r.Header.Get("X-Event-Type")
+		if id := r.Header.Get("X-Event-ID"); id != "" && id != e.ID {
+			saga.WriteError(w, http.StatusBadRequest, saga.CodeInvalidRequest, "X-Event-ID does not match the signed event's id")
+			return
 		}
 		var fresh bool
 		err = pgx.BeginFunc(r.Context(), pool, func(tx pgx.Tx) error {
-			recorded, err := saga.RecordInboxTx(r.Context(), tx, source, id)
+			recorded, err := saga.RecordInboxTx(r.Context(), tx, source, e.ID)
 			if err != nil || !recorded {
 				return err
 			}
@@ -100,6 +147,17 @@ func WebhookHandler(pool *pgxpool.Pool, opts *WebhookOpts) http.Handler {
 			unavailable(w)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"event_id": id, "applied": fresh})
+		writeJSON(w, http.StatusOK, map[string]any{"event_id": e.ID, "applied": fresh})
 	})
+}
+
+func refuseSignature(w http.ResponseWriter, err error) {
+	code := CodeInvalidSignature
+	switch {
+	case errors.Is(err, worker.ErrWebhookSignatureMissing):
+		code = CodeSignatureMissing
+	case errors.Is(err, worker.ErrWebhookSignatureExpired):
+		code = CodeSignatureExpired
+	}
+	saga.WriteError(w, http.StatusUnauthorized, code, err.Error())
 }

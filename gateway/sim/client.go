@@ -28,9 +28,11 @@ type ClientOpts struct {
 // Client is a gateway.Gateway speaking the simulator's wire format over HTTP. It is safe for
 // concurrent use.
 //
-// Classification: a connection that could not be opened and a 5xx answer (the wire format
-// answers 5xx only before processing) are retryable; a timeout, a reset or closed connection
-// and an unreadable answer after the request was sent are ambiguous; any other 4xx is a
+// Classification of a charge: a connection that could not be opened, a context ended before
+// sending, and a 503 whose body says {"error":"not_processed"} (the simulator's explicit
+// refusal) certainly charged nothing (gateway.NotDoneError); any other 5xx (a proxy's 502 may
+// follow a charge upstream), a timeout, a reset or closed connection and an unreadable answer
+// after the request was sent may have charged (gateway.UnknownError); any other 4xx is a
 // gateway.PermanentError.
 type Client struct {
 	base *url.URL
@@ -78,14 +80,18 @@ func (c *Client) Refresh(ctx context.Context) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("error reading gateway capabilities: %w", statusError(resp))
+		return fmt.Errorf("error reading gateway capabilities: %w", readError(resp))
 	}
 	var in info
 	if err := json.NewDecoder(resp.Body).Decode(&in); err != nil {
 		return fmt.Errorf("error decoding gateway capabilities: %w", err)
 	}
 	c.mu.Lock()
-	c.caps = gateway.Capabilities{IdempotencyKeys: in.Idempotency, Inquiry: in.Inquiry}
+	c.caps = gateway.Capabilities{
+		IdempotencyKeys: in.Idempotency,
+		Inquiry:         in.Inquiry,
+		MaxInFlight:     time.Duration(in.MaxInFlightMS) * time.Millisecond,
+	}
 	c.mu.Unlock()
 	return nil
 }
@@ -115,6 +121,9 @@ func (c *Client) Charge(ctx context.Context, params gateway.ChargeParams) (*gate
 	if c.Capabilities().IdempotencyKeys {
 		key = params.IdempotencyKey
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, &gateway.NotDoneError{Err: fmt.Errorf("charge %q not sent: %w", params.Reference, err)}
+	}
 	resp, err := c.do(ctx, http.MethodPost, "/charges", body, key)
 	if err != nil {
 		return nil, gateway.TransportError(fmt.Errorf("error sending charge %q: %w", params.Reference, err))
@@ -122,46 +131,97 @@ func (c *Client) Charge(ctx context.Context, params gateway.ChargeParams) (*gate
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusOK:
-		var charge gateway.Charge
-		if err := json.NewDecoder(resp.Body).Decode(&charge); err != nil {
+		charge, err := decodeCharge(resp)
+		if err != nil {
 			// The provider answered success and we could not read what: it may have charged.
-			return nil, &gateway.AmbiguousError{Err: fmt.Errorf("error reading charge %q: %w", params.Reference, err)}
+			return nil, &gateway.UnknownError{Err: fmt.Errorf("error reading charge %q: %w", params.Reference, err)}
 		}
-		if charge.Status != gateway.ChargeStatusSucceeded && charge.Status != gateway.ChargeStatusDeclined {
-			return nil, &gateway.AmbiguousError{Err: fmt.Errorf("charge %q has unknown status %q", params.Reference, charge.Status)}
-		}
-		return &charge, nil
+		return charge, nil
 	case resp.StatusCode >= 500:
-		return nil, &gateway.RetryableError{Err: fmt.Errorf("error charging %q: %w", params.Reference, statusError(resp))}
+		e := readError(resp)
+		err := fmt.Errorf("error charging %q: %w", params.Reference, e)
+		if resp.StatusCode == http.StatusServiceUnavailable && e.Code == notProcessed {
+			return nil, &gateway.NotDoneError{Err: err}
+		}
+		return nil, &gateway.UnknownError{Err: err}
 	default:
-		return nil, &gateway.PermanentError{Err: fmt.Errorf("error charging %q: %w", params.Reference, statusError(resp))}
+		return nil, &gateway.PermanentError{Err: fmt.Errorf("error charging %q: %w", params.Reference, readError(resp))}
 	}
 }
 
 // Inquire sends GET /charges?reference=R. A 404 means the gateway has no inquiry: an error
-// wrapping gateway.ErrUnsupported.
+// wrapping gateway.ErrUnsupported. An inquiry changes nothing, so every failure may be retried.
 func (c *Client) Inquire(ctx context.Context, reference string) ([]gateway.Charge, error) {
-	resp, err := c.do(ctx, http.MethodGet, "/charges?reference="+url.QueryEscape(reference), nil, "")
+	resp, err := c.read(ctx, "/charges?reference="+url.QueryEscape(reference))
 	if err != nil {
-		return nil, gateway.TransportError(fmt.Errorf("error inquiring about %q: %w", reference, err))
+		return nil, fmt.Errorf("error inquiring about %q: %w", reference, err)
 	}
 	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusOK:
-		var out struct {
-			Charges []gateway.Charge `json:"charges"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-			return nil, &gateway.RetryableError{Err: fmt.Errorf("error reading inquiry about %q: %w", reference, err)}
-		}
-		return out.Charges, nil
-	case resp.StatusCode == http.StatusNotFound:
-		return nil, fmt.Errorf("error inquiring about %q: %w (%w)", reference, gateway.ErrUnsupported, statusError(resp))
-	case resp.StatusCode >= 500:
-		return nil, &gateway.RetryableError{Err: fmt.Errorf("error inquiring about %q: %w", reference, statusError(resp))}
-	default:
-		return nil, &gateway.PermanentError{Err: fmt.Errorf("error inquiring about %q: %w", reference, statusError(resp))}
+	if resp.StatusCode == http.StatusNotFound {
+		return nil, fmt.Errorf("error inquiring about %q: %w (%w)", reference, gateway.ErrUnsupported, readError(resp))
 	}
+	var out struct {
+		Charges []gateway.Charge `json:"charges"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&out); err != nil {
+		return nil, &gateway.NotDoneError{Err: fmt.Errorf("error reading inquiry about %q: %w", reference, err)}
+	}
+	return out.Charges, nil
+}
+
+// Get sends GET /charges/{id}. A 404 is gateway.ErrNotFound when the simulator says so, else
+// gateway.ErrUnsupported (a gateway without the endpoint).
+func (c *Client) Get(ctx context.Context, id string) (*gateway.Charge, error) {
+	resp, err := c.read(ctx, "/charges/"+url.PathEscape(id))
+	if err != nil {
+		return nil, fmt.Errorf("error reading charge %q: %w", id, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		e := readError(resp)
+		if e.Code == "not_found" {
+			return nil, fmt.Errorf("error reading charge %q: %w (%w)", id, gateway.ErrNotFound, e)
+		}
+		return nil, fmt.Errorf("error reading charge %q: %w (%w)", id, gateway.ErrUnsupported, e)
+	}
+	charge, err := decodeCharge(resp)
+	if err != nil {
+		return nil, &gateway.NotDoneError{Err: fmt.Errorf("error reading charge %q: %w", id, err)}
+	}
+	return charge, nil
+}
+
+// read sends a GET that changes nothing at the provider and returns a 200 or 404 answer; any
+// other answer or failure is a gateway.NotDoneError (a read is always safe to repeat), except
+// a 4xx other than 404, a gateway.PermanentError.
+func (c *Client) read(ctx context.Context, path string) (*http.Response, error) {
+	resp, err := c.do(ctx, http.MethodGet, path, nil, "")
+	if err != nil {
+		return nil, &gateway.NotDoneError{Err: err}
+	}
+	switch {
+	case resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNotFound:
+		return resp, nil
+	case resp.StatusCode >= 500:
+		defer resp.Body.Close()
+		return nil, &gateway.NotDoneError{Err: readError(resp)}
+	default:
+		defer resp.Body.Close()
+		return nil, &gateway.PermanentError{Err: readError(resp)}
+	}
+}
+
+// decodeCharge reads a charge answer; a status other than succeeded, declined or pending is an
+// error, never taken for one of them.
+func decodeCharge(resp *http.Response) (*gateway.Charge, error) {
+	var charge gateway.Charge
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&charge); err != nil {
+		return nil, err
+	}
+	if !charge.Status.Final() && charge.Status != gateway.ChargeStatusPending {
+		return nil, fmt.Errorf("charge %s has unknown status %q", charge.ID, charge.Status)
+	}
+	return &charge, nil
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body []byte, idempotencyKey string) (*http.Response, error) {
@@ -185,15 +245,30 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, idemp
 	return c.http.Do(req)
 }
 
-// statusError describes an error answer from its JSON body when it has one.
-func statusError(resp *http.Response) error {
+// statusError is an error answer: its status and, when its body is the simulator's JSON, its
+// code and message.
+type statusError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *statusError) Error() string {
+	if e.Code == "" {
+		return fmt.Sprintf("status %d: %s", e.Status, e.Message)
+	}
+	return fmt.Sprintf("status %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// readError reads an error answer's body.
+func readError(resp *http.Response) *statusError {
 	var body struct {
 		Error   string `json:"error"`
 		Message string `json:"message"`
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if json.Unmarshal(raw, &body) == nil && body.Error != "" {
-		return fmt.Errorf("status %d %s: %s", resp.StatusCode, body.Error, body.Message)
+		return &statusError{Status: resp.StatusCode, Code: body.Error, Message: body.Message}
 	}
-	return fmt.Errorf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(raw)))
+	return &statusError{Status: resp.StatusCode, Message: strings.TrimSpace(string(raw))}
 }

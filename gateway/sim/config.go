@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/pgsaga/pgsaga/gateway"
 )
 
 // Config sets up a Simulator. The zero value (or nil) is a well-behaved provider that
@@ -16,7 +18,8 @@ type Config struct {
 	Inquiry *bool
 	// Latency delays every charge response after the charge is created. Defaults to 0.
 	Latency time.Duration
-	// LatencyJitter adds a uniform random 0..LatencyJitter to Latency. Defaults to 0.
+	// LatencyJitter adds a uniform random 0..LatencyJitter to Latency, and to LatencyBefore
+	// when that is set (each drawn apart). Defaults to 0.
 	LatencyJitter time.Duration
 	// FailBefore is the probability (0..1) that a charge request answers 503 without
 	// charging. Defaults to 0.
@@ -26,6 +29,16 @@ type Config struct {
 	LoseResponse float64
 	// DeclineOver declines charges whose amount exceeds it; 0 turns declines off. Defaults to 0.
 	DeclineOver int64
+	// LatencyBefore holds every charge request this long before the charge is created, as a
+	// slow network to the provider does: a caller that gave up may still be charged later, and
+	// an inquiry made meanwhile finds nothing. GET /_sim/info reports the longest hold as max_in_flight_ms. Defaults to 0.
+	LatencyBefore time.Duration
+	// Pending is the probability (0..1) that a charge is created pending: it answers 201 with
+	// "status":"pending" and turns final (succeeded, or declined by DeclineOver) after
+	// PendingFor. Defaults to 0.
+	Pending float64
+	// PendingFor is how long a pending charge stays pending. Defaults to 2s.
+	PendingFor time.Duration
 	// Seed seeds the random source behind the fault probabilities and jitter, so a test can
 	// replay the same faults. Defaults to 0 (still deterministic).
 	Seed uint64
@@ -40,7 +53,8 @@ type Settings struct {
 	Inquiry bool
 	// Latency delays every charge response after the charge is created.
 	Latency time.Duration
-	// LatencyJitter adds a uniform random 0..LatencyJitter to Latency.
+	// LatencyJitter adds a uniform random 0..LatencyJitter to Latency, and to LatencyBefore
+	// when that is set.
 	LatencyJitter time.Duration
 	// FailBefore is the probability of a 503 without charging.
 	FailBefore float64
@@ -48,11 +62,29 @@ type Settings struct {
 	LoseResponse float64
 	// DeclineOver declines amounts above it; 0 is off.
 	DeclineOver int64
+	// LatencyBefore holds a charge request before the charge is created (plus LatencyJitter).
+	LatencyBefore time.Duration
+	// Pending is the probability that a charge is created pending.
+	Pending float64
+	// PendingFor is how long a pending charge stays pending; 0 turns it final at once.
+	PendingFor time.Duration
+}
+
+// defaultPendingFor is Config.PendingFor's default.
+const defaultPendingFor = 2 * time.Second
+
+// MaxInFlight is the longest a charge request may be held before its charge is created:
+// LatencyBefore plus LatencyJitter when LatencyBefore is set, 0 otherwise.
+func (s Settings) MaxInFlight() time.Duration {
+	if s.LatencyBefore == 0 {
+		return 0
+	}
+	return s.LatencyBefore + s.LatencyJitter
 }
 
 // WithDefaults returns the settings cfg describes, with defaults applied.
 func (cfg *Config) WithDefaults() Settings {
-	s := Settings{Idempotency: true, Inquiry: true}
+	s := Settings{Idempotency: true, Inquiry: true, PendingFor: defaultPendingFor}
 	if cfg == nil {
 		return s
 	}
@@ -67,6 +99,11 @@ func (cfg *Config) WithDefaults() Settings {
 	s.FailBefore = cfg.FailBefore
 	s.LoseResponse = cfg.LoseResponse
 	s.DeclineOver = cfg.DeclineOver
+	s.LatencyBefore = cfg.LatencyBefore
+	s.Pending = cfg.Pending
+	if cfg.PendingFor != 0 {
+		s.PendingFor = cfg.PendingFor
+	}
 	return s
 }
 
@@ -85,8 +122,23 @@ func (s Settings) validate() error {
 	if s.LoseResponse < 0 || s.LoseResponse > 1 {
 		errs = append(errs, fmt.Errorf("lose-response must be a probability in [0, 1], got %v", s.LoseResponse))
 	}
+	if s.LatencyBefore < 0 {
+		errs = append(errs, fmt.Errorf("latency-before must be >= 0, got %s", s.LatencyBefore))
+	}
+	if s.Pending < 0 || s.Pending > 1 {
+		errs = append(errs, fmt.Errorf("pending must be a probability in [0, 1], got %v", s.Pending))
+	}
+	if s.PendingFor < 0 {
+		errs = append(errs, fmt.Errorf("pending-for must be >= 0, got %s", s.PendingFor))
+	}
 	if s.DeclineOver < 0 {
 		errs = append(errs, fmt.Errorf("decline-over must be >= 0, got %d", s.DeclineOver))
 	}
 	return errors.Join(errs...)
+}
+
+// capabilities is what a gateway with these settings supports; KeyRetention is 0 (keys are
+// kept forever).
+func (s Settings) capabilities() gateway.Capabilities {
+	return gateway.Capabilities{IdempotencyKeys: s.Idempotency, Inquiry: s.Inquiry, MaxInFlight: s.MaxInFlight()}
 }

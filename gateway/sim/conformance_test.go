@@ -27,46 +27,87 @@ func newClient(t *testing.T, s *sim.Simulator) *sim.Client {
 	return c
 }
 
+// conformance returns the suite's options for simulators reached through adapt: every fault
+// the suite can use, each on a simulator of its own with the features cfg sets.
+func conformance(cfg sim.Config, adapt func(*testing.T, *sim.Simulator) gateway.Gateway) *gatewaytest.Opts {
+	with := func(change func(*sim.Config)) *sim.Simulator {
+		c := cfg
+		change(&c)
+		return sim.New(&c)
+	}
+	return &gatewaytest.Opts{
+		Declining: func(t *testing.T) (gateway.Gateway, int64) {
+			return adapt(t, with(func(c *sim.Config) { c.DeclineOver = 1000 })), 1001
+		},
+		Slow: func(t *testing.T) gateway.Gateway {
+			return adapt(t, with(func(c *sim.Config) { c.Latency = time.Minute }))
+		},
+		Pending: func(t *testing.T) (gateway.Gateway, func(string) int) {
+			s := with(func(c *sim.Config) { c.PendingFor = 300 * time.Millisecond })
+			s.PendingNext(1)
+			return adapt(t, s), s.ChargesFor
+		},
+		Lossy: func(t *testing.T) (gateway.Gateway, func(string) int) {
+			s := with(func(*sim.Config) {})
+			s.LoseNext(1)
+			return adapt(t, s), s.ChargesFor
+		},
+		InFlight: func(t *testing.T, hold time.Duration) (gateway.Gateway, func(string) int) {
+			s := with(func(c *sim.Config) { c.LatencyBefore = hold })
+			return adapt(t, s), s.ChargesFor
+		},
+	}
+}
+
+func inProcess(_ *testing.T, s *sim.Simulator) gateway.Gateway { return s.Gateway() }
+func overHTTP(t *testing.T, s *sim.Simulator) gateway.Gateway  { return newClient(t, s) }
+
 func TestConformanceInProcess(t *testing.T) {
 	t.Parallel()
 	s := sim.New(nil)
-	gatewaytest.Run(t, func(*testing.T) gateway.Gateway { return s.Gateway() }, &gatewaytest.Opts{
-		ChargesFor: s.ChargesFor,
-		Declining: func(*testing.T) (gateway.Gateway, int64) {
-			return sim.New(&sim.Config{DeclineOver: 1000}).Gateway(), 1001
-		},
-		Slow: func(*testing.T) gateway.Gateway {
-			return sim.New(&sim.Config{Latency: time.Minute}).Gateway()
-		},
-	})
+	o := conformance(sim.Config{}, inProcess)
+	o.ChargesFor = s.ChargesFor
+	gatewaytest.Run(t, func(*testing.T) gateway.Gateway { return s.Gateway() }, o)
 }
 
 func TestConformanceInProcessWithoutFeatures(t *testing.T) {
 	t.Parallel()
 	off := false
-	s := sim.New(&sim.Config{Idempotency: &off, Inquiry: &off})
-	gatewaytest.Run(t, func(*testing.T) gateway.Gateway { return s.Gateway() }, nil)
+	cfg := sim.Config{Idempotency: &off, Inquiry: &off}
+	s := sim.New(&cfg)
+	gatewaytest.Run(t, func(*testing.T) gateway.Gateway { return s.Gateway() }, conformance(cfg, inProcess))
+}
+
+func TestConformanceInProcessInquiryOnly(t *testing.T) {
+	t.Parallel()
+	off := false
+	cfg := sim.Config{Idempotency: &off}
+	s := sim.New(&cfg)
+	gatewaytest.Run(t, func(*testing.T) gateway.Gateway { return s.Gateway() }, conformance(cfg, inProcess))
 }
 
 func TestConformanceHTTP(t *testing.T) {
 	t.Parallel()
 	s := sim.New(nil)
 	c := newClient(t, s)
-	gatewaytest.Run(t, func(*testing.T) gateway.Gateway { return c }, &gatewaytest.Opts{
-		ChargesFor: s.ChargesFor,
-		Declining: func(t *testing.T) (gateway.Gateway, int64) {
-			return newClient(t, sim.New(&sim.Config{DeclineOver: 1000})), 1001
-		},
-		Slow: func(t *testing.T) gateway.Gateway {
-			return newClient(t, sim.New(&sim.Config{Latency: time.Minute}))
-		},
-	})
+	o := conformance(sim.Config{}, overHTTP)
+	o.ChargesFor = s.ChargesFor
+	gatewaytest.Run(t, func(*testing.T) gateway.Gateway { return c }, o)
 }
 
 func TestConformanceHTTPWithoutFeatures(t *testing.T) {
 	t.Parallel()
 	off := false
-	c := newClient(t, sim.New(&sim.Config{Idempotency: &off, Inquiry: &off}))
+	cfg := sim.Config{Idempotency: &off, Inquiry: &off}
+	c := newClient(t, sim.New(&cfg))
 	require.Equal(t, gateway.Capabilities{}, c.Capabilities())
-	gatewaytest.Run(t, func(*testing.T) gateway.Gateway { return c }, nil)
+	gatewaytest.Run(t, func(*testing.T) gateway.Gateway { return c }, conformance(cfg, overHTTP))
+}
+
+func TestConformanceHTTPKeysOnly(t *testing.T) {
+	t.Parallel()
+	off := false
+	cfg := sim.Config{Inquiry: &off}
+	c := newClient(t, sim.New(&cfg))
+	gatewaytest.Run(t, func(*testing.T) gateway.Gateway { return c }, conformance(cfg, overHTTP))
 }

@@ -8,12 +8,18 @@
 //
 //	POST /charges            {"amount","currency","reference"} + optional Idempotency-Key
 //	                         → 201 {"id","amount","currency","reference","status"}
-//	GET  /charges?reference= → 200 {"charges":[…]}; 404 when inquiry is off
+//	                           status succeeded, declined or pending
+//	                         → 503 {"error":"not_processed",…}: fail-before, nothing charged
+//	GET  /charges?reference= → 200 {"charges":[…]} as they stand; 404 when inquiry is off
+//	GET  /charges/{id}       → 200 the charge as it stands; 404 {"error":"not_found"}
 //	GET  /_sim/ledger        → 200 {"charges":[…],"by_reference":{"R":n}}
-//	GET  /_sim/info          → 200 {"idempotency":bool,"inquiry":bool}
+//	GET  /_sim/info          → 200 {"idempotency":bool,"inquiry":bool,"max_in_flight_ms":n}
 //	POST /_sim/faults        → 200 the new settings; body is any subset of them
 //
-// Faults apply to POST /charges in this order: fail-before (503, nothing charged), then the
-// charge is created (or replayed for a known idempotency key), then latency, then
-// lose-response (the connection is closed with no answer; in-process an AmbiguousError).
+// Faults apply to POST /charges in this order: latency-before (the request is held before it
+// reaches the ledger, whether or not its caller still waits), fail-before (503, nothing
+// charged), then the charge is created (pending with probability Pending, final after
+// PendingFor) or the first answer replayed for a known idempotency key (a pending answer is
+// replayed pending, as Stripe does), then latency, then lose-response (the connection is closed
+// with no answer; in-process a gateway.UnknownError).
 package sim

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/gateway/sim"
+	"github.com/pgsaga/pgsaga/phases"
 )
 
 // post sends a raw request and returns the status and body; err is the transport's.
@@ -56,16 +57,18 @@ func TestFailBefore(t *testing.T) {
 	status, body, err := post(t, srv.URL+"/charges", `{"amount":100,"currency":"USD","reference":"payment:1"}`, nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusServiceUnavailable, status)
-	require.Contains(t, string(body), `"error"`)
+	var e struct{ Error string }
+	require.NoError(t, json.Unmarshal(body, &e))
+	require.Equal(t, "not_processed", e.Error, "the explicit marker that nothing was charged")
 
 	c, err := sim.NewClient(srv.URL, nil)
 	require.NoError(t, err)
 	charge, err := c.Charge(context.Background(), chargeParams("payment:1", 100))
 	require.Nil(t, charge)
-	require.Equal(t, gateway.OutcomeRetryable, gateway.Classify(charge, err))
+	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(charge, err))
 
 	_, err = s.Gateway().Charge(context.Background(), chargeParams("payment:1", 100))
-	require.Equal(t, gateway.OutcomeRetryable, gateway.Classify(nil, err))
+	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(nil, err))
 	require.Zero(t, s.TotalCharges(), "fail-before must charge nothing")
 }
 
@@ -81,13 +84,13 @@ func TestLoseResponse(t *testing.T) {
 	c, err := sim.NewClient(srv.URL, nil)
 	require.NoError(t, err)
 	charge, err := c.Charge(context.Background(), chargeParams("payment:http", 100))
-	var ambiguous *gateway.AmbiguousError
-	require.ErrorAs(t, err, &ambiguous)
+	var unknown *gateway.UnknownError
+	require.ErrorAs(t, err, &unknown)
 	require.Nil(t, charge)
 	require.Equal(t, 1, s.ChargesFor("payment:http"))
 
 	_, err = s.Gateway().Charge(context.Background(), chargeParams("payment:inproc", 100))
-	require.ErrorAs(t, err, &ambiguous)
+	require.ErrorAs(t, err, &unknown)
 	require.Equal(t, 1, s.ChargesFor("payment:inproc"))
 }
 
@@ -98,7 +101,7 @@ func TestLoseNextThenReplay(t *testing.T) {
 	s.LoseNext(1)
 	p := chargeParams("payment:lose-next", 100)
 	_, err := c.Charge(context.Background(), p)
-	require.Equal(t, gateway.OutcomeAmbiguous, gateway.Classify(nil, err))
+	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, err))
 	charge, err := c.Charge(context.Background(), p)
 	require.NoError(t, err)
 	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
@@ -120,7 +123,7 @@ func TestLatencyHappensAfterCharging(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err = c.Charge(ctx, chargeParams("payment:gave-up", 100))
-	require.Equal(t, gateway.OutcomeAmbiguous, gateway.Classify(nil, err))
+	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, err))
 	require.Equal(t, 1, s.ChargesFor("payment:gave-up"))
 }
 
@@ -225,19 +228,34 @@ func TestFaultsEndpoint(t *testing.T) {
 	status, body, err := post(t, srv.URL+"/_sim/faults", `{"fail_before":1,"latency_ms":5,"latency_jitter_ms":2,"idempotency":false}`, nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, status)
-	require.JSONEq(t, `{"latency_ms":5,"latency_jitter_ms":2,"fail_before":1,"lose_response":0,"decline_over":0,"idempotency":false,"inquiry":true}`, string(body))
-	require.Equal(t, sim.Settings{Idempotency: false, Inquiry: true, Latency: 5 * time.Millisecond, LatencyJitter: 2 * time.Millisecond, FailBefore: 1}, s.Settings())
+	require.JSONEq(t, `{"latency_ms":5,"latency_jitter_ms":2,"latency_before_ms":0,"fail_before":1,"lose_response":0,"decline_over":0,"idempotency":false,"inquiry":true,"pending":0,"pending_ms":2000}`, string(body))
+	require.Equal(t, sim.Settings{Idempotency: false, Inquiry: true, Latency: 5 * time.Millisecond, LatencyJitter: 2 * time.Millisecond, FailBefore: 1, PendingFor: 2 * time.Second}, s.Settings())
 
 	status, body = get(t, srv.URL+"/_sim/info")
 	require.Equal(t, http.StatusOK, status)
-	require.JSONEq(t, `{"idempotency":false,"inquiry":true}`, string(body))
+	require.JSONEq(t, `{"idempotency":false,"inquiry":true,"max_in_flight_ms":0}`, string(body))
 	require.NoError(t, c.Refresh(context.Background()))
 	require.Equal(t, gateway.Capabilities{Inquiry: true}, c.Capabilities())
 
-	_, err = c.Charge(context.Background(), chargeParams("payment:f", 100))
-	require.Equal(t, gateway.OutcomeRetryable, gateway.Classify(nil, err))
+	status, body, err = post(t, srv.URL+"/_sim/faults", `{"latency_before_ms":300,"pending":0.5,"pending_ms":750}`, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, status, string(body))
+	st := s.Settings()
+	require.Equal(t, 300*time.Millisecond, st.LatencyBefore)
+	require.Equal(t, 0.5, st.Pending)
+	require.Equal(t, 750*time.Millisecond, st.PendingFor)
+	status, body = get(t, srv.URL+"/_sim/info")
+	require.Equal(t, http.StatusOK, status)
+	require.JSONEq(t, `{"idempotency":false,"inquiry":true,"max_in_flight_ms":302}`, string(body), "the hold plus its jitter")
+	require.Equal(t, gateway.Capabilities{Inquiry: true, MaxInFlight: 302 * time.Millisecond}, c.Capabilities())
+	_, err = s.SetFaults(func(st *sim.Settings) { st.LatencyBefore, st.Pending = 0, 0 })
+	require.NoError(t, err)
 
-	for _, bad := range []string{`{"fail_before":2}`, `{"lose_response":-1}`, `{"latency_ms":-5}`, `{"nope":1}`, `not json`} {
+	_, err = c.Charge(context.Background(), chargeParams("payment:f", 100))
+	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(nil, err))
+
+	for _, bad := range []string{`{"fail_before":2}`, `{"lose_response":-1}`, `{"latency_ms":-5}`, `{"latency_before_ms":-1}`,
+		`{"pending":1.5}`, `{"pending_ms":-1}`, `{"nope":1}`, `not json`} {
 		status, body, err := post(t, srv.URL+"/_sim/faults", bad, nil)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusBadRequest, status, bad)
@@ -307,7 +325,7 @@ func TestClientClassifiesRefusedConnection(t *testing.T) {
 	c, err := sim.NewClient("http://"+addr, &sim.ClientOpts{Capabilities: &gateway.Capabilities{IdempotencyKeys: true}})
 	require.NoError(t, err)
 	_, err = c.Charge(context.Background(), chargeParams("payment:refused", 100))
-	require.Equal(t, gateway.OutcomeRetryable, gateway.Classify(nil, err), "%v", err)
+	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(nil, err), "%v", err)
 }
 
 func TestNewClientRejectsBadURL(t *testing.T) {
@@ -343,7 +361,7 @@ func TestServeStopsOnCancel(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve did not stop after cancel")
 	}
-	require.Equal(t, gateway.OutcomeAmbiguous, gateway.Classify(nil, <-charged), "the in-flight charge's answer is lost")
+	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, <-charged), "the in-flight charge's answer is lost")
 	_, err = net.Dial("tcp", ln.Addr().String())
 	require.Error(t, err, "the listener is closed")
 }
@@ -365,7 +383,10 @@ func TestNewPanicsOnInvalidConfig(t *testing.T) {
 	t.Parallel()
 	require.Panics(t, func() { sim.New(&sim.Config{LoseResponse: 1.5}) })
 	require.NoError(t, (*sim.Config)(nil).Validate())
-	err := (&sim.Config{FailBefore: -1, DeclineOver: -1}).Validate()
+	err := (&sim.Config{FailBefore: -1, DeclineOver: -1, Pending: 2, PendingFor: -1, LatencyBefore: -1}).Validate()
 	require.ErrorContains(t, err, "fail-before")
 	require.ErrorContains(t, err, "decline-over")
+	require.ErrorContains(t, err, "pending must")
+	require.ErrorContains(t, err, "pending-for")
+	require.ErrorContains(t, err, "latency-before")
 }

@@ -9,10 +9,10 @@ import (
 )
 
 // Gateway returns an in-process adapter on the simulator: the same state machine and the
-// same faults as over HTTP, without the network. Fail-before is a RetryableError, a lost
-// response or a context ending during latency (after the charge was created) an
-// AmbiguousError, an invalid request or a reused key with other parameters a
-// gateway.PermanentError.
+// same faults as over HTTP, without the network. Fail-before and a context ended before the
+// call are a gateway.NotDoneError; a lost response, or a context ending while the request is
+// held (latency-before: it still lands later) or waits for its answer, a gateway.UnknownError;
+// an invalid request or a reused key with other parameters a gateway.PermanentError.
 func (s *Simulator) Gateway() gateway.Gateway {
 	return inProcess{s}
 }
@@ -21,18 +21,27 @@ type inProcess struct{ s *Simulator }
 
 // Capabilities reflects the current settings; KeyRetention is 0 (keys are kept forever).
 func (g inProcess) Capabilities() gateway.Capabilities {
-	st := g.s.Settings()
-	return gateway.Capabilities{IdempotencyKeys: st.Idempotency, Inquiry: st.Inquiry}
+	return g.s.Settings().capabilities()
 }
 
 func (g inProcess) Charge(ctx context.Context, params gateway.ChargeParams) (*gateway.Charge, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &gateway.RetryableError{Err: fmt.Errorf("charge not sent: %w", err)}
+		return nil, &gateway.NotDoneError{Err: fmt.Errorf("charge not sent: %w", err)}
 	}
 	v := g.s.charge(params)
+	if hold := time.Until(v.landAt); hold > 0 {
+		// The request is on its way: it takes effect at landAt whether or not we still wait.
+		t := time.NewTimer(hold)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return nil, &gateway.UnknownError{Err: fmt.Errorf("gave up while the charge was on its way: %w", ctx.Err())}
+		case <-t.C:
+		}
+	}
 	switch {
 	case v.err == errUnavailable:
-		return nil, &gateway.RetryableError{Err: v.err}
+		return nil, &gateway.NotDoneError{Err: v.err}
 	case v.err != nil:
 		return nil, &gateway.PermanentError{Err: v.err}
 	}
@@ -41,23 +50,34 @@ func (g inProcess) Charge(ctx context.Context, params gateway.ChargeParams) (*ga
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			return nil, &gateway.AmbiguousError{Err: fmt.Errorf("waiting for the charge response: %w", ctx.Err())}
+			return nil, &gateway.UnknownError{Err: fmt.Errorf("waiting for the charge response: %w", ctx.Err())}
 		case <-t.C:
 		}
 	}
 	if v.lose {
-		return nil, &gateway.AmbiguousError{Err: errResponseLost}
+		return nil, &gateway.UnknownError{Err: errResponseLost}
 	}
 	return v.charge, nil
 }
 
 func (g inProcess) Inquire(ctx context.Context, reference string) ([]gateway.Charge, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &gateway.RetryableError{Err: fmt.Errorf("inquiry not sent: %w", err)}
+		return nil, &gateway.NotDoneError{Err: fmt.Errorf("inquiry not sent: %w", err)}
 	}
 	found, ok := g.s.inquire(reference)
 	if !ok {
 		return nil, fmt.Errorf("error inquiring about %q: %w", reference, gateway.ErrUnsupported)
 	}
 	return found, nil
+}
+
+func (g inProcess) Get(ctx context.Context, id string) (*gateway.Charge, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &gateway.NotDoneError{Err: fmt.Errorf("read not sent: %w", err)}
+	}
+	charge, ok := g.s.Get(id)
+	if !ok {
+		return nil, fmt.Errorf("error reading charge %q: %w", id, gateway.ErrNotFound)
+	}
+	return &charge, nil
 }

@@ -19,6 +19,7 @@ func (s *Simulator) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /charges", s.handleCharge)
 	mux.HandleFunc("GET /charges", s.handleInquire)
+	mux.HandleFunc("GET /charges/{id}", s.handleGet)
 	mux.HandleFunc("GET /_sim/ledger", s.handleLedger)
 	mux.HandleFunc("GET /_sim/info", s.handleInfo)
 	mux.HandleFunc("POST /_sim/faults", s.handleFaults)
@@ -44,9 +45,14 @@ func (s *Simulator) handleCharge(w http.ResponseWriter, r *http.Request) {
 		Reference:      req.Reference,
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
 	})
+	// A slow network to the provider: the request has taken effect by landAt even if its caller
+	// gave up meanwhile; the answer leaves from there.
+	time.Sleep(time.Until(v.landAt))
 	switch {
 	case errors.Is(v.err, errUnavailable):
-		writeError(w, http.StatusServiceUnavailable, "unavailable", v.err.Error())
+		// The explicit marker is the only 5xx a client may take as "nothing charged": a proxy's
+		// 502 or 504 in front of us promises nothing.
+		writeError(w, http.StatusServiceUnavailable, notProcessed, v.err.Error())
 		return
 	case errors.Is(v.err, errKeyReused):
 		writeError(w, http.StatusUnprocessableEntity, "idempotency_key_reused", v.err.Error())
@@ -100,19 +106,39 @@ func (s *Simulator) handleInquire(w http.ResponseWriter, r *http.Request) {
 	}{found})
 }
 
+func (s *Simulator) handleGet(w http.ResponseWriter, r *http.Request) {
+	charge, ok := s.Get(r.PathValue("id"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", "no such charge")
+		return
+	}
+	writeJSON(w, http.StatusOK, charge)
+}
+
 func (s *Simulator) handleLedger(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, s.Ledger())
 }
 
 // info is the body of GET /_sim/info.
 type info struct {
-	Idempotency bool `json:"idempotency"`
-	Inquiry     bool `json:"inquiry"`
+	Idempotency   bool  `json:"idempotency"`
+	Inquiry       bool  `json:"inquiry"`
+	MaxInFlightMS int64 `json:"max_in_flight_ms"`
 }
+
+// notProcessed is the error code of the fail-before 503: the request was refused before
+// anything was charged.
+const notProcessed = "not_processed"
 
 func (s *Simulator) handleInfo(w http.ResponseWriter, _ *http.Request) {
 	st := s.Settings()
-	writeJSON(w, http.StatusOK, info{Idempotency: st.Idempotency, Inquiry: st.Inquiry})
+	writeJSON(w, http.StatusOK, info{Idempotency: st.Idempotency, Inquiry: st.Inquiry, MaxInFlightMS: ceilMS(st.MaxInFlight())})
+}
+
+// ceilMS is d in whole milliseconds, rounded up: a window reported short would let a client
+// trust an empty inquiry too early.
+func ceilMS(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
 // faultsDoc is the body of POST /_sim/faults (every member optional) and its answer (every
@@ -120,11 +146,14 @@ func (s *Simulator) handleInfo(w http.ResponseWriter, _ *http.Request) {
 type faultsDoc struct {
 	LatencyMS       *int64   `json:"latency_ms,omitempty"`
 	LatencyJitterMS *int64   `json:"latency_jitter_ms,omitempty"`
+	LatencyBeforeMS *int64   `json:"latency_before_ms,omitempty"`
 	FailBefore      *float64 `json:"fail_before,omitempty"`
 	LoseResponse    *float64 `json:"lose_response,omitempty"`
 	DeclineOver     *int64   `json:"decline_over,omitempty"`
 	Idempotency     *bool    `json:"idempotency,omitempty"`
 	Inquiry         *bool    `json:"inquiry,omitempty"`
+	Pending         *float64 `json:"pending,omitempty"`
+	PendingMS       *int64   `json:"pending_ms,omitempty"`
 }
 
 func (d faultsDoc) apply(st *Settings) {
@@ -133,6 +162,9 @@ func (d faultsDoc) apply(st *Settings) {
 	}
 	if d.LatencyJitterMS != nil {
 		st.LatencyJitter = time.Duration(*d.LatencyJitterMS) * time.Millisecond
+	}
+	if d.LatencyBeforeMS != nil {
+		st.LatencyBefore = time.Duration(*d.LatencyBeforeMS) * time.Millisecond
 	}
 	if d.FailBefore != nil {
 		st.FailBefore = *d.FailBefore
@@ -149,13 +181,23 @@ func (d faultsDoc) apply(st *Settings) {
 	if d.Inquiry != nil {
 		st.Inquiry = *d.Inquiry
 	}
+	if d.Pending != nil {
+		st.Pending = *d.Pending
+	}
+	if d.PendingMS != nil {
+		st.PendingFor = time.Duration(*d.PendingMS) * time.Millisecond
+	}
 }
 
 func faultsDocOf(st Settings) faultsDoc {
-	latency, jitter := st.Latency.Milliseconds(), st.LatencyJitter.Milliseconds()
+	latency, jitter, before, pendingFor := st.Latency.Milliseconds(), st.LatencyJitter.Milliseconds(),
+		st.LatencyBefore.Milliseconds(), st.PendingFor.Milliseconds()
 	return faultsDoc{
 		LatencyMS:       &latency,
 		LatencyJitterMS: &jitter,
+		LatencyBeforeMS: &before,
+		Pending:         &st.Pending,
+		PendingMS:       &pendingFor,
 		FailBefore:      &st.FailBefore,
 		LoseResponse:    &st.LoseResponse,
 		DeclineOver:     &st.DeclineOver,

@@ -16,14 +16,44 @@ type Simulator struct {
 	mu       sync.Mutex
 	settings Settings
 	rng      *rand.Rand
-	charges  []gateway.Charge
-	// byKey maps an idempotency key to the charge it created and the request it carried;
-	// keys are recorded and honoured only while idempotency is on.
-	byKey    map[string]keyed
-	failNext int
-	loseNext int
+	charges  []record
+	// byID maps a charge's id to its index in charges.
+	byID map[string]int
+	// byKey maps an idempotency key to the answer it got and the request it carried; keys are
+	// recorded and honoured only while idempotency is on.
+	byKey       map[string]keyed
+	failNext    int
+	loseNext    int
+	pendingNext int
 }
 
+// record is one charge in the ledger: when it lands, as created, and when and how a pending
+// one turns final.
+type record struct {
+	charge gateway.Charge
+	// landAt is when the charge exists for the provider: the request's arrival plus its
+	// latency-before hold. Before then no read shows it, however the goroutines that carry the
+	// request are scheduled, so the hold is exact.
+	landAt time.Time
+	// finalAt is when a charge created pending takes status final; zero for the others.
+	finalAt time.Time
+	final   gateway.ChargeStatus
+}
+
+// landed reports whether the charge exists at now.
+func (r record) landed(now time.Time) bool { return !now.Before(r.landAt) }
+
+// at returns the charge as it stands at now.
+func (r record) at(now time.Time) gateway.Charge {
+	c := r.charge
+	if !r.finalAt.IsZero() && !now.Before(r.finalAt) {
+		c.Status = r.final
+	}
+	return c
+}
+
+// keyed is the first answer to an idempotency key, replayed as it was (a pending answer stays
+// pending, as Stripe's does), and the request that got it.
 type keyed struct {
 	charge gateway.Charge
 	params gateway.ChargeParams
@@ -42,6 +72,7 @@ func New(cfg *Config) *Simulator {
 	return &Simulator{
 		settings: cfg.WithDefaults(),
 		rng:      rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
+		byID:     make(map[string]int),
 		byKey:    make(map[string]keyed),
 	}
 }
@@ -89,7 +120,14 @@ func (s *Simulator) LoseNext(n int) {
 	s.loseNext = n
 }
 
-// Ledger is every charge a simulator ever created, succeeded or declined.
+// PendingNext makes the next n charges created pending, whatever Pending says.
+func (s *Simulator) PendingNext(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pendingNext = n
+}
+
+// Ledger is every charge a simulator ever created, each as it stands.
 type Ledger struct {
 	// Charges in creation order.
 	Charges []gateway.Charge `json:"charges"`
@@ -97,35 +135,59 @@ type Ledger struct {
 	ByReference map[string]int `json:"by_reference"`
 }
 
-// Ledger returns a copy of every charge ever created.
+// Ledger returns a copy of every charge ever created, each as it stands.
 func (s *Simulator) Ledger() Ledger {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := Ledger{Charges: append([]gateway.Charge{}, s.charges...), ByReference: make(map[string]int)}
-	for _, c := range s.charges {
-		l.ByReference[c.Reference]++
+	now := time.Now()
+	l := Ledger{Charges: make([]gateway.Charge, 0, len(s.charges)), ByReference: make(map[string]int)}
+	for _, r := range s.charges {
+		if r.landed(now) {
+			l.Charges = append(l.Charges, r.at(now))
+			l.ByReference[r.charge.Reference]++
+		}
 	}
 	return l
 }
 
-// ChargesFor counts the charges created for reference, succeeded or declined.
+// ChargesFor counts the charges created for reference, whatever their status.
 func (s *Simulator) ChargesFor(reference string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := time.Now()
 	n := 0
-	for _, c := range s.charges {
-		if c.Reference == reference {
+	for _, r := range s.charges {
+		if r.charge.Reference == reference && r.landed(now) {
 			n++
 		}
 	}
 	return n
 }
 
+// Get returns the charge with id as it stands now, or false when there is none.
+func (s *Simulator) Get(id string) (gateway.Charge, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	i, ok := s.byID[id]
+	if !ok || !s.charges[i].landed(now) {
+		return gateway.Charge{}, false
+	}
+	return s.charges[i].at(now), true
+}
+
 // TotalCharges counts every charge ever created.
 func (s *Simulator) TotalCharges() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.charges)
+	now := time.Now()
+	n := 0
+	for _, r := range s.charges {
+		if r.landed(now) {
+			n++
+		}
+	}
+	return n
 }
 
 // errUnavailable is the fail-before fault: nothing was charged.
@@ -147,14 +209,27 @@ type verdict struct {
 	charge *gateway.Charge
 	// err is errUnavailable, errKeyReused or an errInvalid wrap: nothing was charged.
 	err error
-	// delay is how long to hold the response back.
+	// landAt is when the request reaches the provider (its arrival plus the latency-before
+	// hold): the transports hold it until then, and its charge exists from then on.
+	landAt time.Time
+	// delay is how long to hold the response back after landAt.
 	delay time.Duration
 	// lose closes the connection instead of answering.
 	lose bool
 }
 
-// charge runs the state machine for one request: validation, fail-before, idempotent replay
-// or creation, then the latency and lose-response decisions.
+// jitter draws a uniform 0..max; s.mu is held.
+func (s *Simulator) jitter(max time.Duration) time.Duration {
+	if max <= 0 {
+		return 0
+	}
+	return time.Duration(s.rng.Int64N(int64(max) + 1))
+}
+
+// charge runs the state machine for one request as it arrives: validation, the latency-before
+// hold (the request lands that much later: it takes effect then, whether or not its caller still
+// waits), fail-before, idempotent replay or creation (pending or final), then the latency and
+// lose-response decisions.
 func (s *Simulator) charge(p gateway.ChargeParams) verdict {
 	if err := validateParams(p); err != nil {
 		return verdict{err: err}
@@ -162,42 +237,36 @@ func (s *Simulator) charge(p gateway.ChargeParams) verdict {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.settings
+	v := verdict{landAt: time.Now()}
+	if st.LatencyBefore > 0 {
+		v.landAt = v.landAt.Add(st.LatencyBefore + s.jitter(st.LatencyJitter))
+	}
 
 	if s.failNext > 0 {
 		s.failNext--
-		return verdict{err: errUnavailable}
+		v.err = errUnavailable
+		return v
 	}
 	if st.FailBefore > 0 && s.rng.Float64() < st.FailBefore {
-		return verdict{err: errUnavailable}
+		v.err = errUnavailable
+		return v
 	}
 
 	var charge gateway.Charge
 	if prev, ok := s.byKey[p.IdempotencyKey]; ok && st.Idempotency && p.IdempotencyKey != "" {
 		if prev.params != p {
-			return verdict{err: errKeyReused}
+			v.err = errKeyReused
+			return v
 		}
 		charge = prev.charge
 	} else {
-		charge = gateway.Charge{
-			ID:        fmt.Sprintf("ch_%06d", len(s.charges)+1),
-			Amount:    p.Amount,
-			Currency:  p.Currency,
-			Reference: p.Reference,
-			Status:    gateway.ChargeStatusSucceeded,
-		}
-		if st.DeclineOver > 0 && p.Amount > st.DeclineOver {
-			charge.Status = gateway.ChargeStatusDeclined
-		}
-		s.charges = append(s.charges, charge)
+		charge = s.create(p, st, v.landAt)
 		if st.Idempotency && p.IdempotencyKey != "" {
 			s.byKey[p.IdempotencyKey] = keyed{charge: charge, params: p}
 		}
 	}
 
-	v := verdict{charge: &charge, delay: st.Latency}
-	if st.LatencyJitter > 0 {
-		v.delay += time.Duration(s.rng.Int64N(int64(st.LatencyJitter) + 1))
-	}
+	v.charge, v.delay = &charge, st.Latency+s.jitter(st.LatencyJitter)
 	switch {
 	case s.loseNext > 0:
 		s.loseNext--
@@ -208,17 +277,44 @@ func (s *Simulator) charge(p gateway.ChargeParams) verdict {
 	return v
 }
 
-// inquire returns the charges for reference, or false when inquiry is off.
+// create adds a charge for p landing at landAt to the ledger and returns it as created; s.mu
+// is held.
+func (s *Simulator) create(p gateway.ChargeParams, st Settings, landAt time.Time) gateway.Charge {
+	r := record{landAt: landAt, charge: gateway.Charge{
+		ID:        fmt.Sprintf("ch_%06d", len(s.charges)+1),
+		Amount:    p.Amount,
+		Currency:  p.Currency,
+		Reference: p.Reference,
+		Status:    gateway.ChargeStatusSucceeded,
+	}}
+	if st.DeclineOver > 0 && p.Amount > st.DeclineOver {
+		r.charge.Status = gateway.ChargeStatusDeclined
+	}
+	pending := s.pendingNext > 0 || st.Pending > 0 && s.rng.Float64() < st.Pending
+	if s.pendingNext > 0 {
+		s.pendingNext--
+	}
+	if pending {
+		r.final, r.charge.Status = r.charge.Status, gateway.ChargeStatusPending
+		r.finalAt = landAt.Add(st.PendingFor)
+	}
+	s.byID[r.charge.ID] = len(s.charges)
+	s.charges = append(s.charges, r)
+	return r.charge
+}
+
+// inquire returns the charges for reference as they stand, or false when inquiry is off.
 func (s *Simulator) inquire(reference string) ([]gateway.Charge, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.settings.Inquiry {
 		return nil, false
 	}
+	now := time.Now()
 	found := []gateway.Charge{}
-	for _, c := range s.charges {
-		if c.Reference == reference {
-			found = append(found, c)
+	for _, r := range s.charges {
+		if r.charge.Reference == reference && r.landed(now) {
+			found = append(found, r.at(now))
 		}
 	}
 	return found, true

@@ -18,6 +18,7 @@ import (
 	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/gateway/gatewaytest"
 	"github.com/pgsaga/pgsaga/gateway/stripe"
+	"github.com/pgsaga/pgsaga/phases"
 )
 
 const testKey = "sk_test_123"
@@ -40,7 +41,7 @@ func TestConformanceStripeMock(t *testing.T) {
 	base := stripeMockURL(t)
 	gatewaytest.Run(t, func(t *testing.T) gateway.Gateway { return newGateway(t, base) }, &gatewaytest.Opts{
 		// stripe-mock is stateless: it accepts keys but answers every request afresh.
-		NoDeduplication: true,
+		Stateless: true,
 	})
 }
 
@@ -61,12 +62,17 @@ func TestChargeStripeMock(t *testing.T) {
 func TestExecuteStripeMock(t *testing.T) {
 	t.Parallel()
 	gw := newGateway(t, stripeMockURL(t))
-	charge, err := gateway.Execute(context.Background(), gw, params("payment:execute", 500), &gateway.ExecuteOpts{MayHaveReached: true, KeyCreatedAt: time.Now().Add(-time.Hour)})
+	var j gatewaytest.Journal
+	j.Add(phases.CallRecord{StartedAt: time.Now().Add(-time.Hour)})
+	charge, err := gateway.Execute(context.Background(), &j, gw, params("payment:execute", 500), nil)
 	require.NoError(t, err)
 	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
 
-	_, err = gateway.Execute(context.Background(), gw, params("payment:old", 500), &gateway.ExecuteOpts{MayHaveReached: true, KeyCreatedAt: time.Now().Add(-25 * time.Hour)})
+	var old gatewaytest.Journal
+	old.Add(phases.CallRecord{StartedAt: time.Now().Add(-25 * time.Hour)})
+	_, err = gateway.Execute(context.Background(), &old, gw, params("payment:old", 500), nil)
 	require.ErrorIs(t, err, gateway.ErrKeyExpired)
+	require.True(t, phases.IsOutcomeUnknown(err))
 }
 
 // --- against a stub speaking Stripe's wire format, for answers stripe-mock never gives ---
@@ -117,31 +123,43 @@ func TestChargeClassification(t *testing.T) {
 	for name, tc := range map[string]struct {
 		status int
 		body   string
-		want   gateway.Outcome
+		want   phases.CallOutcome
 	}{
 		"card declined": {http.StatusPaymentRequired,
 			`{"error":{"type":"card_error","code":"card_declined","decline_code":"generic_decline","message":"Your card was declined.","charge":"ch_declined"}}`,
-			gateway.OutcomeDeclined},
-		"failed status":   {http.StatusOK, strings.Replace(chargeBody, "%s", "failed", 1), gateway.OutcomeDeclined},
-		"pending status":  {http.StatusOK, strings.Replace(chargeBody, "%s", "pending", 1), gateway.OutcomeAmbiguous},
-		"server error":    {http.StatusInternalServerError, `{"error":{"type":"api_error","message":"boom"}}`, gateway.OutcomeAmbiguous},
-		"bad gateway":     {http.StatusBadGateway, `<html>bad gateway</html>`, gateway.OutcomeAmbiguous},
-		"rate limited":    {http.StatusTooManyRequests, `{"error":{"type":"invalid_request_error","code":"rate_limit","message":"slow down"}}`, gateway.OutcomeRetryable},
-		"lock timeout":    {http.StatusTooManyRequests, `{"error":{"type":"invalid_request_error","code":"lock_timeout","message":"locked"}}`, gateway.OutcomeRetryable},
-		"key in flight":   {http.StatusConflict, `{"error":{"type":"idempotency_error","code":"idempotency_key_in_use","message":"in use"}}`, gateway.OutcomeAmbiguous},
-		"key reused":      {http.StatusBadRequest, `{"error":{"type":"idempotency_error","message":"Keys for idempotent requests can only be used with the same parameters"}}`, gateway.OutcomePermanent},
-		"invalid request": {http.StatusBadRequest, `{"error":{"type":"invalid_request_error","param":"amount","message":"bad amount"}}`, gateway.OutcomePermanent},
-		"unauthorized":    {http.StatusUnauthorized, `{"error":{"type":"invalid_request_error","message":"Invalid API Key provided"}}`, gateway.OutcomePermanent},
+			phases.CallOutcomeDeclined},
+		"failed status":   {http.StatusOK, strings.Replace(chargeBody, "%s", "failed", 1), phases.CallOutcomeDeclined},
+		"pending status":  {http.StatusOK, strings.Replace(chargeBody, "%s", "pending", 1), phases.CallOutcomePending},
+		"unknown status":  {http.StatusOK, strings.Replace(chargeBody, "%s", "refunded", 1), phases.CallOutcomeUnknown},
+		"server error":    {http.StatusInternalServerError, `{"error":{"type":"api_error","message":"boom"}}`, phases.CallOutcomeUnknown},
+		"bad gateway":     {http.StatusBadGateway, `<html>bad gateway</html>`, phases.CallOutcomeUnknown},
+		"rate limited":    {http.StatusTooManyRequests, `{"error":{"type":"invalid_request_error","code":"rate_limit","message":"slow down"}}`, phases.CallOutcomeFailedBefore},
+		"lock timeout":    {http.StatusTooManyRequests, `{"error":{"type":"invalid_request_error","code":"lock_timeout","message":"locked"}}`, phases.CallOutcomeFailedBefore},
+		"key in flight":   {http.StatusConflict, `{"error":{"type":"idempotency_error","code":"idempotency_key_in_use","message":"in use"}}`, phases.CallOutcomeUnknown},
+		"key reused":      {http.StatusBadRequest, `{"error":{"type":"idempotency_error","message":"Keys for idempotent requests can only be used with the same parameters"}}`, phases.CallOutcomeFailedBefore},
+		"invalid request": {http.StatusBadRequest, `{"error":{"type":"invalid_request_error","param":"amount","message":"bad amount"}}`, phases.CallOutcomeFailedBefore},
+		"unauthorized":    {http.StatusUnauthorized, `{"error":{"type":"invalid_request_error","message":"Invalid API Key provided"}}`, phases.CallOutcomeFailedBefore},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			s, base := newStub(t, tc.status, tc.body)
 			charge, err := newGateway(t, base).Charge(context.Background(), params("payment:stub", 700))
 			require.Equal(t, tc.want, gateway.Classify(charge, err), "%v", err)
-			require.Equal(t, int32(1), s.requests.Load(), "the SDK must not retry on its own")
-			if tc.want == gateway.OutcomeDeclined {
+			if tc.want == phases.CallOutcomeUnknown && tc.status != http.StatusOK {
+				// An unknown outcome is read back by reference (the stub answers the search with
+				// the same error, so it stays unknown).
+				require.Equal(t, int32(2), s.requests.Load())
+			} else {
+				require.Equal(t, int32(1), s.requests.Load(), "the SDK must not retry on its own")
+			}
+			switch tc.want {
+			case phases.CallOutcomeDeclined:
 				require.NoError(t, err)
 				require.Equal(t, "payment:stub", charge.Reference)
+			case phases.CallOutcomeFailedBefore:
+				if tc.status != http.StatusTooManyRequests {
+					require.False(t, phases.IsRetryable(err), "a refused request is permanent")
+				}
 			}
 		})
 	}
@@ -164,7 +182,7 @@ func TestChargeTransportFailures(t *testing.T) {
 	closed := "http://" + ln.Addr().String()
 	require.NoError(t, ln.Close())
 	_, err = newGateway(t, closed).Charge(context.Background(), params("payment:refused", 100))
-	require.Equal(t, gateway.OutcomeRetryable, gateway.Classify(nil, err), "%v", err)
+	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(nil, err), "%v", err)
 
 	// A provider that never answers: the deadline ends the call, which may have charged.
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -176,7 +194,7 @@ func TestChargeTransportFailures(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err = newGateway(t, hang.URL).Charge(ctx, params("payment:hang", 100))
-	require.Equal(t, gateway.OutcomeAmbiguous, gateway.Classify(nil, err), "%v", err)
+	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, err), "%v", err)
 	require.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
 }
 

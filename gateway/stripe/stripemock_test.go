@@ -35,9 +35,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// requireStripeMock is the environment variable that turns a missing stripe-mock from a skip
+// into a failure, for CI (.ci/run sets PGSAGA_REQUIRE_STRIPE_MOCK=1).
+const requireStripeMock = "PGSAGA_REQUIRE_STRIPE_MOCK"
+
 // stripeMockURL returns the base URL of a running stripe-mock, building it at the pinned
-// version on first use. It skips the test, with the reason, when stripe-mock cannot be built
-// or started on this machine.
+// version on first use. When stripe-mock cannot be built or started on this machine it skips
+// the test with the reason, or fails it when PGSAGA_REQUIRE_STRIPE_MOCK=1.
 func stripeMockURL(t *testing.T) string {
 	t.Helper()
 	mock.once.Do(func() {
@@ -52,6 +56,9 @@ func stripeMockURL(t *testing.T) string {
 		}
 	})
 	if mock.skipWhy != "" {
+		if os.Getenv(requireStripeMock) == "1" {
+			t.Fatalf("%s (%s=1: stripe-mock is required)", mock.skipWhy, requireStripeMock)
+		}
 		t.Skip(mock.skipWhy)
 	}
 	return mock.url

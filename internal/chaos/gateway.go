@@ -16,9 +16,12 @@ const (
 	ChargeAfter = "gateway/charge/after"
 	// InquireBefore is reached before an inquiry is sent.
 	InquireBefore = "gateway/inquire/before"
+	// GetBefore is reached before a charge is read back by id.
+	GetBefore = "gateway/get/before"
 )
 
-// WrapGateway returns gw with points on its calls (ChargeBefore, ChargeAfter, InquireBefore).
+// WrapGateway returns gw with points on its calls (ChargeBefore, ChargeAfter, InquireBefore,
+// GetBefore).
 // It behaves as gw while nothing is armed.
 func WrapGateway(gw gateway.Gateway, points *Points) gateway.Gateway {
 	return &wrappedGateway{gw: gw, points: points}
@@ -48,4 +51,11 @@ func (g *wrappedGateway) Inquire(ctx context.Context, reference string) ([]gatew
 		return nil, err
 	}
 	return g.gw.Inquire(ctx, reference)
+}
+
+func (g *wrappedGateway) Get(ctx context.Context, id string) (*gateway.Charge, error) {
+	if err := g.points.Hit(ctx, GetBefore); err != nil {
+		return nil, err
+	}
+	return g.gw.Get(ctx, id)
 }

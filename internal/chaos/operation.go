@@ -5,6 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsaga/pgsaga/internal/runstate"
 	"github.com/pgsaga/pgsaga/phases"
 )
 
@@ -32,17 +33,19 @@ func AfterCompensation(op, step string) string { return op + "/" + step + "/comp
 func WrapOperation(op *phases.Operation, points *Points) *phases.Operation {
 	out := *op
 	out.Steps = make([]phases.Step, len(op.Steps))
-	for i, s := range op.Steps {
-		var w phases.Step
-		if s.IsAtomic() {
-			w = phases.Atomic(s.Name(), wrapAtomic(points, BeforeStep(op.Name, s.Name()), AfterStep(op.Name, s.Name()), s.AtomicFunc()))
+	for i, step := range op.Steps {
+		s := runstate.Step(step)
+		var w runstate.Step
+		if fn := s.Atomic(); fn != nil {
+			w = runstate.NewAtomic(s.Name(), wrapAtomic(points, BeforeStep(op.Name, s.Name()), AfterStep(op.Name, s.Name()), fn))
 		} else {
-			w = phases.Call(s.Name(), wrapCall(points, BeforeStep(op.Name, s.Name()), AfterStep(op.Name, s.Name()), s.CallFunc()))
+			w = runstate.NewCall(s.Name(), wrapCall(points, BeforeStep(op.Name, s.Name()), AfterStep(op.Name, s.Name()), s.Call()))
 		}
+		w = w.WithReference(s.Reference()).WithAliases(s.Aliases()...)
 		if undo := s.Compensation(); undo != nil {
 			w = w.WithCompensation(wrapAtomic(points, BeforeCompensation(op.Name, s.Name()), AfterCompensation(op.Name, s.Name()), undo))
 		}
-		out.Steps[i] = w
+		out.Steps[i] = phases.Step(w)
 	}
 	return &out
 }
@@ -56,24 +59,24 @@ func WrapOperations(ops []*phases.Operation, points *Points) []*phases.Operation
 	return out
 }
 
-func wrapAtomic(points *Points, before, after string, fn phases.AtomicFunc) phases.AtomicFunc {
-	return func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+func wrapAtomic(points *Points, before, after string, fn runstate.AtomicFunc) runstate.AtomicFunc {
+	return func(ctx context.Context, tx pgx.Tx, st *runstate.State) error {
 		if err := points.Hit(ctx, before); err != nil {
 			return err
 		}
-		if err := fn(ctx, tx, run); err != nil {
+		if err := fn(ctx, tx, st); err != nil {
 			return err
 		}
 		return points.Hit(ctx, after)
 	}
 }
 
-func wrapCall(points *Points, before, after string, fn phases.CallFunc) phases.CallFunc {
-	return func(ctx context.Context, run *phases.Run) error {
+func wrapCall(points *Points, before, after string, fn runstate.CallFunc) runstate.CallFunc {
+	return func(ctx context.Context, st *runstate.State) error {
 		if err := points.Hit(ctx, before); err != nil {
 			return err
 		}
-		if err := fn(ctx, run); err != nil {
+		if err := fn(ctx, st); err != nil {
 			return err
 		}
 		return points.Hit(ctx, after)

@@ -124,7 +124,14 @@ type Cluster struct {
 	logger  *slog.Logger
 	stopTTL time.Duration
 
-	proc *process // the postmaster
+	// What Restart needs to start the server again.
+	bins  binaries
+	owner owner
+	cfg   *Config
+
+	mu     sync.Mutex // guards proc and halted
+	proc   *process   // the postmaster
+	halted bool       // shut down by Halt, directory kept
 
 	stopOnce sync.Once
 	stopErr  error
@@ -180,7 +187,8 @@ func Start(ctx context.Context, cfg *Config) (*Cluster, error) {
 	}
 	initdbDone := time.Now()
 
-	c := &Cluster{dir: dir, port: 5432, tcp: cfg.TCP, logger: cfg.Logger, stopTTL: cfg.StopTimeout}
+	c := &Cluster{dir: dir, port: 5432, tcp: cfg.TCP, logger: cfg.Logger, stopTTL: cfg.StopTimeout,
+		bins: bins, owner: owner, cfg: cfg}
 	const attempts = 3 // only a TCP port taken between our probe and the server's bind is retried
 	for attempt := 1; ; attempt++ {
 		if cfg.TCP {
@@ -230,23 +238,12 @@ func (c *Cluster) Stop() error {
 func (c *Cluster) stop() error {
 	begin := time.Now()
 	var errs []error
-	select {
-	case <-c.proc.exited:
-		errs = append(errs, fmt.Errorf("postgres had exited before Stop (%v); server log:\n%s",
-			c.proc.err, logTail(c.logPath())))
-	default:
-		_ = c.proc.cmd.Process.Signal(syscall.SIGINT)
-		timer := time.NewTimer(c.stopTTL)
-		select {
-		case <-c.proc.exited:
-			timer.Stop()
-		case <-timer.C:
-			// The postmaster has not been reaped yet, so its pid still names its process group.
-			_ = syscall.Kill(-c.proc.cmd.Process.Pid, syscall.SIGKILL)
-			<-c.proc.exited
-			errs = append(errs, fmt.Errorf("postgres did not shut down within %s: killed", c.stopTTL))
-		}
+	c.mu.Lock()
+	if !c.halted {
+		errs = append(errs, c.shutdown("Stop"))
+		c.halted = true
 	}
+	c.mu.Unlock()
 	if err := os.RemoveAll(c.dir); err != nil {
 		errs = append(errs, fmt.Errorf("removing the cluster directory: %w", err))
 	}
@@ -254,6 +251,68 @@ func (c *Cluster) stop() error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("error stopping postgres: %w", err)
 	}
+	return nil
+}
+
+// shutdown shuts the running server down (fast shutdown, SIGKILL after StopTimeout); it reports
+// a server that had already exited, naming caller. c.mu must be held.
+func (c *Cluster) shutdown(caller string) error {
+	select {
+	case <-c.proc.exited:
+		return fmt.Errorf("postgres had exited before %s (%v); server log:\n%s", caller, c.proc.err, logTail(c.logPath()))
+	default:
+	}
+	_ = c.proc.cmd.Process.Signal(syscall.SIGINT)
+	timer := time.NewTimer(c.stopTTL)
+	defer timer.Stop()
+	select {
+	case <-c.proc.exited:
+		return nil
+	case <-timer.C:
+		// The postmaster has not been reaped yet, so its pid still names its process group.
+		_ = syscall.Kill(-c.proc.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.proc.exited
+		return fmt.Errorf("postgres did not shut down within %s: killed", c.stopTTL)
+	}
+}
+
+// Halt shuts the server down as an operator's restart does (fast shutdown: open sessions are
+// ended, clients see "the database system is shutting down" and then no server), and keeps the
+// cluster's directory, so that Restart brings the same data back at the same URL. For tests of
+// a database that goes away and comes back. Halting a halted cluster does nothing.
+func (c *Cluster) Halt() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.halted {
+		return nil
+	}
+	c.halted = true
+	if err := c.shutdown("Halt"); err != nil {
+		return fmt.Errorf("error halting postgres: %w", err)
+	}
+	c.logger.Info("postgres halted", "dir", c.dir)
+	return nil
+}
+
+// Restart starts the server again on the cluster's data at the same URL, halting it first if
+// it runs, and returns once it accepts connections. ctx bounds the start, as for Start. Not
+// after Stop, which removed the data.
+func (c *Cluster) Restart(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.halted {
+		c.halted = true
+		if err := c.shutdown("Restart"); err != nil {
+			return fmt.Errorf("error restarting postgres: %w", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
+	defer cancel()
+	if err := c.startServer(ctx, c.bins, c.owner, c.cfg); err != nil {
+		return err
+	}
+	c.halted = false
+	c.logger.Info("postgres restarted", "dir", c.dir, "url", c.URL("postgres"))
 	return nil
 }
 

@@ -328,3 +328,48 @@ func childPIDs(pid int) []int {
 	}
 	return pids
 }
+
+// Halt takes the server away and keeps its data; Restart brings the same data back at the same
+// URL, and Stop after a Halt still cleans up.
+func TestHaltRestart(t *testing.T) {
+	t.Parallel()
+	for _, tcp := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tcp=%v", tcp), func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig(t)
+			cfg.TCP = tcp
+			c, err := Start(t.Context(), cfg)
+			require.NoError(t, err)
+			url := c.URL("postgres")
+			query[int](t, url, "WITH made AS (SELECT 42 AS n) SELECT n FROM made") // the server answers
+			conn, err := pgx.Connect(t.Context(), url)
+			require.NoError(t, err)
+			_, err = conn.Exec(t.Context(), "CREATE TABLE kept (n int); INSERT INTO kept VALUES (42)")
+			require.NoError(t, err)
+			require.NoError(t, conn.Close(t.Context()))
+			pid := c.proc.cmd.Process.Pid
+
+			require.NoError(t, c.Halt())
+			require.False(t, processAlive(pid), "postmaster gone after Halt")
+			_, err = pgx.Connect(t.Context(), url)
+			require.Error(t, err, "no server while halted")
+			require.NoError(t, c.Halt(), "halting a halted cluster does nothing")
+
+			require.NoError(t, c.Restart(t.Context()))
+			require.Equal(t, url, c.URL("postgres"))
+			require.Equal(t, 42, query[int](t, url, "SELECT n FROM kept"))
+
+			// Restart of a running server halts it first: its sessions end.
+			conn, err = pgx.Connect(t.Context(), url)
+			require.NoError(t, err)
+			defer conn.Close(context.Background())
+			require.NoError(t, c.Restart(t.Context()))
+			require.Error(t, conn.Ping(t.Context()), "a session of the server before the restart is gone")
+			require.Equal(t, 42, query[int](t, url, "SELECT n FROM kept"))
+
+			require.NoError(t, c.Halt())
+			require.NoError(t, c.Stop())
+			require.NoDirExists(t, c.dir)
+		})
+	}
+}

@@ -60,7 +60,8 @@ func initdb(ctx context.Context, bins binaries, owner owner, dir string) error {
 // startServer starts the postgres server and waits until it accepts connections. On error the
 // server is stopped again.
 func (c *Cluster) startServer(ctx context.Context, bins binaries, owner owner, cfg *Config) error {
-	logFile, err := os.OpenFile(c.logPath(), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	// Appended to: a Restart keeps the log of the server before it.
+	logFile, err := os.OpenFile(c.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("error starting postgres: creating the server log: %w", err)
 	}

@@ -36,6 +36,8 @@ type Effects struct {
 	Entered chan string
 	// Fail, when set, is every call's error.
 	Fail error
+	// OnCall, when set, runs at the start of every call with the key.
+	OnCall func(ctx context.Context, key string)
 }
 
 // Change changes Hold, Entered or Fail while calls may be running.
@@ -51,8 +53,11 @@ func NewEffects() *Effects { return &Effects{calls: map[string]int{}} }
 func (e *Effects) call(ctx context.Context, run *phases.Run) error {
 	e.mu.Lock()
 	e.calls[run.Key()]++
-	hold, entered, fail := e.Hold, e.Entered, e.Fail
+	hold, entered, fail, onCall := e.Hold, e.Entered, e.Fail, e.OnCall
 	e.mu.Unlock()
+	if onCall != nil {
+		onCall(ctx, run.Key())
+	}
 	if entered != nil {
 		entered <- run.Key()
 	}

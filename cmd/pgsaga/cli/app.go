@@ -8,36 +8,56 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/pgsaga/pgsaga/examples/payments"
-	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/migrations"
 	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/worker"
 )
 
-// App is what an application plugs into the commands: its migrations and how to build its
-// service. The zero App has no operations of its own: migrate, keys, show, gc, gateway-sim and
-// demo work; serve, worker and resume need Build.
+// App is what an application plugs into the commands: its migrations, how to build its
+// service, and its own flags and commands. The zero App has no operations of its own: migrate,
+// keys, show and gc work; serve, worker, resume and settle need Build.
+//
+// The commands are operator tools and carry nothing of an application: the pgsaga binary adds
+// its example payments service, its --gateway-url flag and its gateway-sim and demo commands
+// through Build, Flags and Commands, as any application does (see cmd/pgsaga).
 type App struct {
 	// Name is the command's name in usage lines and error messages. Defaults to "pgsaga".
 	Name string
 	// Migrations are the application's extra migration lines, applied after River's and
 	// pgsaga's own. Defaults to none.
 	Migrations []migrations.Line
-	// Build constructs the application's service for serve, worker and resume: the saga client
+	// Flags adds the application's own flags to each command that builds the service (serve,
+	// worker, resume and settle): command is the command's name, flags its flag set. Define flags
+	// without binding them to variables (flags.String, not flags.StringVar): Build reads their
+	// values from BuildParams.Flags, so one App can run any number of command lines at once.
+	// Called each time a command tree is made. Defaults to nil: no flags of its own.
+	Flags func(command string, flags *pflag.FlagSet)
+	// Build constructs the application's service for serve, worker, resume and settle: the saga client
 	// holding its operations and the HTTP handler serving its API. It is called once per
-	// command run. Defaults to nil: those commands then fail with a clear message.
+	// command run. Its error is the command's one-line error, printed as it is: make it say
+	// what failed. Defaults to nil: those commands then fail with a clear message.
 	Build func(ctx context.Context, p *BuildParams) (*Service, error)
+	// Commands are the application's own commands, added beside pgsaga's (the pgsaga binary
+	// adds gateway-sim and demo). It is called once per command tree, with that tree's
+	// environment: a command writes to env.Stdout and env.Stderr and reads the environment
+	// through env.Getenv. Every command inherits --database-url and --log-level. An error made
+	// with UsageErrorf exits 2, any other error exits 1; either is printed on one line.
+	// Defaults to nil: no commands of its own.
+	Commands func(env *Env) []*cobra.Command
 }
 
 // BuildParams is what the commands hand to App.Build.
 type BuildParams struct {
+	// Command is the name of the command being run: serve, worker, resume or settle.
+	Command string
+	// Flags are the command's parsed flags, the application's own (App.Flags) among them:
+	// read them with Flags.GetString and its siblings.
+	Flags *pflag.FlagSet
 	// Pool is the database, checked to be migrated.
 	Pool *pgxpool.Pool
-	// Gateway is the payment gateway chosen by --gateway-url: the simulator over HTTP, or an
-	// in-process simulator when the flag is not given.
-	Gateway gateway.Gateway
 	// Lease is the key lease chosen by --lease.
 	Lease time.Duration
 	// Logger is the command's logger (stderr).
@@ -48,6 +68,9 @@ type BuildParams struct {
 	// delivers them. It is an insert-only River client, the same whether or not this process
 	// also runs a worker.
 	Outbox worker.Inserter
+	// Getenv looks up the command's environment (Env.Getenv), for settings such as secrets
+	// that do not belong on a command line.
+	Getenv func(string) string
 }
 
 // Service is an application's service as the commands run it.
@@ -56,35 +79,6 @@ type Service struct {
 	Client *saga.Client
 	// Handler serves the application's API (serve mounts it at /). Required for serve.
 	Handler http.Handler
-}
-
-// PaymentsApp is the example payments service (examples/payments) that the pgsaga binary
-// carries, so that serve, worker and resume work out of the box.
-func PaymentsApp() *App {
-	return &App{
-		Name:       "pgsaga",
-		Migrations: payments.Migrations().Lines,
-		Build: func(ctx context.Context, p *BuildParams) (*Service, error) {
-			svc, err := payments.New(&payments.Config{
-				Pool:       p.Pool,
-				Gateway:    p.Gateway,
-				Lease:      p.Lease,
-				Logger:     p.Logger,
-				Registerer: p.Registerer,
-				// Every succeeded payment emits payment.succeeded in the transaction that
-				// records it; `worker --webhook-url` delivers it.
-				PaymentHooks: []payments.PaymentHook{payments.PaymentSucceededHook(p.Outbox)},
-			})
-			if err != nil {
-				return nil, err
-			}
-			h, err := svc.Handler()
-			if err != nil {
-				return nil, err
-			}
-			return &Service{Client: svc.Client(), Handler: h}, nil
-		},
-	}
 }
 
 func (a *App) withDefaults() *App {

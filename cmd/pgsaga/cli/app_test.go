@@ -47,7 +47,8 @@ func (w *lineWriter) String() string {
 }
 
 // An application's own App: migrate applies its line after pgsaga's, serve runs its operation
-// idempotently, and cancelling the context stops serve cleanly.
+// idempotently under its own router (chi, a route parameter as the tenant), its own flag
+// reaches its Build, and cancelling the context stops serve cleanly.
 func TestOwnApp(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t) // empty: no migrations in the template
@@ -72,7 +73,7 @@ func TestOwnApp(t *testing.T) {
 	out := &lineWriter{addr: make(chan string, 1)}
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Run(ctx, app, []string{"serve", "--addr", "127.0.0.1:0", "--log-level", "off"}, env(out))
+		done <- cli.Run(ctx, app, []string{"serve", "--addr", "127.0.0.1:0", "--log-level", "off", "--receipt-prefix", "till7_"}, env(out))
 	}()
 	var url string
 	select {
@@ -83,10 +84,9 @@ func TestOwnApp(t *testing.T) {
 		t.Fatalf("serve did not listen: %s", out)
 	}
 
-	post := func() (int, string, string) {
-		req, err := http.NewRequestWithContext(t.Context(), "POST", url+"/receipts", strings.NewReader(`{}`))
+	post := func(shop, body string) (int, string, string) {
+		req, err := http.NewRequestWithContext(t.Context(), "POST", url+"/shops/"+shop+"/receipts", strings.NewReader(body))
 		require.NoError(t, err)
-		req.Header.Set("X-Tenant-ID", "t1")
 		req.Header.Set("X-Actor-ID", "alice")
 		req.Header.Set("Idempotency-Key", "receipt-0001")
 		resp, err := http.DefaultClient.Do(req)
@@ -96,16 +96,31 @@ func TestOwnApp(t *testing.T) {
 		require.NoError(t, err)
 		return resp.StatusCode, resp.Header.Get("Idempotent-Replayed"), string(b)
 	}
-	status, replayed, first := post()
+	receipts := func(shop string) int {
+		var n int
+		require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM receipts WHERE tenant_id = $1`, shop).Scan(&n))
+		return n
+	}
+	// Through chi, with the tenant from the route: a request, its replay, and the key reused
+	// for another body.
+	status, replayed, first := post("s1", `{}`)
 	require.Equal(t, http.StatusCreated, status, first)
 	require.Empty(t, replayed)
-	status, replayed, second := post()
+	require.Contains(t, first, `"id":"till7_`, "the app's own flag reached its Build")
+	status, replayed, second := post("s1", `{}`)
 	require.Equal(t, http.StatusCreated, status)
 	require.Equal(t, "true", replayed)
 	require.Equal(t, first, second)
-	var receipts int
-	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM receipts`).Scan(&receipts))
-	require.Equal(t, 1, receipts)
+	status, _, reused := post("s1", `{"total": 5}`)
+	require.Equal(t, http.StatusUnprocessableEntity, status, reused)
+	require.Contains(t, reused, "idempotency_key_reused")
+	require.Equal(t, 1, receipts("s1"))
+	// The route parameter scopes the key: the same key in another shop is another request.
+	status, replayed, other := post("s2", `{}`)
+	require.Equal(t, http.StatusCreated, status, other)
+	require.Empty(t, replayed)
+	require.NotEqual(t, first, other)
+	require.Equal(t, 1, receipts("s2"))
 
 	cancel()
 	select {
@@ -130,4 +145,26 @@ func TestAppWithoutBuild(t *testing.T) {
 	out.Reset()
 	require.Equal(t, cli.ExitFailure, cli.Run(t.Context(), &cli.App{}, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", db.URL, "--log-level", "off"}, env))
 	require.Equal(t, "pgsaga serve: this binary has no operations (App.Build is nil)\n", out.String())
+}
+
+// The embedded CLI carries nothing of the example: no gateway flag, no simulator, no demo.
+func TestNothingOfTheExample(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--gateway-url", "http://127.0.0.1:1"}, "unknown flag: --gateway-url"},
+		{[]string{"worker", "--gateway-url", "http://127.0.0.1:1"}, "unknown flag: --gateway-url"},
+		{[]string{"resume", "--gateway-url", "http://127.0.0.1:1"}, "unknown flag: --gateway-url"},
+		{[]string{"settle", "--gateway-url", "http://127.0.0.1:1"}, "unknown flag: --gateway-url"},
+		{[]string{"gateway-sim"}, `unknown command "gateway-sim"`},
+		{[]string{"demo"}, `unknown command "demo"`},
+		{[]string{"demo-server"}, `unknown command "demo-server"`},
+	} {
+		var out strings.Builder
+		code := cli.Run(t.Context(), &cli.App{}, tc.args, &cli.Env{Stdout: &out, Stderr: &out})
+		require.Equal(t, cli.ExitUsage, code, out.String())
+		require.Contains(t, out.String(), tc.want)
+	}
 }

@@ -13,13 +13,40 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/pgsaga/pgsaga/worker"
 )
 
+// defaultDBWait is how long serve and worker wait for an unreachable database at start-up: long
+// enough to ride out a database restart or a deploy that starts them before it.
+const defaultDBWait = time.Minute
+
+// daemonFlags are the flags the long-running commands (serve, worker) share.
+type daemonFlags struct {
+	lease  time.Duration
+	dbWait time.Duration
+}
+
+func (f *daemonFlags) add(fl *pflag.FlagSet, leaseUsage string) {
+	fl.DurationVar(&f.lease, "lease", 30*time.Second, leaseUsage)
+	fl.DurationVar(&f.dbWait, "db-wait", defaultDBWait, "at start, how long to wait for a database that cannot be reached (0: fail at once)")
+}
+
+func (f *daemonFlags) check() error {
+	if err := checkLease(f.lease); err != nil {
+		return err
+	}
+	if f.dbWait < 0 {
+		return usageErrorf("--db-wait must not be negative, got %s", f.dbWait)
+	}
+	return nil
+}
+
 // daemon is what the long-running commands (serve, worker) share: a context that ends on
 // SIGINT or SIGTERM, a logger, the migrated pool, a metrics registry (runtime, process and key
-// state collectors) and the application's service built on the chosen gateway.
+// state collectors) and the application's service.
 type daemon struct {
 	ctx    context.Context
 	logger *slog.Logger
@@ -29,38 +56,40 @@ type daemon struct {
 	close  func()
 }
 
-func (c *cli) startDaemon(ctx context.Context, lease time.Duration, gatewayURL string) (*daemon, error) {
-	if err := checkLease(lease); err != nil {
+// startDaemon waits for the database (up to --db-wait), checks the schema and builds the
+// application's service for the long-running command cmd (serve or worker).
+func (c *cli) startDaemon(cmd *cobra.Command, f *daemonFlags) (*daemon, error) {
+	if err := f.check(); err != nil {
 		return nil, err
 	}
 	logger, err := c.logger(logDaemon)
 	if err != nil {
 		return nil, err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	pool, err := c.connectMigrated(ctx)
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	pool, err := c.connectMigratedWaiting(ctx, f.dbWait, logger)
 	if err != nil {
 		stop()
 		return nil, err
 	}
 	d := &daemon{ctx: ctx, logger: logger, pool: pool, reg: newRegistry(), close: func() { pool.Close(); stop() }}
-	if err := d.start(c, lease, gatewayURL); err != nil {
+	if err := d.start(c, cmd, f.lease); err != nil {
 		d.close()
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *daemon) start(c *cli, lease time.Duration, gatewayURL string) error {
-	if err := d.reg.Register(worker.NewStateCollector(d.pool)); err != nil {
-		return fmt.Errorf("error registering the key state metrics: %w", err)
-	}
-	gw, err := c.gateway(gatewayURL)
+func (d *daemon) start(c *cli, cmd *cobra.Command, lease time.Duration) error {
+	var err error
+	d.svc, err = c.build(d.ctx, cmd, &BuildParams{Pool: d.pool, Lease: lease, Logger: d.logger, Registerer: d.reg})
 	if err != nil {
 		return err
 	}
-	d.svc, err = c.build(d.ctx, &BuildParams{Pool: d.pool, Gateway: gw, Lease: lease, Logger: d.logger, Registerer: d.reg})
-	return err
+	if err := d.reg.Register(worker.NewStateCollector(d.svc.Client)); err != nil {
+		return fmt.Errorf("error registering the key state metrics: %w", err)
+	}
+	return nil
 }
 
 // opsMux serves /metrics and /healthz.

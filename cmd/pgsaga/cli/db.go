@@ -4,23 +4,48 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgsaga/pgsaga/migrations"
 )
 
-// connectTimeout bounds the first connection, so a wrong URL fails fast.
+// connectTimeout bounds one attempt to reach the database (connect, ping, schema check), so a
+// wrong URL fails fast.
 const connectTimeout = 10 * time.Second
 
 // defaultMaxConns is the pool size when the URL does not set pool_max_conns: enough for a
 // service answering concurrent duplicates beside a worker.
 const defaultMaxConns = 16
 
+// Connect opens a pool on the database at url the way the commands do, for an application's
+// own commands (App.Commands): pool_max_conns defaults to 16 when the URL does not set it, and
+// the server must answer a ping within 10s. A malformed URL is bad usage (UsageErrorf), reported
+// without the URL, so its password is never printed.
+func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) { return openPool(ctx, url) }
+
 // openPool connects to url and checks that the server answers.
 func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	pool, err := newPool(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	if err := ping(pingCtx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// newPool makes a pool on url without connecting: pgxpool connects on first use.
+func newPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx's parse errors can quote the URL, password included: say only what is wrong.
@@ -33,13 +58,15 @@ func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error connecting to the database: %w", err)
 	}
-	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
-	if err := pool.Ping(pingCtx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("error connecting to the database at %s: %w", cfg.ConnConfig.Host, err)
-	}
 	return pool, nil
+}
+
+// ping checks that the server answers, naming its host when it does not.
+func ping(ctx context.Context, pool *pgxpool.Pool) error {
+	if err := pool.Ping(ctx); err != nil {
+		return fmt.Errorf("error connecting to the database at %s: %w", pool.Config().ConnConfig.Host, err)
+	}
+	return nil
 }
 
 func redactParseError(err error) string {
@@ -63,15 +90,97 @@ func (c *cli) connect(ctx context.Context) (*pgxpool.Pool, error) {
 // connectMigrated opens the database and checks that it carries every migration this binary
 // has, so that a command on an old schema fails with "run migrate" instead of an SQL error.
 func (c *cli) connectMigrated(ctx context.Context) (*pgxpool.Pool, error) {
-	pool, err := c.connect(ctx)
+	return c.connectMigratedWaiting(ctx, 0, nil)
+}
+
+// connectMigratedWaiting is connectMigrated for the long-running commands: while the database
+// cannot be reached (down, starting up, shutting down, out of connections) it tries again with
+// backoff, logging each failed attempt on logger at info, for up to wait. A database that
+// answers and refuses (a wrong password, a missing database, a missing migration) fails at
+// once: waiting would not change it.
+func (c *cli) connectMigratedWaiting(ctx context.Context, wait time.Duration, logger *slog.Logger) (*pgxpool.Pool, error) {
+	url, err := c.dbURL()
 	if err != nil {
 		return nil, err
 	}
-	if err := migrations.Validate(ctx, pool, c.migrateOpts()); err != nil {
+	pool, err := newPool(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	check := func(ctx context.Context) error {
+		if err := ping(ctx, pool); err != nil {
+			return err
+		}
+		if err := migrations.Validate(ctx, pool, c.migrateOpts()); err != nil {
+			return fmt.Errorf("error checking the schema: %w", err)
+		}
+		return nil
+	}
+	if err := waitForDatabase(ctx, wait, logger, check); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("error checking the schema: %w", err)
+		return nil, err
 	}
 	return pool, nil
+}
+
+// waitForDatabase runs check (each attempt bounded by connectTimeout) until it succeeds, fails
+// with an error that waiting cannot fix, or wait has passed since the first attempt.
+func waitForDatabase(ctx context.Context, wait time.Duration, logger *slog.Logger, check func(context.Context) error) error {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	deadline := time.Now().Add(wait)
+	delays := backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(200*time.Millisecond),
+		backoff.WithMaxInterval(5*time.Second),
+		backoff.WithMaxElapsedTime(0),
+	)
+	for attempt := 1; ; attempt++ {
+		attemptCtx, cancel := context.WithTimeout(ctx, connectTimeout)
+		err := check(attemptCtx)
+		cancel()
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("interrupted while waiting for the database: %w", err)
+		case !databaseUnavailable(err):
+			return err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			if wait > 0 {
+				return fmt.Errorf("%w (still unavailable after waiting %s: see --db-wait)", err, wait)
+			}
+			return err
+		}
+		delay := min(delays.NextBackOff(), left)
+		logger.Info("database unavailable, retrying", "attempt", attempt, "retry_in", delay.Round(time.Millisecond), "error", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("interrupted while waiting for the database: %w", err)
+		case <-time.After(delay):
+		}
+	}
+}
+
+// databaseUnavailable reports whether err means the database could not be reached now, as
+// opposed to a database that answered and refused.
+func databaseUnavailable(err error) bool {
+	if errors.Is(err, migrations.ErrMissingVersion) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code[:2] {
+		case "08", // connection exception
+			"53", // insufficient resources: too many connections, out of memory or disk
+			"57": // operator intervention: shutting down, starting up, terminated by the admin
+			return true
+		}
+		return false
+	}
+	return true // no answer: refused, reset, timed out, no such socket
 }
 
 func (c *cli) migrateOpts() *migrations.MigrateOpts {

@@ -1,7 +1,9 @@
-// Package cli is the pgsaga command-line tool as a library: the commands of the pgsaga binary
-// (migrate, serve, worker, keys, show, resume, gc, gateway-sim, demo), built around an App that
-// carries an application's own operations and migrations. The pgsaga binary is
-// `os.Exit(cli.Main(cli.PaymentsApp()))`; an application's binary passes its own App.
+// Package cli is pgsaga's operator command line as a library: migrate, serve, worker, keys,
+// show, resume, settle and gc, built around an App that carries an application's own operations and
+// migrations. An application's binary is `os.Exit(cli.Main(app))`. The package carries nothing
+// of any application: the pgsaga binary (cmd/pgsaga) plugs in the example payments service
+// with App.Build, its --gateway-url flag with App.Flags, and its gateway-sim and demo commands
+// with App.Commands, the same extension points any application uses.
 //
 // Exit status: 0 on success, 1 on failure, 2 on bad usage (unknown command or flag, bad flag
 // value, missing required flag or argument, and no database URL: --database-url defaults to
@@ -15,10 +17,17 @@
 //     saga). It refuses to start on a database that lacks a migration. On SIGINT or SIGTERM it
 //     stops accepting, lets requests in flight finish (up to 10s), then stops the worker. A
 //     request cut short by a crash (kill -9) leaves its key started; a retry after the lease
-//     expires, the worker or `resume` continues it from its recovery point.
+//     expires, the worker or `resume` continues it from its recovery point. A request over
+//     --max-in-flight is answered 503 before it reaches the handler, so nothing of it is stored.
+//   - serve and worker wait up to --db-wait for a database that cannot be reached at start, and
+//     keep running through a database restart: a request or resume the restart interrupts
+//     fails as any transient failure does (the key stays started) and is finished later.
 //   - resume takes the key's lease (a parked key too), so it never runs beside another
 //     execution: while another process holds a live lease it refuses with exit 1 and changes
 //     nothing. Resuming a completed key prints its stored response and changes nothing.
-//   - keys, show and gc --dry-run only read. gc deletes only completed keys past their window.
-//   - demo leaves no process and no temporary directory behind, also when interrupted.
+//     resume --stuck resumes each stuck key so, one after the other, and exits 1 when any did
+//     not finish.
+//   - keys, show and gc --dry-run only read. gc deletes only completed keys past their window
+//     (with --older-than, older than that; --older-than 0s, every completed key); started and
+//     failed keys never.
 package cli

@@ -28,6 +28,11 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{err: fmt.Errorf(format, args...)}
 }
 
+// UsageErrorf makes the error of a bad command line, for an application's own commands
+// (App.Commands): the command exits 2 (ExitUsage) and the message, printed on one line, ends
+// with a pointer to --help.
+func UsageErrorf(format string, args ...any) error { return usageErrorf(format, args...) }
+
 // exitCode maps an error returned by a command to the process's exit status.
 func exitCode(err error) int {
 	if err == nil {

@@ -8,8 +8,10 @@ import (
 	"os"
 	"testing/fstest"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/spf13/pflag"
 
 	"github.com/pgsaga/pgsaga/cmd/pgsaga/cli"
 	"github.com/pgsaga/pgsaga/migrations"
@@ -17,32 +19,43 @@ import (
 	"github.com/pgsaga/pgsaga/saga"
 )
 
-// shopApp is an application's own binary: its tables, its operations, pgsaga's commands.
+// shopApp is an application's own binary: its tables, its operations, its own --receipt-prefix
+// flag on the commands that build its service, pgsaga's commands.
 // Its main is `func main() { os.Exit(cli.Main(shopApp())) }`.
 func shopApp() *cli.App {
 	tables := fstest.MapFS{
 		"001_receipts.up.sql":   {Data: []byte(`CREATE TABLE receipts (id text PRIMARY KEY, tenant_id text NOT NULL, total bigint NOT NULL)`)},
 		"001_receipts.down.sql": {Data: []byte(`DROP TABLE receipts`)},
 	}
-	issueReceipt := &phases.Operation{
-		Name: "issue_receipt",
-		Steps: []phases.Step{
-			phases.Atomic("receipt_issued", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
-				id := "rcpt_" + uuid.NewString()
-				if _, err := tx.Exec(ctx, `INSERT INTO receipts (id, tenant_id, total) VALUES ($1, $2, 100)`, id, run.Tenant()); err != nil {
-					return err
-				}
-				return run.Respond(http.StatusCreated, map[string]string{"id": id})
-			}),
-		},
+	issueReceipt := func(prefix string) *phases.Operation {
+		return &phases.Operation{
+			Name: "issue_receipt",
+			Steps: []phases.Step{
+				phases.Atomic("receipt_issued", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+					id := prefix + uuid.NewString()
+					if _, err := tx.Exec(ctx, `INSERT INTO receipts (id, tenant_id, total) VALUES ($1, $2, 100)`, id, run.Tenant()); err != nil {
+						return err
+					}
+					return run.Respond(http.StatusCreated, map[string]string{"id": id})
+				}),
+			},
+		}
 	}
 	return &cli.App{
 		Name:       "shop",
 		Migrations: []migrations.Line{{Name: "shop", FS: tables}},
+		// serve, worker and resume get --receipt-prefix; Build reads it from p.Flags.
+		Flags: func(command string, flags *pflag.FlagSet) {
+			flags.String("receipt-prefix", "rcpt_", "prefix of new receipt ids")
+		},
 		Build: func(ctx context.Context, p *cli.BuildParams) (*cli.Service, error) {
+			prefix, err := p.Flags.GetString("receipt-prefix")
+			if err != nil {
+				return nil, err
+			}
 			client, err := saga.NewClient(&saga.Config{
 				DB:         p.Pool,
-				Operations: []*phases.Operation{issueReceipt},
+				Operations: []*phases.Operation{issueReceipt(prefix)},
 				Lease:      p.Lease,
 				Logger:     p.Logger,
 				Registerer: p.Registerer,
@@ -50,26 +63,29 @@ func shopApp() *cli.App {
 			if err != nil {
 				return nil, err
 			}
+			// The handler is a plain http.Handler: here under chi, the shop (the tenant)
+			// taken from the route, the actor from authentication (a header stands in).
 			h, err := client.Handler("issue_receipt", &saga.HandlerOpts{Scope: func(r *http.Request) (saga.Scope, error) {
-				tenant, actor := r.Header.Get("X-Tenant-ID"), r.Header.Get("X-Actor-ID")
+				tenant, actor := chi.URLParam(r, "shop"), r.Header.Get("X-Actor-ID")
 				if tenant == "" || actor == "" {
-					return saga.Scope{}, errors.New("X-Tenant-ID and X-Actor-ID are required")
+					return saga.Scope{}, errors.New("a shop and X-Actor-ID are required")
 				}
 				return saga.Scope{Tenant: tenant, Actor: actor}, nil
 			}})
 			if err != nil {
 				return nil, err
 			}
-			mux := http.NewServeMux()
-			mux.Handle("POST /receipts", h)
-			return &cli.Service{Client: client, Handler: mux}, nil
+			r := chi.NewRouter()
+			r.Method(http.MethodPost, "/shops/{shop}/receipts", h)
+			return &cli.Service{Client: client, Handler: r}, nil
 		},
 	}
 }
 
 // An application builds pgsaga's commands into its own binary with its own operations: `shop
-// migrate` adds its receipts table, `shop serve` serves POST /receipts idempotently, `shop
-// worker` and `shop resume` resume its keys. Run runs one command line and returns the exit
+// migrate` adds its receipts table, `shop serve` serves POST /shops/{shop}/receipts
+// idempotently (routed by chi), `shop
+// worker` and `shop resume` resume its keys, and all three take its --receipt-prefix. Run runs one command line and returns the exit
 // status, as Main does with os.Args; errors are one line on stderr.
 func Example() {
 	app := shopApp()
@@ -84,7 +100,7 @@ func Example() {
 // Without --database-url or $DATABASE_URL, a command that needs a database is bad usage.
 func ExampleRun_noDatabase() {
 	env := &cli.Env{Stdout: os.Stdout, Stderr: os.Stdout} // no environment: DATABASE_URL is unset
-	code := cli.Run(context.Background(), cli.PaymentsApp(), []string{"keys", "--stuck"}, env)
+	code := cli.Run(context.Background(), &cli.App{}, []string{"keys", "--stuck"}, env)
 	fmt.Println("exit status", code)
 	// Output:
 	// pgsaga keys: no database: set --database-url or DATABASE_URL (see pgsaga keys --help)

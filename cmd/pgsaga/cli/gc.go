@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pgsaga/pgsaga/worker"
+	"github.com/pgsaga/pgsaga/saga"
 )
 
 func (c *cli) gcCmd() *cobra.Command {
@@ -19,11 +19,12 @@ func (c *cli) gcCmd() *cobra.Command {
 		Short: "Delete completed keys past their retention",
 		Long: `Deletes completed keys past their retention window, in batches: each key's own window (the
 operation's Retention, 24h by default) or, with --older-than, keys completed longer ago than
-that. Started and failed keys are never deleted. --dry-run counts and deletes nothing.
-Prints "deleted N keys" ("would delete N keys" with --dry-run), or {"deleted":N} with --json.
-A client retrying a deleted key after this runs executes it again: keep windows longer than
-your clients retry.`,
-		Args: noArgs,
+that (--older-than 0s: every completed key). Started and failed keys are never deleted.
+--dry-run counts and deletes nothing. Prints "deleted N keys" ("would delete N keys" with
+--dry-run), or {"deleted":N} with --json. On a terminal, a gc that runs longer than a second
+shows its progress on stderr. A client retrying a deleted key after this runs executes it
+again: keep windows longer than your clients retry.`,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if olderThan < 0 {
 				return usageErrorf("--older-than must not be negative, got %s", olderThan)
@@ -34,7 +35,18 @@ your clients retry.`,
 				return err
 			}
 			defer pool.Close()
-			n, err := worker.DeleteExpired(ctx, pool, &worker.GCOpts{OlderThan: olderThan, DryRun: dryRun})
+			reader, err := newReader(pool)
+			if err != nil {
+				return err
+			}
+			bar := c.newProgress("deleting completed keys", "keys", -1, json)
+			p := &saga.KeyDeleteExpiredParams{DryRun: dryRun, OnBatch: bar.set}
+			if cmd.Flags().Changed("older-than") {
+				// An explicit 0s means every completed key: "given", not "unset".
+				p.OlderThan = &olderThan
+			}
+			n, err := reader.KeyDeleteExpired(ctx, p)
+			bar.finish()
 			if err != nil {
 				return err
 			}
@@ -49,7 +61,7 @@ your clients retry.`,
 			return err
 		},
 	}
-	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "delete keys completed longer ago than this, whatever their operation's retention (e.g. 24h; default: each key's own window)")
+	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "delete keys completed longer ago than this, whatever their operation's retention (e.g. 24h; 0s: every completed key; default: each key's own window)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count the keys that would be deleted and delete nothing")
 	cmd.Flags().BoolVar(&json, "json", false, `print {"deleted":N} as JSON`)
 	return cmd

@@ -12,11 +12,19 @@ import (
 )
 
 type keysFlags struct {
-	state  string
-	stuck  bool
-	tenant string
-	limit  int
-	json   bool
+	keyFilter
+	json bool
+}
+
+// keyFilter selects keys, newest first, for keys and resume --stuck.
+type keyFilter struct {
+	state     string
+	operation string
+	tenant    string
+	// stuck: started with an expired lease, or failed (parked).
+	stuck bool
+	// limit is the most keys to list; 0 lists them all.
+	limit int
 }
 
 func (c *cli) keysCmd() *cobra.Command {
@@ -29,7 +37,7 @@ with --json, as one document {"keys":[…]}. --stuck selects the keys that need 
 started with an expired lease (their process died; the worker or resume finishes them) or
 failed (parked after their attempts ran out; only resume moves them). Filters combine.
 Read-only.`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch saga.KeyStatus(f.state) {
 			case "", saga.KeyStatusStarted, saga.KeyStatusCompleted, saga.KeyStatusFailed:
@@ -45,7 +53,7 @@ Read-only.`,
 				return err
 			}
 			defer pool.Close()
-			keys, err := listKeys(ctx, pool, f)
+			keys, err := listKeys(ctx, pool, &f.keyFilter)
 			if err != nil {
 				return err
 			}
@@ -64,43 +72,41 @@ Read-only.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.state, "state", "", "only keys in this state: started, completed or failed")
 	fl.BoolVar(&f.stuck, "stuck", false, "only stuck keys: started with an expired lease, or failed")
+	fl.StringVar(&f.operation, "operation", "", "only keys of this operation")
 	fl.StringVar(&f.tenant, "tenant", "", "only this tenant's keys")
 	fl.IntVar(&f.limit, "limit", 100, "at most this many keys (0: no limit)")
 	fl.BoolVar(&f.json, "json", false, `print {"keys":[…]} as JSON`)
 	return cmd
 }
 
-const listKeysSQL = `SELECT ` + saga.KeyColumns + ` FROM pgsaga_key
-WHERE ($1::text IS NULL OR status = $1)
-  AND (NOT $2::bool
-       OR (status = 'started' AND (locked_until IS NULL OR locked_until <= now()))
-       OR status = 'failed')
-  AND ($3::text IS NULL OR tenant_id = $3)
-ORDER BY created_at DESC, tenant_id, actor_id, key
-LIMIT $4`
-
-func listKeys(ctx context.Context, pool *pgxpool.Pool, f *keysFlags) ([]*saga.Key, error) {
-	var limit *int
-	if f.limit > 0 {
-		limit = &f.limit
-	}
-	rows, err := pool.Query(ctx, listKeysSQL, nullIfEmpty(f.state), f.stuck, nullIfEmpty(f.tenant), limit)
+// listKeys lists keys through the read API, newest first, following pages until f.limit keys
+// (every key when f.limit is 0).
+func listKeys(ctx context.Context, pool *pgxpool.Pool, f *keyFilter) ([]*saga.Key, error) {
+	reader, err := newReader(pool)
 	if err != nil {
-		return nil, fmt.Errorf("error listing keys: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
+	p := &saga.KeyListParams{State: saga.KeyStatus(f.state), Operation: f.operation, Stuck: f.stuck, Tenant: f.tenant, Limit: 1000}
 	var keys []*saga.Key
-	for rows.Next() {
-		k, err := saga.ScanKey(rows)
-		if err != nil {
-			return nil, fmt.Errorf("error reading a key: %w", err)
+	for {
+		if f.limit > 0 {
+			p.Limit = min(1000, f.limit-len(keys))
 		}
-		keys = append(keys, k)
+		page, err := reader.KeyList(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("error listing keys: %w", err)
+		}
+		keys = append(keys, page.Keys...)
+		if page.NextCursor == "" || (f.limit > 0 && len(keys) >= f.limit) {
+			return keys, nil
+		}
+		p.Cursor = page.NextCursor
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("error listing keys: %w", err)
-	}
-	return keys, nil
+}
+
+// newReader is a saga client with no operations, for the read API.
+func newReader(pool *pgxpool.Pool) (*saga.Client, error) {
+	return saga.NewClient(&saga.Config{DB: pool})
 }
 
 func (c *cli) printKeys(keys []*saga.Key) error {
@@ -120,11 +126,4 @@ func (c *cli) printKeys(keys []*saga.Key) error {
 			leaseText, "created "+ago(k.DBNow, k.CreatedAt), truncate(orDash(k.LastError), 60))
 	}
 	return tw.Flush()
-}
-
-func nullIfEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }

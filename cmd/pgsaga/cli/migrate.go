@@ -15,7 +15,7 @@ func (c *cli) migrateCmd() *cobra.Command {
 		Long: `Applies every pending migration: River's (for the worker), pgsaga's own tables, then the
 application's lines. Each version commits in its own transaction; concurrent runs are
 serialised by an advisory lock. Running it on an up-to-date database changes nothing.`,
-		Args: noArgs,
+		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			pool, err := c.connect(ctx)

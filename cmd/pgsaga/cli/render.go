@@ -8,66 +8,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgsaga/pgsaga/internal/keyjson"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
-// keyJSON is a key as --json renders it (CONTRACT.md): times in RFC 3339 (UTC), locked_until,
-// last_error and response null when there is none, the response body as the stored JSON value
-// when it is JSON and as a string otherwise.
-type keyJSON struct {
-	Tenant        string        `json:"tenant"`
-	Actor         string        `json:"actor"`
-	Key           string        `json:"key"`
-	Operation     string        `json:"operation"`
-	State         string        `json:"state"`
-	RecoveryPoint string        `json:"recovery_point"`
-	Attempts      int           `json:"attempts"`
-	LockedUntil   *time.Time    `json:"locked_until"`
-	LastError     *string       `json:"last_error"`
-	Response      *responseJSON `json:"response"`
-	CreatedAt     time.Time     `json:"created_at"`
-	UpdatedAt     time.Time     `json:"updated_at"`
-}
+// The JSON shapes of keys (CONTRACT.md) live in internal/keyjson, shared with the console.
+type keyJSON = keyjson.Key
 
-type responseJSON struct {
-	Status int             `json:"status"`
-	Body   json.RawMessage `json:"body"`
-}
+func renderKey(k *saga.Key) keyJSON { return keyjson.FromKey(k) }
 
-func renderKey(k *saga.Key) keyJSON {
-	out := keyJSON{
-		Tenant:        k.Scope.Tenant,
-		Actor:         k.Scope.Actor,
-		Key:           k.Key,
-		Operation:     k.Operation,
-		State:         string(k.Status),
-		RecoveryPoint: k.RecoveryPoint,
-		Attempts:      k.Attempts,
-		CreatedAt:     k.CreatedAt.UTC(),
-		UpdatedAt:     k.UpdatedAt.UTC(),
-	}
-	if k.LockedUntil != nil {
-		t := k.LockedUntil.UTC()
-		out.LockedUntil = &t
-	}
-	if k.LastError != "" {
-		msg := k.LastError
-		out.LastError = &msg
-	}
-	if k.Response != nil {
-		out.Response = &responseJSON{Status: k.Response.Status, Body: bodyJSON(k.Response.Body)}
-	}
-	return out
-}
+func renderKeyDetail(k *saga.Key) keyjson.Detail { return keyjson.DetailFromKey(k) }
 
-// bodyJSON is body itself when it is JSON, else body as a JSON string.
-func bodyJSON(body []byte) json.RawMessage {
-	if len(body) > 0 && json.Valid(body) {
-		return json.RawMessage(body)
-	}
-	s, _ := json.Marshal(string(body)) // a string always marshals
-	return s
-}
+// renderResponse is a stored response as --json renders it: {"status","body"}.
+func renderResponse(r *saga.Response) keyjson.Response { return *keyjson.FromResponse(r) }
 
 // writeJSON writes v as one JSON document on one line.
 func writeJSON(w io.Writer, v any) error {

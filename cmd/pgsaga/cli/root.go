@@ -91,8 +91,7 @@ func newRoot(app *App, env *Env) *cobra.Command {
 		Use:   c.app.Name,
 		Short: "Exactly-once effects over at-least-once networks, on PostgreSQL",
 		Long: c.app.Name + ` runs pgsaga's migrations, the service API, the recovery worker, and the
-operator's tools for idempotency keys (list, show, resume, gc), plus a payment gateway
-simulator and a zero-setup demo.
+operator's tools for idempotency keys (list, show, resume, settle, gc).
 
 Exit status: 0 on success, 1 on failure, 2 on bad usage (unknown command or flag, bad flag
 value, missing required flag or argument, no database URL). Errors are one line on stderr.`,
@@ -117,7 +116,7 @@ value, missing required flag or argument, no database URL). Errors are one line 
 	root.SetErr(c.env.Stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 	root.PersistentFlags().StringVar(&c.databaseURL, "database-url", "", "PostgreSQL connection URL (default $"+envDatabaseURL+")")
-	root.PersistentFlags().StringVar(&c.logLevel, "log-level", "", "log level on stderr: debug, info, warn, error or off (default: info for serve, worker and gateway-sim, off otherwise)")
+	root.PersistentFlags().StringVar(&c.logLevel, "log-level", "", "log level on stderr: debug, info, warn, error or off (default: info for serve and worker, off otherwise)")
 
 	root.AddCommand(
 		c.migrateCmd(),
@@ -126,11 +125,13 @@ value, missing required flag or argument, no database URL). Errors are one line 
 		c.keysCmd(),
 		c.showCmd(),
 		c.resumeCmd(),
+		c.settleCmd(),
 		c.gcCmd(),
-		c.gatewaySimCmd(),
-		c.demoCmd(),
-		c.demoServerCmd(),
+		c.consoleCmd(),
 	)
+	if c.app.Commands != nil {
+		root.AddCommand(c.app.Commands(c.env)...)
+	}
 	return root
 }
 
@@ -181,8 +182,9 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
-// noArgs refuses positional arguments as bad usage.
-func noArgs(_ *cobra.Command, args []string) error {
+// NoArgs refuses positional arguments as bad usage (exit 2), for a command that takes none;
+// an application's own commands (App.Commands) use it too.
+func NoArgs(_ *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return usageErrorf("unexpected argument %q", args[0])
 	}

@@ -14,8 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
-	"github.com/pgsaga/pgsaga/gateway"
-	"github.com/pgsaga/pgsaga/gateway/sim"
 	"github.com/pgsaga/pgsaga/worker"
 )
 
@@ -26,11 +24,15 @@ var listeningLine = regexp.MustCompile(`listening on (http://\S+)`)
 const shutdownGrace = 10 * time.Second
 
 type serveFlags struct {
-	addr       string
-	gatewayURL string
-	lease      time.Duration
-	worker     bool
+	daemonFlags
+	addr        string
+	worker      bool
+	maxInFlight int
 }
+
+// inFlightPerConn is how many requests serve lets in per pooled connection by default: a phased
+// request holds a connection only during its phases, not during its external calls.
+const inFlightPerConn = 4
 
 func (c *cli) serveCmd() *cobra.Command {
 	f := &serveFlags{}
@@ -39,23 +41,45 @@ func (c *cli) serveCmd() *cobra.Command {
 		Short: "Run the service's HTTP API, with /metrics and /healthz",
 		Long: `Runs the application's HTTP API (for the pgsaga binary: the example payments API) on --addr,
 with Prometheus metrics on /metrics and a health check on /healthz (200 while the database
-answers) on the same listener. Prints one line, "<name> serve: listening on http://ADDR", on
-stdout once it accepts connections; --addr 127.0.0.1:0 picks a free port and that line says
-which. Without --gateway-url payments go to an in-process simulator. --worker also runs the
-recovery worker in this process. SIGINT or SIGTERM stops it gracefully: requests in flight
-finish (up to 10s), then the worker stops.`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return c.serve(cmd.Context(), f) },
+answers a ping within 2s, else 503 with a JSON error) on the same listener. Prints one line,
+"<name> serve: listening on http://ADDR", on stdout once it accepts connections; --addr
+127.0.0.1:0 picks a free port and that line says which. --worker also runs the recovery
+worker in this process.
+
+At start it waits up to --db-wait for a database that cannot be reached (down, starting up or
+shutting down), retrying with backoff and logging each failed attempt; while it runs, a
+database restart fails the requests it interrupts (503, the keys stay started) and the pool
+reconnects. It refuses to start on a database that lacks a migration.
+
+Its doors are shut to slow and greedy clients: headers must arrive within 10s and fit in
+64 KiB (431 otherwise), a request body within 30s; a client that does not read its answer
+within max(60s, 2 x --lease) of sending the request is cut off, and an idle connection after
+60s. At most --max-in-flight requests are handled at once (default: 4 per pooled connection,
+64 with the default pool of 16): one more is answered at once with 503
+temporarily_unavailable and Retry-After, and nothing of it is stored. /metrics and /healthz
+are not counted.
+
+SIGINT or SIGTERM stops it gracefully: requests in flight finish (up to 10s), then the worker
+stops.`,
+		Args: NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.maxInFlight < 0 {
+				return usageErrorf("--max-in-flight must be 0 (4 per pooled connection) or more, got %d", f.maxInFlight)
+			}
+			return c.serve(cmd, f)
+		},
 	}
-	cmd.Flags().StringVar(&f.addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free port)")
-	cmd.Flags().StringVar(&f.gatewayURL, "gateway-url", "", "base URL of the gateway simulator (default: an in-process simulator)")
-	cmd.Flags().DurationVar(&f.lease, "lease", 30*time.Second, "how long an execution owns a key before another may take it over")
-	cmd.Flags().BoolVar(&f.worker, "worker", false, "also run the recovery worker in this process")
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free port)")
+	f.daemonFlags.add(fl, "how long an execution owns a key before another may take it over")
+	fl.BoolVar(&f.worker, "worker", false, "also run the recovery worker in this process")
+	fl.IntVar(&f.maxInFlight, "max-in-flight", 0, "most requests handled at once; more are answered 503 at once (default: 4 per pooled connection)")
+	c.appFlags(cmd)
 	return cmd
 }
 
-func (c *cli) serve(ctx context.Context, f *serveFlags) error {
-	d, err := c.startDaemon(ctx, f.lease, f.gatewayURL)
+func (c *cli) serve(cmd *cobra.Command, f *serveFlags) error {
+	d, err := c.startDaemon(cmd, &f.daemonFlags)
 	if err != nil {
 		return err
 	}
@@ -67,14 +91,19 @@ func (c *cli) serve(ctx context.Context, f *serveFlags) error {
 
 	var w *runningWorker
 	if f.worker {
-		w, err = c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg, sweepInterval: time.Second})
+		w, err = c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg,
+			sweepInterval: time.Second, webhookSecrets: c.webhookSecrets()})
 		if err != nil {
 			return err
 		}
 	}
 
+	maxInFlight := f.maxInFlight
+	if maxInFlight == 0 {
+		maxInFlight = inFlightPerConn * int(pool.Config().MaxConns)
+	}
 	mux := d.opsMux()
-	mux.Handle("/", svc.Handler)
+	mux.Handle("/", limitInFlight(svc.Handler, maxInFlight))
 
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -83,12 +112,11 @@ func (c *cli) serve(ctx context.Context, f *serveFlags) error {
 		}
 		return fmt.Errorf("error listening on %s: %w", f.addr, err)
 	}
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	// A request may work for about two leases (a phase, a call cut at two thirds of the lease,
+	// the next phase): its answer must still get out.
+	srv := newHTTPServer(mux, &serverOpts{WriteTimeout: max(time.Minute, 2*f.lease), Logger: logger})
 	fmt.Fprintf(c.env.Stdout, "%s serve: listening on http://%s\n", c.app.Name, ln.Addr())
-	logger.Info("serving", "addr", ln.Addr().String(), "gateway", gatewayName(f.gatewayURL), "worker", f.worker)
+	logger.Info("serving", "addr", ln.Addr().String(), "worker", f.worker, "max_in_flight", maxInFlight)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -117,8 +145,16 @@ func (c *cli) serve(ctx context.Context, f *serveFlags) error {
 	return nil
 }
 
-// build calls the application's Build, giving it an insert-only outbox client.
-func (c *cli) build(ctx context.Context, p *BuildParams) (*Service, error) {
+// appFlags adds the application's own flags to cmd, a command that builds the service.
+func (c *cli) appFlags(cmd *cobra.Command) {
+	if c.app.Flags != nil {
+		c.app.Flags(cmd.Name(), cmd.Flags())
+	}
+}
+
+// build calls the application's Build for cmd, giving it the command's flags and an
+// insert-only outbox client.
+func (c *cli) build(ctx context.Context, cmd *cobra.Command, p *BuildParams) (*Service, error) {
 	if c.app.Build == nil {
 		return nil, errors.New("this binary has no operations (App.Build is nil)")
 	}
@@ -126,34 +162,15 @@ func (c *cli) build(ctx context.Context, p *BuildParams) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.Outbox = outbox
+	p.Command, p.Flags, p.Outbox, p.Getenv = cmd.Name(), cmd.Flags(), outbox, c.env.Getenv
 	svc, err := c.app.Build(ctx, p)
 	if err != nil {
-		return nil, fmt.Errorf("error building the service: %w", err)
+		return nil, err
 	}
 	if svc == nil || svc.Client == nil {
 		return nil, errors.New("the application's Build returned no saga Client")
 	}
 	return svc, nil
-}
-
-// gateway is the gateway simulator over HTTP at url, or an in-process one when url is empty.
-func (c *cli) gateway(url string) (gateway.Gateway, error) {
-	if url == "" {
-		return sim.New(nil).Gateway(), nil
-	}
-	gw, err := sim.NewClient(url, nil)
-	if err != nil {
-		return nil, fmt.Errorf("error connecting to the gateway at %s: %w", url, err)
-	}
-	return gw, nil
-}
-
-func gatewayName(url string) string {
-	if url == "" {
-		return "in-process simulator"
-	}
-	return url
 }
 
 func checkLease(lease time.Duration) error {

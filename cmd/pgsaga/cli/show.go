@@ -39,7 +39,7 @@ failure (exit 1). --tenant and --actor are required. Read-only.`,
 				return err
 			}
 			if asJSON {
-				return writeJSON(c.env.Stdout, renderKey(k))
+				return writeJSON(c.env.Stdout, renderKeyDetail(k))
 			}
 			return c.printKey(k)
 		},
@@ -52,8 +52,11 @@ failure (exit 1). --tenant and --actor are required. Read-only.`,
 
 // readKey reads one key; a missing key is an error naming it.
 func readKey(ctx context.Context, pool *pgxpool.Pool, scope saga.Scope, key string) (*saga.Key, error) {
-	k, err := saga.ScanKey(pool.QueryRow(ctx, `SELECT `+saga.KeyColumns+` FROM pgsaga_key
-		WHERE tenant_id = $1 AND actor_id = $2 AND key = $3`, scope.Tenant, scope.Actor, key))
+	reader, err := newReader(pool)
+	if err != nil {
+		return nil, err
+	}
+	k, err := reader.KeyGet(ctx, scope, key)
 	if errors.Is(err, saga.ErrKeyNotFound) {
 		return nil, noKeyError(scope, key)
 	}
@@ -76,6 +79,9 @@ func (c *cli) printKey(k *saga.Key) error {
 	row("operation", k.Operation)
 	row("request", k.Method+" "+k.Path)
 	row("state", string(k.Status))
+	if k.ParkedReason != "" {
+		row("parked because", string(k.ParkedReason))
+	}
 	row("recovery point", k.RecoveryPoint)
 	row("attempts", fmt.Sprint(k.Attempts))
 	row("lease", lease(k.DBNow, k))
@@ -89,6 +95,13 @@ func (c *cli) printKey(k *saga.Key) error {
 	row("last error", oneLine(orDash(k.LastError)))
 	row("created", ago(k.DBNow, k.CreatedAt)+" ("+k.CreatedAt.UTC().Format("2006-01-02T15:04:05Z07:00")+")")
 	row("updated", ago(k.DBNow, k.UpdatedAt)+" ("+k.UpdatedAt.UTC().Format("2006-01-02T15:04:05Z07:00")+")")
+	for _, call := range k.Calls {
+		row("call", fmt.Sprintf("%s attempt %d, reference %s: %s%s", call.Step, call.Attempt, orDash(call.Reference),
+			orDash(string(call.Outcome)), providerSuffix(call.ProviderID)))
+	}
+	for _, a := range k.History {
+		row(string(a.Action), fmt.Sprintf("by %s %s%s", a.By, ago(k.DBNow, a.At), settleSuffix(a)))
+	}
 	if k.Response == nil {
 		row("response", "none")
 		return tw.Flush()
@@ -99,4 +112,22 @@ func (c *cli) printKey(k *saga.Key) error {
 	}
 	_, err := fmt.Fprintf(c.env.Stdout, "%s\n", k.Response.Body)
 	return err
+}
+
+func providerSuffix(id string) string {
+	if id == "" {
+		return ""
+	}
+	return " (provider " + id + ")"
+}
+
+func settleSuffix(a saga.KeyAction) string {
+	if a.Action != saga.KeyActionSettle {
+		return ""
+	}
+	out := ": " + string(a.Outcome) + ", " + oneLine(a.Note)
+	if a.Reference != "" {
+		out += ", reference " + a.Reference
+	}
+	return out
 }

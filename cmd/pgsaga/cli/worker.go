@@ -21,9 +21,8 @@ import (
 const workerStopTimeout = 30 * time.Second
 
 type workerFlags struct {
-	gatewayURL    string
+	daemonFlags
 	sweepInterval time.Duration
-	lease         time.Duration
 	metricsAddr   string
 	webhookURL    string
 }
@@ -40,32 +39,38 @@ it delivers outbox events and deletes completed keys past their retention. Any n
 workers may run against one database. On SIGINT or SIGTERM it stops claiming, lets the
 resumes under way finish their current steps (up to 30s), releases what it claimed and did
 not start, and exits 0. Killed outright, it leaves leases that expire on their own; any
-worker resumes those keys then. --metrics-addr serves /metrics and /healthz. Without
---gateway-url payments go to an in-process simulator.`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return c.runWorker(cmd.Context(), f) },
+worker resumes those keys then. --metrics-addr serves /metrics and /healthz. Deliveries to
+--webhook-url are signed (Pgsaga-Signature) with $PGSAGA_WEBHOOK_SECRET; while rotating it, set
+$PGSAGA_WEBHOOK_SECRET_NEXT too and both sign.
+
+At start it waits up to --db-wait for a database that cannot be reached (down, starting up or
+shutting down), retrying with backoff and logging each failed attempt; while it runs, it rides
+out a database restart: the jobs the restart interrupts fail and are retried, and the pool and
+River reconnect.`,
+		Args: NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.runWorker(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.gatewayURL, "gateway-url", "", "base URL of the gateway simulator (default: an in-process simulator)")
 	fl.DurationVar(&f.sweepInterval, "sweep-interval", time.Second, "how often to look for keys to resume")
-	fl.DurationVar(&f.lease, "lease", 30*time.Second, "the lease a resume takes on a key")
+	f.daemonFlags.add(fl, "the lease a resume takes on a key")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics and /healthz on this address (default: none)")
 	fl.StringVar(&f.webhookURL, "webhook-url", "", "POST every outbox event here (default: mark events delivered without sending)")
+	c.appFlags(cmd)
 	return cmd
 }
 
-func (c *cli) runWorker(ctx context.Context, f *workerFlags) error {
+func (c *cli) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	if f.sweepInterval < time.Millisecond {
 		return usageErrorf("--sweep-interval must be at least 1ms, got %s", f.sweepInterval)
 	}
-	d, err := c.startDaemon(ctx, f.lease, f.gatewayURL)
+	d, err := c.startDaemon(cmd, &f.daemonFlags)
 	if err != nil {
 		return err
 	}
 	defer d.close()
 	ctx, logger, pool, reg, svc := d.ctx, d.logger, d.pool, d.reg, d.svc
 	w, err := c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg,
-		sweepInterval: f.sweepInterval, webhookURL: f.webhookURL})
+		sweepInterval: f.sweepInterval, webhookURL: f.webhookURL, webhookSecrets: c.webhookSecrets()})
 	if err != nil {
 		return err
 	}
@@ -78,7 +83,7 @@ func (c *cli) runWorker(ctx context.Context, f *workerFlags) error {
 		if err != nil {
 			return fmt.Errorf("error listening on %s: %w", f.metricsAddr, err)
 		}
-		srv = &http.Server{Handler: d.opsMux(), ReadHeaderTimeout: 10 * time.Second}
+		srv = newHTTPServer(d.opsMux(), &serverOpts{Logger: logger})
 		go func() { srvErr <- srv.Serve(ln) }()
 		fmt.Fprintf(c.env.Stdout, "%s worker: metrics listening on http://%s\n", c.app.Name, ln.Addr())
 	}
@@ -105,6 +110,25 @@ type workerParams struct {
 	registerer    prometheus.Registerer
 	sweepInterval time.Duration
 	webhookURL    string
+	// webhookSecrets sign the deliveries ($PGSAGA_WEBHOOK_SECRET).
+	webhookSecrets [][]byte
+}
+
+// Environment variables holding the secrets that sign outbox deliveries.
+const (
+	envWebhookSecret     = "PGSAGA_WEBHOOK_SECRET"
+	envWebhookSecretNext = "PGSAGA_WEBHOOK_SECRET_NEXT"
+)
+
+// webhookSecrets are the secrets outbox deliveries are signed with, from the environment.
+func (c *cli) webhookSecrets() [][]byte {
+	var out [][]byte
+	for _, name := range []string{envWebhookSecret, envWebhookSecretNext} {
+		if v := c.env.Getenv(name); v != "" {
+			out = append(out, []byte(v))
+		}
+	}
+	return out
 }
 
 // runningWorker is a started worker; stop is idempotent.
@@ -117,12 +141,13 @@ type runningWorker struct {
 // cancelled, until stop: a signal must stop it cleanly, not cut it short.
 func (c *cli) startWorker(ctx context.Context, p *workerParams) (*runningWorker, error) {
 	w, err := worker.New(&worker.Config{
-		Pool:          p.pool,
-		Client:        p.client,
-		SweepInterval: p.sweepInterval,
-		WebhookURL:    p.webhookURL,
-		Registerer:    p.registerer,
-		Logger:        p.logger,
+		Pool:           p.pool,
+		Client:         p.client,
+		SweepInterval:  p.sweepInterval,
+		WebhookURL:     p.webhookURL,
+		WebhookSecrets: p.webhookSecrets,
+		Registerer:     p.registerer,
+		Logger:         p.logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error creating the worker: %w", err)

@@ -1,8 +1,0 @@
-//go:build !linux
-
-package cli
-
-import "syscall"
-
-// childProcAttr: without Linux's parent-death signal the demo kills its child itself.
-func childProcAttr() *syscall.SysProcAttr { return nil }

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	sagacli "github.com/pgsaga/pgsaga/cmd/pgsaga/cli"
+	"github.com/pgsaga/pgsaga/examples/payments"
+	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/gateway/sim"
+)
+
+// flagGatewayURL is the binary's own flag on the commands that build the payments service
+// (serve, worker, resume, settle): where payments are charged.
+const flagGatewayURL = "gateway-url"
+
+// addPaymentsFlags adds --gateway-url to the commands that build the payments service.
+func addPaymentsFlags(_ string, flags *pflag.FlagSet) {
+	flags.String(flagGatewayURL, "", "base URL of the gateway simulator (default: an in-process simulator)")
+}
+
+// buildPayments builds the example payments service (examples/payments) on the gateway chosen
+// by --gateway-url.
+func buildPayments(ctx context.Context, p *sagacli.BuildParams) (*sagacli.Service, error) {
+	url, err := p.Flags.GetString(flagGatewayURL)
+	if err != nil {
+		return nil, err
+	}
+	gw, err := paymentsGateway(url)
+	if err != nil {
+		return nil, err
+	}
+	p.Logger.Info("payments gateway", "gateway", gatewayName(url))
+	svc, err := payments.New(&payments.Config{
+		Pool:       p.Pool,
+		Gateway:    gw,
+		Lease:      p.Lease,
+		Logger:     p.Logger,
+		Registerer: p.Registerer,
+		// Every succeeded payment emits payment.succeeded in the transaction that records
+		// it; `worker --webhook-url` delivers it.
+		PaymentHooks: []payments.PaymentHook{payments.PaymentSucceededHook(p.Outbox)},
+		// POST /webhooks/{source} verifies each sender's signature with its secret.
+		WebhookSecrets: webhookSecrets(p.Getenv, os.Environ()),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error building the service: %w", err)
+	}
+	h, err := svc.Handler()
+	if err != nil {
+		return nil, fmt.Errorf("error building the service: %w", err)
+	}
+	return &sagacli.Service{Client: svc.Client(), Handler: h}, nil
+}
+
+// envWebhookSecretPrefix names the variables holding the receivers' secrets:
+// PGSAGA_WEBHOOK_SECRET_<SOURCE> is the secret of POST /webhooks/<source> (source in lower case).
+const envWebhookSecretPrefix = "PGSAGA_WEBHOOK_SECRET_"
+
+// webhookSecrets are the webhook receivers' secrets by source, from the variables named in
+// environ (read through getenv). An empty value counts as none; PGSAGA_WEBHOOK_SECRET_NEXT is the
+// worker's rotation secret, not a source.
+func webhookSecrets(getenv func(string) string, environ []string) map[string][]byte {
+	out := map[string][]byte{}
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		source, ok := strings.CutPrefix(name, envWebhookSecretPrefix)
+		if !ok || source == "" || source == "NEXT" {
+			continue
+		}
+		if v := getenv(name); v != "" {
+			out[strings.ToLower(source)] = []byte(v)
+		}
+	}
+	return out
+}
+
+// paymentsGateway is the gateway simulator over HTTP at url, or an in-process one when url is
+// empty.
+func paymentsGateway(url string) (gateway.Gateway, error) {
+	if url == "" {
+		return sim.New(nil).Gateway(), nil
+	}
+	gw, err := sim.NewClient(url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("error connecting to the gateway at %s: %w", url, err)
+	}
+	return gw, nil
+}
+
+func gatewayName(url string) string {
+	if url == "" {
+		return "in-process simulator"
+	}
+	return url
+}

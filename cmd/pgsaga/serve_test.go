@@ -1,0 +1,77 @@
+package main_test
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/gateway/sim"
+)
+
+// With --max-in-flight N, the N+1th concurrent request is answered 503 at once, stores nothing
+// and charges nothing; /healthz still answers; once the N finish, requests get in again.
+func TestServeAnswersOverloadWith503(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := start(t, nil, true, "serve", "--addr", "127.0.0.1:0", "--database-url", w.db.URL, "--gateway-url", w.simURL,
+		"--max-in-flight", "2", "--log-level", "off")
+	as := func(key string) map[string]string {
+		return map[string]string{"X-Tenant-ID": "t1", "X-Actor-ID": "alice", "Idempotency-Key": key}
+	}
+	invoice := w.invoice("t1", 5000)
+	payment := `{"invoice_id": "` + invoice + `", "amount": 1000}`
+
+	// Two payments held in the gateway's answer keep both slots.
+	_, err := w.sim.SetFaults(func(s *sim.Settings) { s.Latency = 3 * time.Second })
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			status, _, body := httpDo(t, "POST", p.url+"/payments", as(uuid.NewString()), payment)
+			require.Equal(t, http.StatusCreated, status, string(body))
+		})
+	}
+	waitUntil(t, 10*time.Second, "both payments to be at the gateway", func() bool { return w.sim.TotalCharges() == 2 })
+
+	key := uuid.NewString()
+	begin := time.Now()
+	status, header, body := httpDo(t, "POST", p.url+"/payments", as(key), payment)
+	require.Equal(t, http.StatusServiceUnavailable, status, string(body))
+	require.Less(t, time.Since(begin), time.Second, "answered at once, not queued behind the two")
+	require.Contains(t, string(body), `"error":"temporarily_unavailable"`)
+	require.Equal(t, "1", header.Get("Retry-After"))
+	require.Zero(t, w.count(`SELECT count(*) FROM pgsaga_key WHERE key = $1`, key), "nothing stored")
+	status, _, _ = httpDo(t, "GET", p.url+"/healthz", nil, "")
+	require.Equal(t, http.StatusOK, status, "health checks are not refused by the limit")
+
+	wg.Wait()
+	_, err = w.sim.SetFaults(func(s *sim.Settings) { s.Latency = 0 })
+	require.NoError(t, err)
+	status, _, body = httpDo(t, "POST", p.url+"/payments", as(key), payment)
+	require.Equal(t, http.StatusCreated, status, string(body))
+	require.Equal(t, 3, w.sim.TotalCharges())
+	require.Equal(t, 0, p.stop(syscall.SIGTERM), p.stderr.String())
+}
+
+// serve and the worker's metrics server refuse headers over 64 KiB with 431.
+func TestServersCapHeaders(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	s := start(t, nil, true, "serve", "--addr", "127.0.0.1:0", "--database-url", w.db.URL, "--log-level", "off")
+	m := start(t, nil, true, "worker", "--metrics-addr", "127.0.0.1:0", "--database-url", w.db.URL, "--log-level", "off")
+	for _, url := range []string{s.url + "/invoices", m.url + "/healthz"} {
+		status, _, _ := httpDo(t, "GET", url, map[string]string{"X-Padding": strings.Repeat("a", 128<<10)}, "")
+		require.Equal(t, http.StatusRequestHeaderFieldsTooLarge, status, url)
+	}
+}
+
+func TestServeBadMaxInFlight(t *testing.T) {
+	t.Parallel()
+	requireUsage(t, pgsaga(t, nil, "serve", "--database-url", "postgres://x@127.0.0.1:1/x", "--max-in-flight", "-1"), "--max-in-flight")
+}

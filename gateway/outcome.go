@@ -1,0 +1,124 @@
+package gateway
+
+import (
+	"errors"
+	"net"
+
+	"github.com/pgsaga/pgsaga/phases"
+)
+
+// NotDoneError wraps a failure after which the provider certainly did not act: no connection
+// could be opened, the request was never sent, or the provider answered explicitly that it did
+// not process it. Sending the request again is safe: Retryable reports true.
+type NotDoneError struct{ Err error }
+
+func (e *NotDoneError) Error() string   { return "gateway: certainly not done: " + e.Err.Error() }
+func (e *NotDoneError) Unwrap() error   { return e.Err }
+func (e *NotDoneError) Retryable() bool { return true }
+
+// UnknownError wraps a failure after which the provider may or may not have acted: a timeout,
+// a connection lost after sending, a 5xx that guarantees nothing, an answer that cannot be read.
+// Retryable reports true: the engine keeps the key and resolves the call later, by inquiry or
+// by re-sending the same key, never by guessing.
+type UnknownError struct{ Err error }
+
+func (e *UnknownError) Error() string   { return "gateway: outcome unknown: " + e.Err.Error() }
+func (e *UnknownError) Unwrap() error   { return e.Err }
+func (e *UnknownError) Retryable() bool { return true }
+
+// PermanentError wraps a request the provider refused as invalid without acting on it (a
+// validation 4xx). Sending it again cannot help: Retryable reports false, so the engine
+// compensates the earlier phases and parks the key.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string   { return "gateway: refused: " + e.Err.Error() }
+func (e *PermanentError) Unwrap() error   { return e.Err }
+func (e *PermanentError) Retryable() bool { return false }
+
+// ErrKeyExpired means an earlier attempt may have charged, the provider cannot be asked (no
+// inquiry), and the idempotency key is older than the provider's key window: re-sending it
+// could charge twice. It satisfies phases.IsOutcomeUnknown: the engine parks the key for an
+// operator and compensates nothing (money may have moved).
+var ErrKeyExpired error = phases.OutcomeUnknown(errors.New("gateway: idempotency key is older than the provider's key retention window"))
+
+// ErrCannotResolve means an earlier attempt may have charged and nothing can tell whether it
+// did: the provider supports neither inquiry nor idempotency keys, or a pending charge can be
+// read back neither by id nor by reference. It satisfies phases.IsOutcomeUnknown.
+var ErrCannotResolve error = phases.OutcomeUnknown(errors.New("gateway: an earlier attempt may have charged and the provider has neither inquiry nor idempotency keys"))
+
+// ErrMismatch means the provider holds a charge for the reference whose amount, currency or
+// reference differs from the intent. It is never taken as the intent's charge; it satisfies
+// phases.IsOutcomeUnknown.
+var ErrMismatch error = phases.OutcomeUnknown(errors.New("gateway: the provider's charge does not match the intent (amount, currency or reference)"))
+
+// ErrPendingTooLong means a charge stayed pending past ExecuteOpts.PendingWindow. It satisfies
+// phases.IsOutcomeUnknown.
+var ErrPendingTooLong error = phases.OutcomeUnknown(errors.New("gateway: the charge is still pending past its settle window"))
+
+// ErrPending means the charge was made and the provider has not decided it yet. Execute
+// returns it wrapped in phases.RetryAfter (transient): the charge is never sent again, only
+// read back until it is final.
+var ErrPending = errors.New("gateway: the charge is pending at the provider")
+
+// ErrInFlight means an earlier attempt may have reached the provider and may still land: an
+// empty inquiry proves nothing until Capabilities.MaxInFlight has passed since every earlier
+// attempt went quiet. Execute returns it wrapped in phases.RetryAfter with the time left.
+var ErrInFlight = errors.New("gateway: an earlier attempt may still land; an empty inquiry proves nothing yet")
+
+// Classify tells what one charge attempt (a Charge call's result, or Execute's) came to:
+//
+//   - a charge with status succeeded, declined or pending: that class; any other status, or
+//     neither a charge nor an error: unknown (never a decline);
+//   - an error that says its outcome is unknown (UnknownError, phases.IsOutcomeUnknown):
+//     unknown; an error wrapping ErrPending: pending;
+//   - a NotDoneError, or any error whose Retryable method reports false (PermanentError): the
+//     provider certainly did not act, failed_before;
+//   - any other error: unknown. When in doubt, the provider may have acted.
+func Classify(charge *Charge, err error) phases.CallOutcome {
+	if err == nil {
+		if charge == nil {
+			return phases.CallOutcomeUnknown
+		}
+		switch charge.Status {
+		case ChargeStatusSucceeded:
+			return phases.CallOutcomeSucceeded
+		case ChargeStatusDeclined:
+			return phases.CallOutcomeDeclined
+		case ChargeStatusPending:
+			return phases.CallOutcomePending
+		}
+		return phases.CallOutcomeUnknown
+	}
+	var unknown *UnknownError
+	if errors.As(err, &unknown) || phases.IsOutcomeUnknown(err) {
+		return phases.CallOutcomeUnknown
+	}
+	if errors.Is(err, ErrPending) {
+		return phases.CallOutcomePending
+	}
+	var notDone *NotDoneError
+	if errors.As(err, &notDone) {
+		return phases.CallOutcomeFailedBefore
+	}
+	var behaviour interface{ Retryable() bool }
+	if errors.As(err, &behaviour) && !behaviour.Retryable() {
+		return phases.CallOutcomeFailedBefore
+	}
+	return phases.CallOutcomeUnknown
+}
+
+// TransportError classifies a failure to get any answer from a provider, for adapters: when no
+// connection could be opened (refused, unreachable, unresolvable host) the request was
+// certainly not sent, a NotDoneError; any other failure (timeout, reset or closed connection,
+// cancellation after dialling) may have followed the provider acting on it, an UnknownError.
+func TransportError(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return &NotDoneError{Err: err}
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return &NotDoneError{Err: err}
+	}
+	return &UnknownError{Err: err}
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pgsaga/pgsaga/gateway"
+)
+
+// summary is a run's figures and verdict.
+type summary struct {
+	cfg      *Config
+	dir      string
+	ran      time.Duration
+	drain    *drainResult
+	payments int
+	invoices int
+	doubles  int // payments double-clicked
+	requests int
+	byStatus map[string]int
+	faults   *faultCounts
+	starts   map[string]int // process starts, by process
+
+	charges        int
+	chargesBy      map[gateway.ChargeStatus]int
+	pendingSeen    int
+	doubleCharges  int
+	lost           int
+	completion     []time.Duration // payments answered during the run, first send to answer
+	drainAnswered  int             // payments first answered during the drain
+	violations     []violation
+	violationKinds map[string]int
+}
+
+func (s *summary) pass() bool { return len(s.violations) == 0 }
+
+func (r *runner) summarize(st *state, dr *drainResult, vs []violation, lost int, ran time.Duration) *summary {
+	s := &summary{cfg: r.cfg, dir: r.dir, ran: ran, drain: dr, faults: r.faults, starts: map[string]int{},
+		chargesBy: map[gateway.ChargeStatus]int{}, pendingSeen: r.ledger.pendingSeen(), lost: lost, violations: vs,
+		violationKinds: map[string]int{}}
+	s.requests, s.byStatus = r.traffic.tr.figures()
+	for _, d := range append(r.env.daemons(), r.env.sim) {
+		d.mu.Lock()
+		s.starts[d.name] = d.starts
+		d.mu.Unlock()
+	}
+	for _, it := range r.traffic.intents.all() {
+		sent, answers, _ := it.snapshot()
+		if sent.IsZero() {
+			continue
+		}
+		if it.kind == "invoice" {
+			s.invoices++
+			continue
+		}
+		s.payments++
+		if it.double {
+			s.doubles++
+		}
+		switch {
+		case len(answers) == 0:
+		case answers[0].drain:
+			s.drainAnswered++
+		default:
+			s.completion = append(s.completion, answers[0].at.Sub(sent))
+		}
+	}
+	slices.Sort(s.completion)
+	s.charges = len(st.ledger.Charges)
+	for _, c := range st.ledger.Charges {
+		s.chargesBy[c.Status]++
+	}
+	for _, v := range vs {
+		s.violationKinds[v.kind]++
+		if v.kind == "double charge" {
+			s.doubleCharges++
+		}
+	}
+	return s
+}
+
+// percentile returns the p-th percentile (0..100) of sorted ds.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	i := int(float64(len(ds)-1) * p / 100)
+	return ds[i]
+}
+
+// String is the summary as printed at the end of a run.
+func (s *summary) String() string {
+	var b strings.Builder
+	row := func(name, format string, args ...any) {
+		fmt.Fprintf(&b, "  %-22s %s\n", name, fmt.Sprintf(format, args...))
+	}
+	verdict := "PASS"
+	if !s.pass() {
+		verdict = fmt.Sprintf("FAIL (%d violations)", len(s.violations))
+	}
+	c, sf := s.cfg, s.cfg.Sim
+	fmt.Fprintf(&b, "pgsaga chaos run: %s\n", verdict)
+	row("seed", "%d", c.Seed)
+	row("duration", "%s of traffic and faults, then %s of drain (workers alone %s)", s.ran.Round(time.Second), s.drain.took.Round(time.Second), s.drain.workersTook.Round(time.Second))
+	row("setup", "2 serve + 2 worker (lease %s, sweep %s), %d clients, double-click %.2f", c.Lease, c.SweepInterval, c.Clients, max(c.DoubleClick, 0))
+	row("gateway-sim", "idempotency off, inquiry on; pending %.2f for %s, latency %s +0..%s, latency-before %s, lose-response %.2f, fail-before %.2f",
+		max(sf.Pending, 0), sf.PendingFor, orNone(sf.Latency), orNone(sf.LatencyJitter), orNone(sf.LatencyBefore), max(sf.LoseResponse, 0), max(sf.FailBefore, 0))
+	row("intents", "%d payments (%d double-clicked), %d invoices", s.payments, s.doubles, s.invoices)
+	row("requests", "%d (%d retries)", s.requests, s.requests-s.payments-s.doubles-s.invoices)
+	labels := make([]string, 0, len(s.byStatus))
+	for l := range s.byStatus {
+		labels = append(labels, l)
+	}
+	sort.Strings(labels)
+	for i, l := range labels {
+		name := ""
+		if i == 0 {
+			name = "answers by status"
+		}
+		row(name, "%-40s %d", l, s.byStatus[l])
+	}
+	row("409s / 503s seen", "%d / %d", sumPrefix(s.byStatus, "409"), sumPrefix(s.byStatus, "503"))
+	f := s.faults
+	row("kill -9", "%d serve, %d worker", f.KillServe.Load(), f.KillWorker.Load())
+	row("zombies (SIGSTOP)", "%d serve, %d worker, %s each", f.FreezeServe.Load(), f.FreezeWorker.Load(), c.PauseFor)
+	row("database pauses", "%d of %s (lease %s)", f.PausePG.Load(), c.PauseFor, c.Lease)
+	row("database restarts", "%d (down %s each)", f.RestartPG.Load(), c.DBDown)
+	row("gateway inquiry off", "%d times, %s each", f.InquiryOff.Load(), orNone(c.InquiryOff))
+	row("faults skipped", "%d (target busy with an earlier fault)", f.Skipped.Load())
+	names := make([]string, 0, len(s.starts))
+	for n := range s.starts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	starts := make([]string, len(names))
+	for i, n := range names {
+		starts[i] = fmt.Sprintf("%s %d", n, s.starts[n])
+	}
+	row("process starts", "%s", strings.Join(starts, ", "))
+	row("charges", "%d (%d succeeded, %d declined, %d still pending); %d were pending for a while",
+		s.charges, s.chargesBy[gateway.ChargeStatusSucceeded], s.chargesBy[gateway.ChargeStatusDeclined], s.chargesBy[gateway.ChargeStatusPending], s.pendingSeen)
+	d := s.drain
+	row("drain", "%d keys started at the end; %d left after the workers alone; %d intents retried by their clients", d.startedAtEnd, d.leftByWorkers, d.retried)
+	row("parked keys", "%s", formatCounts(d.parked))
+	row("operator", "%d settled succeeded, %d settled failed, %d resumed", d.settledSucceeded, d.settledFailed, d.resumed)
+	row("double charges", "%d", s.doubleCharges)
+	row("lost intents", "%d", s.lost)
+	row("payment completion", "p50 %s, p99 %s, max %s (%d answered during the run, %d in the drain)",
+		percentile(s.completion, 50).Round(time.Millisecond), percentile(s.completion, 99).Round(time.Millisecond),
+		percentile(s.completion, 100).Round(time.Millisecond), len(s.completion), s.drainAnswered)
+	for i, line := range d.decisions {
+		if i == 10 {
+			row("", "… %d more operator actions in the timeline", len(d.decisions)-10)
+			break
+		}
+		row("operator action", "%s", line)
+	}
+	if len(s.violations) > 0 {
+		row("violations", "%s", formatCounts(s.violationKinds))
+		for i, v := range s.violations {
+			if i == 20 {
+				fmt.Fprintf(&b, "    … %d more in evidence.txt\n", len(s.violations)-20)
+				break
+			}
+			fmt.Fprintf(&b, "    %s: %s\n", v.kind, firstLine(v.text))
+		}
+	}
+	if s.dir != "" {
+		row("logs", "%s", s.dir)
+	}
+	return b.String()
+}
+
+func sumPrefix(m map[string]int, prefix string) int {
+	n := 0
+	for k, v := range m {
+		if strings.HasPrefix(k, prefix) {
+			n += v
+		}
+	}
+	return n
+}
+
+func formatCounts(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// request is one HTTP request the clients sent, as the transport saw it.
+type request struct {
+	at       time.Time
+	took     time.Duration
+	serve    int // index of the serve it went to
+	status   int // 0: no answer
+	code     string
+	replayed bool
+	err      string
+}
+
+func (r request) String() string {
+	out := fmt.Sprintf("serve-%d ", r.serve+1)
+	switch {
+	case r.status == 0:
+		out += "no answer: " + r.err
+	case r.code != "":
+		out += fmt.Sprintf("%d %s", r.status, r.code)
+	default:
+		out += fmt.Sprint(r.status)
+	}
+	if r.replayed {
+		out += " (replayed)"
+	}
+	return out + fmt.Sprintf(" after %s", r.took.Round(time.Millisecond))
+}
+
+// transport sends each of the clients' requests to one of the two serves, alternating between
+// them for the attempts of one key, and records every request and answer: the figures by status,
+// each key's requests for the evidence, and a first request answered as a replay.
+type transport struct {
+	serves  []*url.URL
+	next    http.RoundTripper
+	intents *intents
+
+	mu       sync.Mutex
+	byKey    map[string][]request
+	byStatus map[string]int
+	requests int
+	// firstReplays are keys whose very first request (the one that started the key; no other
+	// was sent before its answer) was answered as a replay.
+	firstReplays []string
+}
+
+func newTransport(serveURLs []string, reg *intents) (*transport, error) {
+	t := &transport{intents: reg, byKey: map[string][]request{}, byStatus: map[string]int{},
+		next: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}}
+	for _, s := range serveURLs {
+		u, err := url.Parse(s)
+		if err != nil {
+			return nil, err
+		}
+		t.serves = append(t.serves, u)
+	}
+	return t, nil
+}
+
+// placeholderBase is the clients' BaseURL; the transport sends each request to a real serve.
+const placeholderBase = "http://serve.invalid"
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	key := strings.Trim(req.Header.Get("Idempotency-Key"), `"`)
+	t.mu.Lock()
+	attempt := len(t.byKey[key])
+	t.byKey[key] = append(t.byKey[key], request{}) // reserves this attempt's slot
+	t.mu.Unlock()
+	serve := (attempt + int(keyHash(key))) % len(t.serves)
+	out := req.Clone(req.Context())
+	out.URL.Scheme, out.URL.Host, out.Host = t.serves[serve].Scheme, t.serves[serve].Host, ""
+	if it := t.intents.get(key); it != nil {
+		it.markSent(time.Now())
+	}
+
+	rec := request{at: time.Now(), serve: serve}
+	resp, err := t.next.RoundTrip(out)
+	var body []byte
+	if err == nil {
+		body, err = io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+	}
+	rec.took = time.Since(rec.at)
+	if err != nil {
+		rec.err = err.Error()
+		t.record(key, attempt, rec, noAnswerLabel(req.Context(), err))
+		return nil, err
+	}
+	rec.status, rec.code = resp.StatusCode, field(body, "error")
+	rec.replayed = strings.EqualFold(resp.Header.Get("Idempotent-Replayed"), "true")
+	label := fmt.Sprint(rec.status)
+	if rec.code != "" {
+		label += " " + rec.code
+	}
+	if rec.replayed {
+		label += " replayed"
+	}
+	t.record(key, attempt, rec, label)
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
+}
+
+// record files one request; an answer that finds the key parked stops its intent's
+// submissions.
+func (t *transport) record(key string, attempt int, rec request, label string) {
+	it := t.intents.get(key)
+	if it != nil && rec.code == "operation_parked" {
+		it.markParked()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.byKey[key][attempt] = rec
+	t.byStatus[label]++
+	t.requests++
+	if attempt == 0 && rec.replayed && it != nil && !it.double {
+		t.firstReplays = append(t.firstReplays, key)
+	}
+}
+
+// requestsOf returns key's requests, oldest first.
+func (t *transport) requestsOf(key string) []request {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]request(nil), t.byKey[key]...)
+}
+
+// noAnswerLabel names a request that got no answer: cancelled by the end of the run, timed out,
+// or cut (a killed serve, a refused connection).
+func noAnswerLabel(ctx context.Context, err error) string {
+	switch {
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), errRunOver):
+		return "no answer: run over"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "no answer: timed out"
+	default:
+		return "no answer: connection"
+	}
+}
+
+// keyHash spreads the first attempts of the keys over the serves.
+func keyHash(key string) uint32 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return h.Sum32()
+}
+
+// firstReplaysList returns the keys whose first request was answered as a replay.
+func (t *transport) firstReplaysList() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.firstReplays...)
+}
+
+// figures returns the request count and the answers by label.
+func (t *transport) figures() (int, map[string]int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]int, len(t.byStatus))
+	for k, v := range t.byStatus {
+		out[k] = v
+	}
+	return t.requests, out
+}

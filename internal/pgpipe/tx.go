@@ -1,0 +1,407 @@
+package pgpipe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Acquirer is what Begin needs: *pgxpool.Pool.
+type Acquirer interface {
+	Acquire(ctx context.Context) (*pgxpool.Conn, error)
+}
+
+// BeginOpts are optional settings for Begin.
+type BeginOpts struct {
+	// TxOptions are the transaction's modes, sent with its BEGIN. Defaults to a plain BEGIN
+	// (the server's default isolation level).
+	TxOptions pgx.TxOptions
+}
+
+// Tx is a transaction whose BEGIN, savepoints and COMMIT are sent with the statements around
+// them (see the package documentation). It implements pgx.Tx. Like pgx's, it is not safe for
+// concurrent use, and its methods return an error matching pgx.ErrTxClosed once it has ended.
+type Tx struct {
+	pooled *pgxpool.Conn
+	conn   *pgx.Conn
+	opts   pgx.TxOptions
+
+	// begun is true once BEGIN ran on the server; inner is pgx's transaction it opened.
+	begun bool
+	inner pgx.Tx
+	// pending are statements waiting for the next round trip: prepended ones and savepoint
+	// control, in order. BEGIN is not among them: it goes first while begun is false.
+	pending []pending
+	// open are the rows or batch results of the last call, until they are closed.
+	open       closer
+	savepoints int64
+	closed     bool
+}
+
+// closer is what a Tx closes before its next call: rows or batch results left open.
+type closer interface{ closeForTx() }
+
+// pending is a statement waiting for the next round trip.
+type pending struct {
+	qq *pgx.QueuedQuery
+	// control marks savepoint statements: they mean nothing without a transaction and are
+	// dropped when the Tx ends without having begun one.
+	control bool
+}
+
+var _ pgx.Tx = (*Tx)(nil)
+
+// Begin acquires a connection from db for a new transaction and sends nothing: BEGIN goes with
+// the transaction's first statement. The connection returns to db when the Tx ends.
+func Begin(ctx context.Context, db Acquirer, opts *BeginOpts) (*Tx, error) {
+	if opts == nil {
+		opts = &BeginOpts{}
+	}
+	pooled, err := db.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("error acquiring a connection: %w", err)
+	}
+	return &Tx{pooled: pooled, conn: pooled.Conn(), opts: opts.TxOptions}, nil
+}
+
+// Prepend queues a statement to send in the transaction's first round trip, after BEGIN and
+// before the first statement of the transaction's own (or, when there is none, before
+// CommitWith's statements, in the same implicit transaction). Set a callback on the returned
+// QueuedQuery (QueryRow, Query, Exec) to read its result; it runs when that round trip is read.
+// After the first round trip, a prepended statement rides with the next one.
+func (tx *Tx) Prepend(sql string, args ...any) *pgx.QueuedQuery {
+	qq := &pgx.QueuedQuery{SQL: sql, Arguments: args}
+	tx.pending = append(tx.pending, pending{qq: qq})
+	return qq
+}
+
+// Begun reports whether BEGIN has run on the server: false while the transaction has sent
+// nothing (and, after CommitWith, when it committed as one implicit transaction).
+func (tx *Tx) Begun() bool { return tx.begun }
+
+// ready checks that tx is still open and closes what the last call left open.
+func (tx *Tx) ready() error {
+	if tx.closed {
+		return pgx.ErrTxClosed
+	}
+	if tx.open != nil {
+		open := tx.open
+		tx.open = nil
+		open.closeForTx()
+	}
+	return nil
+}
+
+// direct reports whether a statement can be sent on its own: nothing is waiting to go with it.
+func (tx *Tx) direct() bool { return tx.begun && len(tx.pending) == 0 }
+
+// head starts a batch with what must go before the next statement: BEGIN if it has not run,
+// then the pending statements, which it consumes.
+func (tx *Tx) head() (*pgx.Batch, head) {
+	b := &pgx.Batch{}
+	h := head{begin: !tx.begun, items: tx.pending}
+	if h.begin {
+		b.BeginTx(tx.opts)
+	}
+	for _, p := range tx.pending {
+		b.QueuedQueries = append(b.QueuedQueries, p.qq)
+	}
+	tx.pending = nil
+	return b, h
+}
+
+// head is what a batch carries before the caller's statements.
+type head struct {
+	begin bool
+	items []pending
+}
+
+// readHead reads the results of a batch's head, running the callbacks of prepended statements,
+// and records that BEGIN ran. It returns the first error.
+func (tx *Tx) readHead(br pgx.BatchResults, h head) error {
+	var first error
+	if h.begin {
+		if _, err := br.Exec(); err != nil {
+			first = fmt.Errorf("error beginning transaction: %w", err)
+		} else {
+			tx.begun, tx.inner = true, br.Tx()
+		}
+	}
+	for _, p := range h.items {
+		if err := readOne(br, p.qq); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// readOne reads the next result of br as qq's: through qq's callback when it has one.
+func readOne(br pgx.BatchResults, qq *pgx.QueuedQuery) error {
+	if qq.Fn != nil {
+		return qq.Fn(br)
+	}
+	_, err := br.Exec()
+	return err
+}
+
+// Exec runs sql; the first statement of the transaction carries BEGIN and the pending
+// statements in the same round trip.
+func (tx *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := tx.ready(); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	if tx.direct() {
+		return tx.conn.Exec(ctx, sql, args...)
+	}
+	b, h := tx.head()
+	b.Queue(sql, args...)
+	br := tx.conn.SendBatch(ctx, b)
+	err := tx.readHead(br, h)
+	tag, execErr := br.Exec()
+	if err == nil {
+		err = execErr
+	}
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
+	return tag, err
+}
+
+// Query runs sql; the first statement of the transaction carries BEGIN and the pending
+// statements in the same round trip. Rows left open are closed by the next call on tx.
+func (tx *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := tx.ready(); err != nil {
+		return errRows(err), err
+	}
+	if tx.direct() {
+		rows, err := tx.conn.Query(ctx, sql, args...)
+		r := &txRows{Rows: rows, tx: tx}
+		tx.open = r
+		return r, err
+	}
+	b, h := tx.head()
+	b.Queue(sql, args...)
+	br := tx.conn.SendBatch(ctx, b)
+	if err := tx.readHead(br, h); err != nil {
+		_ = br.Close()
+		return errRows(err), err
+	}
+	rows, err := br.Query()
+	r := &txRows{Rows: rows, tx: tx, br: br}
+	tx.open = r
+	return r, err
+}
+
+// QueryRow is Query for one row: Scan reads it and closes the rows.
+func (tx *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, _ := tx.Query(ctx, sql, args...)
+	return txRow{rows: rows}
+}
+
+// SendBatch sends b; the transaction's first round trip carries BEGIN and the pending
+// statements in front of b's. The results, like pgx's, must be closed (the next call on tx
+// closes them if they are not).
+func (tx *Tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if err := tx.ready(); err != nil {
+		return pgx.FailedBatchResults(b, err)
+	}
+	if tx.direct() {
+		r := &txBatch{BatchResults: tx.conn.SendBatch(ctx, b), tx: tx}
+		tx.open = r
+		return r
+	}
+	full, h := tx.head()
+	full.QueuedQueries = append(full.QueuedQueries, b.QueuedQueries...)
+	br := tx.conn.SendBatch(ctx, full)
+	if err := tx.readHead(br, h); err != nil {
+		_ = br.Close()
+		return pgx.FailedBatchResults(b, err)
+	}
+	r := &txBatch{BatchResults: br, tx: tx}
+	tx.open = r
+	return r
+}
+
+// flush sends BEGIN and the pending statements in a round trip of their own, for the calls
+// that cannot carry them.
+func (tx *Tx) flush(ctx context.Context) error {
+	if err := tx.ready(); err != nil {
+		return err
+	}
+	if tx.direct() {
+		return nil
+	}
+	b, h := tx.head()
+	br := tx.conn.SendBatch(ctx, b)
+	err := tx.readHead(br, h)
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
+	return err
+}
+
+// CopyFrom sends BEGIN and the pending statements first, in a round trip of their own.
+func (tx *Tx) CopyFrom(ctx context.Context, tableName pgx.Identifier, columnNames []string, rowSrc pgx.CopyFromSource) (int64, error) {
+	if err := tx.flush(ctx); err != nil {
+		return 0, err
+	}
+	return tx.conn.CopyFrom(ctx, tableName, columnNames, rowSrc)
+}
+
+// Prepare sends BEGIN and the pending statements first, in a round trip of their own.
+func (tx *Tx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	if err := tx.flush(ctx); err != nil {
+		return nil, err
+	}
+	return tx.conn.Prepare(ctx, name, sql)
+}
+
+// LargeObjects sends BEGIN and the pending statements first, in a round trip of their own (it
+// has no context: they are sent without one). The large objects' calls bypass tx: close them
+// before using tx again.
+func (tx *Tx) LargeObjects() pgx.LargeObjects {
+	if err := tx.flush(context.Background()); err != nil || tx.inner == nil {
+		// A transaction pgx considers closed: every call answers ErrTxClosed.
+		b := &pgx.Batch{}
+		b.BeginTx(pgx.TxOptions{})
+		return pgx.FailedBatchResults(b, pgx.ErrTxClosed).Tx().LargeObjects()
+	}
+	return tx.inner.LargeObjects()
+}
+
+// Conn returns the transaction's connection. Statements sent on it directly bypass tx's
+// pipelining: close tx's open rows first.
+func (tx *Tx) Conn() *pgx.Conn { return tx.conn }
+
+// Begin starts a savepoint. Its SAVEPOINT statement, and its RELEASE or ROLLBACK TO, are sent
+// with the next statement (or with COMMIT); their errors, if any, are that statement's.
+func (tx *Tx) Begin(ctx context.Context) (pgx.Tx, error) {
+	if err := tx.ready(); err != nil {
+		return nil, err
+	}
+	tx.savepoints++
+	sp := &savepoint{tx: tx, name: fmt.Sprintf("sp_%d", tx.savepoints)}
+	tx.control("savepoint " + sp.name)
+	return sp, nil
+}
+
+// control queues a savepoint statement.
+func (tx *Tx) control(sql string) {
+	tx.pending = append(tx.pending, pending{qq: &pgx.QueuedQuery{SQL: sql}, control: true})
+}
+
+// Commit commits: COMMIT (with any pending statements) in one round trip, or nothing at all
+// when the transaction never sent a statement. It is CommitWith(ctx, nil).
+func (tx *Tx) Commit(ctx context.Context) error { return tx.CommitWith(ctx, nil) }
+
+// CommitWith sends b's statements and COMMIT in one round trip and ends the transaction. When
+// the transaction never sent a statement, b's statements (after any prepended ones) are sent
+// without BEGIN and COMMIT, as one implicit transaction: the same all-or-nothing, no more round
+// trips than one. b may be nil.
+//
+// Callbacks set on b's queued queries read their results. A statement that raises keeps COMMIT
+// from running: nothing commits, and the server's *pgconn.PgError is returned. An error from a
+// callback itself (decoding a result) does not stop a COMMIT the server already ran: it is
+// returned in a *CommittedError. When the connection breaks after the COMMIT was sent, whether
+// it ran is unknown; the error is returned as is. The connection goes back to the pool in every
+// case.
+func (tx *Tx) CommitWith(ctx context.Context, b *pgx.Batch) error {
+	if err := tx.ready(); err != nil {
+		return err
+	}
+	defer tx.end(ctx)
+	full := &pgx.Batch{}
+	for _, p := range tx.pending {
+		if tx.begun || !p.control {
+			full.QueuedQueries = append(full.QueuedQueries, p.qq)
+		}
+	}
+	tx.pending = nil
+	if b != nil {
+		full.QueuedQueries = append(full.QueuedQueries, b.QueuedQueries...)
+	}
+	statements := full.Len()
+	if tx.begun {
+		full.Queue("commit")
+	}
+	if full.Len() == 0 {
+		return nil
+	}
+	br := tx.conn.SendBatch(ctx, full)
+	var first error // the first error any result or callback reported
+	for _, qq := range full.QueuedQueries[:statements] {
+		if err := readOne(br, qq); err != nil && first == nil {
+			first = err
+		}
+	}
+	var tag pgconn.CommandTag
+	var commitErr error
+	if tx.begun {
+		tag, commitErr = br.Exec()
+	}
+	// Close returns the batch's own error, as pgx recorded it: a server's error unwrapped even
+	// when a callback reworded it. It tells a statement that failed (nothing committed) from a
+	// callback that failed to read a result (the server went on to COMMIT).
+	closeErr := br.Close()
+	var pgErr *pgconn.PgError
+	serverFailed := errors.As(closeErr, &pgErr) || errors.As(commitErr, &pgErr) || errors.As(first, &pgErr)
+	switch {
+	case tx.conn.IsClosed():
+		// Whether a COMMIT that was sent ran is unknown: the lease and the fence decide later.
+		return errors.Join(first, commitErr, closeErr)
+	case serverFailed:
+		return pgErr
+	case tx.begun && tx.conn.PgConn().TxStatus() != 'I':
+		return errors.Join(first, commitErr, closeErr, errors.New("transaction was not committed"))
+	case first == nil && commitErr == nil && tx.begun && tag.String() != "COMMIT":
+		return pgx.ErrTxCommitRollback
+	case first != nil || commitErr != nil:
+		return &CommittedError{Err: errors.Join(first, commitErr)}
+	}
+	return nil
+}
+
+// CommittedError is returned by CommitWith when the transaction committed but a callback failed
+// to read a result.
+type CommittedError struct{ Err error }
+
+func (e *CommittedError) Error() string {
+	return "transaction committed, but reading a result failed: " + e.Err.Error()
+}
+
+func (e *CommittedError) Unwrap() error { return e.Err }
+
+// Rollback ends the transaction: ROLLBACK when BEGIN ran, nothing at all otherwise (pending
+// statements are dropped). It returns an error matching pgx.ErrTxClosed when the transaction
+// has already ended, so it can be deferred.
+func (tx *Tx) Rollback(ctx context.Context) error {
+	if err := tx.ready(); err != nil {
+		return err
+	}
+	tx.pending = nil
+	var err error
+	if tx.begun && !tx.conn.IsClosed() && tx.conn.PgConn().TxStatus() != 'I' {
+		_, err = tx.conn.Exec(ctx, "rollback")
+	}
+	tx.end(ctx)
+	return err
+}
+
+// end releases the connection, idle: a transaction still open on it (a failed CommitWith) is
+// rolled back first, and a connection that cannot be cleaned is closed.
+func (tx *Tx) end(ctx context.Context) {
+	if tx.closed {
+		return
+	}
+	tx.closed = true
+	if !tx.conn.IsClosed() && tx.conn.PgConn().TxStatus() != 'I' {
+		if _, err := tx.conn.Exec(context.WithoutCancel(ctx), "rollback"); err != nil {
+			_ = tx.conn.Close(context.WithoutCancel(ctx))
+		}
+	}
+	tx.pooled.Release()
+}

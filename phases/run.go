@@ -1,0 +1,115 @@
+package phases
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/pgsaga/pgsaga/internal/runstate"
+)
+
+// Run is one execution of an operation, given to every step: the request that claimed the key,
+// the values earlier steps saved (see Value), the response once a step decides it and, during an
+// external call, what the call journal knows of the call's earlier attempts.
+//
+// A Run belongs to one execution and one goroutine at a time. The engine creates it; a test may
+// create one with sagatest.
+type Run runstate.State
+
+func (r *Run) state() *runstate.State { return (*runstate.State)(r) }
+
+// Tenant is the tenant that owns the key (from authentication, never from the body).
+func (r *Run) Tenant() string { return r.state().Tenant() }
+
+// Actor is the actor within the tenant that sent the key.
+func (r *Run) Actor() string { return r.state().Actor() }
+
+// Key is the client's idempotency key.
+func (r *Run) Key() string { return r.state().Key() }
+
+// Operation is the name of the operation being run.
+func (r *Run) Operation() string { return r.state().Operation() }
+
+// Method is the HTTP method of the request that claimed the key.
+func (r *Run) Method() string { return r.state().Method() }
+
+// Path is the request path that claimed the key (path parameters can be read from it).
+func (r *Run) Path() string { return r.state().Path() }
+
+// Body is the raw JSON body of the request that claimed the key, exactly as it arrived.
+func (r *Run) Body() []byte { return r.state().Body() }
+
+// Decode unmarshals the request body into v.
+func (r *Run) Decode(v any) error {
+	if err := json.Unmarshal(r.Body(), v); err != nil {
+		return fmt.Errorf("error decoding request body: %w", err)
+	}
+	return nil
+}
+
+// Resumed is true when this execution continues an earlier one (a retry after a crash, the
+// worker, an operator). Calls need not look at it: the engine tells a call what its earlier
+// attempts did (PriorCalls), which is what deciding to inquire needs.
+func (r *Run) Resumed() bool { return r.state().Resumed() }
+
+// Attempt counts executions of this key, starting at 1.
+func (r *Run) Attempt() int { return r.state().Attempt() }
+
+// CreatedAt is when the key was first claimed (zero until the first phase commits).
+func (r *Run) CreatedAt() time.Time { return r.state().CreatedAt() }
+
+// Respond sets the operation's response: v is encoded as JSON once, and those bytes are what the
+// client receives now and on every replay. The phase that calls it is the last one to run; its
+// writes commit together with the stored response.
+func (r *Run) Respond(status int, v any) error { return r.state().Respond(status, v) }
+
+// RespondRaw is Respond for a body that is already encoded, with its content type.
+func (r *Run) RespondRaw(status int, contentType string, body []byte) {
+	r.state().RespondRaw(status, contentType, body)
+}
+
+// Reference is the downstream reference the call step under way declared (Step.WithReference),
+// as journaled before the call was sent; empty outside a call step or when none was declared.
+func (r *Run) Reference() string {
+	if c := r.state().Call(); c != nil {
+		return c.Reference
+	}
+	return ""
+}
+
+// PriorCalls are the earlier attempts of the call step under way, oldest first, from the call
+// journal: empty on a call's first attempt, and outside a call step. An attempt whose record
+// MayHaveReached must be resolved (same downstream key, or inquiry) before the call is sent
+// again; gateway.Execute does so.
+func (r *Run) PriorCalls() []CallRecord {
+	c := r.state().Call()
+	if c == nil || len(c.Prior) == 0 {
+		return nil
+	}
+	out := make([]CallRecord, len(c.Prior))
+	for i, p := range c.Prior {
+		out[i] = CallRecord{Step: p.Step, Attempt: p.Attempt, Reference: p.Reference, StartedAt: p.StartedAt,
+			EndedAt: p.EndedAt, Outcome: CallOutcome(p.Outcome), ProviderID: p.ProviderID}
+	}
+	return out
+}
+
+// QuietAt is when (on this process's clock) every earlier attempt of the call step under way
+// has certainly stopped sending: each one's execution stopped before its lease ended. A request
+// sent just before then may still be travelling to the provider for the provider's in-flight
+// time, so an empty inquiry is conclusive only after QuietAt plus that time. Zero when no
+// earlier attempt may have reached the provider.
+func (r *Run) QuietAt() time.Time {
+	if c := r.state().Call(); c != nil {
+		return c.QuietAt
+	}
+	return time.Time{}
+}
+
+// RecordCall records what the call step under way came to, and the provider's identifier for
+// it (a charge id) when known. The engine writes it to the call journal with the key's next
+// write. A call step that returns without recording counts as succeeded when it returns nil
+// and as unknown (it may have reached the provider) when it returns an error.
+func (r *Run) RecordCall(outcome CallOutcome, providerID string) {
+	r.state().Record(string(outcome), providerID)
+}

@@ -1,0 +1,78 @@
+package saga
+
+import (
+	"context"
+	"errors"
+)
+
+// Run executes an operation under req's key and returns its response.
+//
+// The first request for a key runs the operation's steps; each atomic phase commits with the
+// key's recovery point. A retry of a completed key replays the stored response (Replayed). A key
+// reused with another method, path or body returns ErrKeyReused; one whose lease another
+// execution holds returns an *InProgressError with the lease left; a started key whose lease
+// expired is taken over and resumed from its recovery point once its next attempt is due
+// (before that, a *TransientError with the time left, and no attempt spent). A body that fails
+// the operation's validation, or that the database refuses as data, returns an
+// *InvalidRequestError and stores nothing. A transient failure returns a *TransientError and
+// stores nothing. A parked key returns a *ParkedError.
+//
+// The execution is detached from ctx's cancellation: a client that goes away does not cut an
+// operation between a call and the phase that records it. Each phase and call has its own bound.
+func (c *Client) Run(ctx context.Context, operation string, req *Request) (*Result, error) {
+	op, hash, err := c.prepare(operation, req)
+	if err != nil {
+		return nil, err
+	}
+	ctx = context.WithoutCancel(ctx)
+	e := c.newExecution(op, req, hash)
+	if op.Validate != nil {
+		if verr := op.Validate(req.Body); verr != nil {
+			return e.refuseInvalid(ctx, c.cfg.DB, verr, true)
+		}
+	}
+	return e.admit(ctx)
+}
+
+// admit reads the key, in the round trip that begins the first phase when the operation starts
+// with one: a retry (replay, 422, 409, parked, takeover) is answered from that read with nothing
+// written, a new key runs its first phase in the transaction already open.
+func (e *execution) admit(ctx context.Context) (*Result, error) {
+	if !e.op.Steps[0].IsAtomic() {
+		k, err := lookupKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key)
+		switch {
+		case err == nil:
+			return e.decide(ctx, k, true)
+		case !errors.Is(err, ErrKeyNotFound):
+			e.c.observer.Request(e.op.Name, OutcomeUnavailable)
+			return nil, transient(err, 0)
+		}
+		return e.execute(ctx, 0, nil)
+	}
+	p, k, err := beginPhase(ctx, e.c.cfg.DB, e.req)
+	if err != nil {
+		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
+		return nil, transient(err, 0)
+	}
+	if k != nil {
+		p.rollback(ctx)
+		return e.decide(ctx, k, true)
+	}
+	return e.execute(ctx, 0, p)
+}
+
+// refuseInvalid answers a body that failed the operation's validation. The key's fingerprint is
+// checked first: a reused key answers 422 (or replays) even when this body is also invalid; an
+// unknown key answers *InvalidRequestError and stores nothing.
+func (e *execution) refuseInvalid(ctx context.Context, q queryer, verr error, mayTakeOver bool) (*Result, error) {
+	k, err := lookupKey(ctx, q, e.req.Scope, e.req.Key)
+	switch {
+	case errors.Is(err, ErrKeyNotFound):
+		e.c.observer.Request(e.op.Name, OutcomeRejected)
+		return nil, &InvalidRequestError{Err: verr}
+	case err != nil:
+		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
+		return nil, transient(err, 0)
+	}
+	return e.decide(ctx, k, mayTakeOver)
+}

@@ -1,0 +1,191 @@
+package saga
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/pgsaga/pgsaga/internal/runstate"
+	"github.com/pgsaga/pgsaga/phases"
+)
+
+// errLeaseEnding cuts a call whose lease could not be renewed before it would run out.
+var errLeaseEnding = errors.New("the call was cut: its lease could not be renewed before it ran out")
+
+// callAt is step i when it is an external call.
+func (e *execution) callAt(i int) (runstate.Step, bool) {
+	if i >= len(e.op.Steps) {
+		return runstate.Step{}, false
+	}
+	step := runstate.Step(e.op.Steps[i])
+	return step, step.Call() != nil
+}
+
+// callStart is the journal row of call step, with the downstream reference it declared,
+// derived from the values saved so far.
+func (e *execution) callStart(step runstate.Step) (*callStart, error) {
+	start := &callStart{step: step.Name(), aliases: step.Aliases()}
+	if ref := step.Reference(); ref != nil {
+		r, err := ref(e.st)
+		if err != nil {
+			return nil, fmt.Errorf("error deriving the reference of call %q: %w", step.Name(), err)
+		}
+		start.reference = r
+	}
+	return start, nil
+}
+
+// call runs external call i outside any transaction. It is sent only under a lease that covers
+// it, after its journal row committed: the write of the phase before it carried both; otherwise
+// (the first step, a call after a call, a resume at a call) a fenced write of its own does, and
+// claims the key first if it is not stored yet. The call's deadline ends a quarter of a lease
+// before the lease does, heartbeats move both, and a lease found lost cuts it at once: one key's
+// call never runs twice at once. Its outcome rides in the key's next write.
+func (e *execution) call(ctx context.Context, i int) error {
+	step := runstate.Step(e.op.Steps[i])
+	j := e.journaled
+	if j == nil || j.start.step != step.Name() {
+		var err error
+		if j, err = e.journal(ctx, step); err != nil {
+			return err
+		}
+	}
+	e.journaled = nil
+	call := &runstate.Call{Step: step.Name(), Reference: j.start.reference, Prior: j.written.prior}
+	if len(call.Prior) > 0 {
+		call.QuietAt = j.at.Add(j.written.quietIn)
+	}
+	if !time.Now().Before(e.leaseEnd.Add(-e.c.cfg.Lease / 4)) {
+		// The write that renewed the lease took so long that it no longer covers a call: the
+		// call is not sent, and a retry renews the lease again.
+		e.done = &callDone{step: step.Name(), outcome: phases.CallOutcomeFailedBefore}
+		return errLeaseEnding
+	}
+	e.st.BeginCall(call)
+
+	start := time.Now()
+	err := e.guarded(ctx, step.Name(), step.Call())
+	outcome, providerID, recorded := e.st.EndCall()
+	if !recorded {
+		outcome = string(phases.CallOutcomeSucceeded)
+		if err != nil {
+			outcome = string(phases.CallOutcomeUnknown)
+		}
+	}
+	e.done = &callDone{step: step.Name(), outcome: phases.CallOutcome(outcome), providerID: providerID}
+	e.c.observer.Call(e.op.Name, step.Name(), phases.CallOutcome(outcome), time.Since(start))
+	if err != nil {
+		return err
+	}
+	resp := e.stored()
+	if resp == nil {
+		return nil
+	}
+	w := e.advance("", resp)
+	out, err := writeKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, w)
+	if err != nil {
+		return err
+	}
+	e.wrote(w, out, time.Now())
+	e.answer = resp
+	return nil
+}
+
+// journal commits call step's journal row with a renewed lease, in a write of its own: the claim
+// of a key not stored yet, or a fenced write that keeps the key where it is.
+func (e *execution) journal(ctx context.Context, step runstate.Step) (*journaledCall, error) {
+	next, err := e.callStart(step)
+	if err != nil {
+		return nil, err
+	}
+	w := &keyWrite{status: KeyStatusStarted, recoveryPoint: e.rp, state: e.committed, lease: e.c.cfg.Lease,
+		done: e.done, next: next}
+	if w.state == nil {
+		w.state = e.st.Values()
+	}
+	sent := time.Now()
+	var out *written
+	if e.persisted {
+		out, err = writeKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, w)
+	} else {
+		var won bool
+		out, won, err = claimKey(ctx, e.c.cfg.DB, e.req, e.hash, e.token, w)
+		if err == nil && !won {
+			err = errDuplicate
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	e.wrote(w, out, sent)
+	return e.journaled, nil
+}
+
+// guarded runs call under guard. The guard is stopped however the call ends, also when its
+// goroutine ends mid-call (an in-process crash): a dead execution must not keep renewing its lease.
+func (e *execution) guarded(ctx context.Context, step string, call runstate.CallFunc) (err error) {
+	callCtx, stop := e.guard(ctx, step)
+	defer func() {
+		if cause := stop(); cause != nil && err != nil {
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
+	}()
+	return call(callCtx, e.st)
+}
+
+// guard returns the context a call runs in: bounded by CallTimeout, cut before the lease ends,
+// kept leased by heartbeats every third of a lease, and cut at once when a heartbeat finds the
+// lease lost. stop ends it and returns why the guard cut the call, if it did.
+func (e *execution) guard(ctx context.Context, step string) (context.Context, func() error) {
+	lease := e.c.cfg.Lease
+	margin := lease / 4
+	ctx, cancelTimeout := context.WithTimeout(ctx, e.c.cfg.CallTimeout)
+	ctx, cancel := context.WithCancelCause(ctx)
+	var (
+		wg    sync.WaitGroup
+		quit  = make(chan struct{})
+		cause error
+	)
+	wg.Go(func() {
+		cut := time.NewTimer(time.Until(e.leaseEnd.Add(-margin)))
+		defer cut.Stop()
+		beat := time.NewTicker(lease / 3)
+		defer beat.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			case <-cut.C:
+				cause = errLeaseEnding
+				cancel(cause)
+				return
+			case <-beat.C:
+				sent := time.Now()
+				left, err := heartbeat(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, lease, step)
+				switch {
+				case errors.Is(err, ErrLeaseLost):
+					cause = ErrLeaseLost
+					cancel(cause)
+					return
+				case err != nil:
+					e.c.cfg.Logger.WarnContext(ctx, "could not renew the lease of a call; it is cut before the lease ends",
+						"operation", e.op.Name, "key", e.req.Key, "step", step, "error", err)
+				default:
+					e.leaseFrom(sent, left)
+					cut.Reset(time.Until(e.leaseEnd.Add(-margin)))
+				}
+			}
+		}
+	})
+	return ctx, func() error {
+		close(quit)
+		wg.Wait()
+		cancel(nil)
+		cancelTimeout()
+		return cause
+	}
+}

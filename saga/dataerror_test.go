@@ -1,0 +1,97 @@
+package saga_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/phases"
+	"github.com/pgsaga/pgsaga/saga"
+)
+
+// noteTaker writes the request's "note" in its first or its second phase (after a call); the
+// note column refuses NUL (text) and notes longer than 10 characters (a CHECK). The first phase
+// holds a reservation compensated by releasing it.
+func noteTaker(writeIn string) func(*harness) []*phases.Operation {
+	write := func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+		var body struct{ Note string }
+		if err := run.Decode(&body); err != nil {
+			return phases.Permanent(err)
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO test_note (key, note) VALUES ($1, $2)`, run.Key(), body.Note)
+		return err
+	}
+	return func(*harness) []*phases.Operation {
+		first := phases.Atomic("first", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO test_reservation (id, key, status) VALUES ($1, $1, 'held')`, run.Key()); err != nil {
+				return err
+			}
+			if writeIn == "first" {
+				return write(ctx, tx, run)
+			}
+			return nil
+		}).WithCompensation(func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+			_, err := tx.Exec(ctx, `UPDATE test_reservation SET status = 'released' WHERE id = $1`, run.Key())
+			return err
+		})
+		return []*phases.Operation{{Name: "note", Steps: []phases.Step{
+			first,
+			phases.Call("call", func(context.Context, *phases.Run) error { return nil }),
+			phases.Atomic("second", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+				if writeIn == "second" {
+					if err := write(ctx, tx, run); err != nil {
+						return err
+					}
+				}
+				return run.Respond(http.StatusCreated, map[string]string{"ok": "yes"})
+			}),
+		}}}
+	}
+}
+
+// TestDataTheDatabaseRefusesIsAClientError (issue 9, break 7): a body that passes the JSON checks
+// but holds data PostgreSQL refuses (a string with \u0000: SQLSTATE 22021; a CHECK) used to be a
+// transient failure: 503 on every retry, never a definite answer. It is the client's error: 400
+// invalid_request, with nothing stored before any phase committed, and stored (after the
+// compensations) once one did.
+func TestDataTheDatabaseRefusesIsAClientError(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, writeIn, body string
+		stored              bool
+	}{
+		{"NUL, first phase", "first", `{"note": "a\u0000b"}`, false},
+		{"CHECK, first phase", "first", `{"note": "far too long a note"}`, false},
+		{"NUL, after a phase committed", "second", `{"note": "a\u0000b"}`, true},
+		{"CHECK, after a phase committed", "second", `{"note": "far too long a note"}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, nil, noteTaker(tc.writeIn))
+			_, err := h.db.Pool.Exec(t.Context(), `CREATE TABLE test_note (key text NOT NULL, note text NOT NULL CHECK (length(note) <= 10))`)
+			require.NoError(t, err)
+			handler, err := h.client.Handler("note", &saga.HandlerOpts{Scope: func(*http.Request) (saga.Scope, error) { return h.scope, nil }})
+			require.NoError(t, err)
+			key := "data-" + newID()
+			for range 2 {
+				rec := serve(handler, key, tc.body)
+				require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
+				require.JSONEq(t, `"invalid_request"`, jsonField(t, rec.Body.Bytes(), "error"))
+				require.Equal(t, tc.stored, rec.Header().Get(saga.HeaderReplayed) == "true" || h.key(key) != nil)
+			}
+			k := h.key(key)
+			if !tc.stored {
+				require.Nil(t, k, "nothing is stored")
+				require.Zero(t, h.count(`SELECT count(*) FROM test_reservation`))
+				return
+			}
+			require.Equal(t, saga.KeyStatusCompleted, k.Status)
+			require.Equal(t, http.StatusBadRequest, k.Response.Status)
+			require.Equal(t, 1, h.count(`SELECT count(*) FROM test_reservation WHERE status = 'released'`), "the first phase was compensated")
+			require.Zero(t, h.count(`SELECT count(*) FROM test_note`))
+		})
+	}
+}

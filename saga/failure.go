@@ -1,0 +1,146 @@
+package saga
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgsaga/pgsaga/phases"
+)
+
+// fail handles step i's error:
+//   - a duplicate claim or a lost lease: answer from the key as it stands;
+//   - a request the database refuses as data: the client's error (400 invalid_request), stored
+//     like a rejection once a phase committed, nothing stored before;
+//   - a rejection (a business outcome) or a permanent failure: compensate the committed phases,
+//     then store the outcome or park (permanent);
+//   - an outcome nothing can resolve (a call that may have had its effect): park at once,
+//     compensating nothing (outcome_unknown);
+//   - anything else: transient.
+func (e *execution) fail(ctx context.Context, i int, err error) (*Result, error) {
+	switch {
+	case errors.Is(err, errDuplicate):
+		return e.answerExisting(ctx, true)
+	case errors.Is(err, ErrLeaseLost):
+		return e.leaseLost(ctx)
+	}
+	if msg, ok := dataError(err); ok {
+		if !e.persisted {
+			e.c.observer.Request(e.op.Name, OutcomeRejected)
+			return nil, &InvalidRequestError{Err: errors.New(msg)}
+		}
+		err = phases.Reject(http.StatusBadRequest, CodeInvalidRequest, msg)
+	}
+	var reject *phases.RejectError
+	switch {
+	case errors.As(err, &reject):
+		return e.compensate(ctx, i-1, &outcome{Response: rejectResponse(reject)})
+	case phases.IsOutcomeUnknown(err) && e.persisted:
+		return e.park(ctx, ParkedOutcomeUnknown, err.Error())
+	case !phases.IsRetryable(err):
+		e.c.cfg.Logger.ErrorContext(ctx, "operation failed permanently", "operation", e.op.Name, "key", e.req.Key, "error", err)
+		return e.compensate(ctx, i-1, &outcome{Error: err.Error()})
+	}
+	return e.transient(ctx, err)
+}
+
+// dataError reports whether err is the database refusing the request's data for what it is (a
+// string with NUL or invalid for its type, a number out of range, a CHECK or foreign key
+// violated by business SQL): retrying the same request cannot succeed, so it is the client's
+// error, with a message for people.
+func dataError(err error) (string, bool) {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return "", false
+	}
+	switch {
+	case len(pgErr.Code) == 5 && pgErr.Code[:2] == "22":
+		return "the request holds data the database cannot store: " + pgErr.Message, true
+	case pgErr.Code == "23514":
+		return "the request breaks a rule of the data: " + pgErr.Message, true
+	case pgErr.Code == "23503":
+		return "the request refers to something that does not exist: " + pgErr.Message, true
+	}
+	return "", false
+}
+
+// rejectResponse is the stored answer of a business rejection.
+func rejectResponse(r *phases.RejectError) *storedResponse {
+	return &storedResponse{Status: r.Status, Header: map[string][]string{"Content-Type": {"application/json"}},
+		Body: errorBody(r.Code, r.Message)}
+}
+
+// transient handles a failure a retry may fix: nothing is stored, the lease is given back early
+// with the next attempt scheduled in SQL (and the outcome of the call just made journaled), and
+// the key is parked once its attempt budget is spent. A pending call spends no budget.
+func (e *execution) transient(ctx context.Context, err error) (*Result, error) {
+	e.c.cfg.Logger.WarnContext(ctx, "transient failure", "operation", e.op.Name, "key", e.req.Key, "attempt", e.st.Attempt(), "error", err)
+	if !e.persisted {
+		// Nothing was stored. If a duplicate stored the key meanwhile, answer from it.
+		if k, lookErr := lookupKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key); lookErr == nil {
+			return e.decide(ctx, k, false)
+		}
+		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
+		return nil, transient(err, 0)
+	}
+	pending := e.done != nil && e.done.outcome == phases.CallOutcomePending
+	if limit := e.c.maxAttempts(e.op); !pending && e.spent >= limit {
+		return e.park(ctx, ParkedAttemptsExhausted, fmt.Sprintf("attempts exhausted (%d of %d): %v", e.spent, limit, err))
+	}
+	delay := e.c.cfg.RetryDelay(e.spent)
+	var after *phases.RetryAfterError
+	if errors.As(err, &after) {
+		delay = after.After
+	}
+	w := &keyWrite{status: KeyStatusStarted, recoveryPoint: e.rp, state: e.committed, lastError: err.Error(),
+		retryIn: &delay, unspent: pending, done: e.done}
+	if _, werr := writeKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, w); errors.Is(werr, ErrLeaseLost) {
+		return e.leaseLost(ctx)
+	} else if werr != nil {
+		e.c.cfg.Logger.WarnContext(ctx, "could not release the lease early; it expires on its own", "operation", e.op.Name, "key", e.req.Key, "error", werr)
+		delay = max(delay, time.Until(e.leaseEnd))
+	}
+	e.done = nil
+	e.c.observer.Request(e.op.Name, OutcomeUnavailable)
+	return nil, transient(err, delay)
+}
+
+// leaseLost stops an execution whose lease another took over (a zombie): it writes nothing more.
+// A request is answered from the key as it is now: the stored response once the other execution
+// finished (not as a replay: this request held the key), in progress while it runs, parked if it
+// parked the key. A resume reports ErrLeaseLost.
+func (e *execution) leaseLost(ctx context.Context) (*Result, error) {
+	e.c.cfg.Logger.WarnContext(ctx, "lease taken over by another execution; this one stops", "operation", e.op.Name, "key", e.req.Key)
+	if e.resumer {
+		return nil, ErrLeaseLost
+	}
+	return e.answerExisting(ctx, false)
+}
+
+// park marks the key failed for an operator, keeping its recovery point and committed values.
+func (e *execution) park(ctx context.Context, reason ParkedReason, msg string) (*Result, error) {
+	w := &keyWrite{status: KeyStatusFailed, recoveryPoint: e.rp, state: e.committed, lastError: msg, reason: reason, done: e.done}
+	if _, err := writeKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, w); err != nil {
+		if errors.Is(err, ErrLeaseLost) {
+			return e.leaseLost(ctx)
+		}
+		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
+		return nil, transient(fmt.Errorf("error parking key (%s): %w", msg, err), time.Until(e.leaseEnd))
+	}
+	e.done = nil
+	e.c.cfg.Logger.ErrorContext(ctx, "key parked", "operation", e.op.Name, "key", e.req.Key, "reason", reason, "error", msg)
+	e.c.observer.Parked(e.op.Name, reason)
+	e.c.observer.Request(e.op.Name, OutcomeParked)
+	return nil, &ParkedError{Reason: reason, LastError: msg}
+}
+
+// errorBody is the JSON body of every error pgsaga answers or stores: {"error","message"}.
+func errorBody(code, message string) []byte {
+	body, _ := json.Marshal(map[string]string{"error": code, "message": message})
+	return body
+}

@@ -1,0 +1,67 @@
+package saga
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/pgsaga/pgsaga/phases"
+)
+
+// Request is one attempt to run an operation under an idempotency key.
+type Request struct {
+	// Scope owns the key; take it from authentication, never from the body.
+	Scope Scope
+	// Key is the client's idempotency key (see ValidateKey).
+	Key string
+	// Method and Path are those of the HTTP request (or any stable names for non-HTTP use). A key
+	// reused with another method or path is rejected with ErrKeyReused.
+	Method string
+	Path   string
+	// Body is the raw JSON request body. It is stored as sent, and fingerprinted canonically.
+	Body []byte
+
+	// Operation is filled in by the client.
+	Operation string
+}
+
+// prepare finds the operation, checks the request and fingerprints its body: what Run and RunTx
+// do before touching the database.
+func (c *Client) prepare(operation string, req *Request) (*phases.Operation, []byte, error) {
+	op, err := c.operation(operation)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkRequest(req); err != nil {
+		return nil, nil, err
+	}
+	req.Operation = op.Name
+	hash, err := Fingerprint(req.Body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
+	}
+	return op, hash, nil
+}
+
+// checkRequest refuses what the database would refuse (text must be valid UTF-8 without NUL),
+// before anything is sent, so that such a request is a clear error and not an outage.
+func checkRequest(req *Request) error {
+	if req == nil {
+		return errors.New("saga: nil Request")
+	}
+	if err := ValidateKey(req.Key); err != nil {
+		return err
+	}
+	if !storableText(req.Scope.Tenant, 64) || !storableText(req.Scope.Actor, 64) {
+		return errors.New("saga: Request.Scope needs a tenant and an actor of 1-64 characters of valid UTF-8 without NUL")
+	}
+	if !storableText(req.Method, 64) || !storableText(req.Path, 2048) {
+		return errors.New("saga: Request.Method and Request.Path are required (valid UTF-8 without NUL, a path of at most 2048 bytes)")
+	}
+	return nil
+}
+
+func storableText(s string, maxLen int) bool {
+	return s != "" && len(s) <= maxLen && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}

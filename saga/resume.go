@@ -1,0 +1,168 @@
+package saga
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsaga/pgsaga/internal/runstate"
+	"github.com/pgsaga/pgsaga/phases"
+)
+
+// ResumeOpts are optional settings for Resume.
+type ResumeOpts struct {
+	// Due resumes the key only when it is due (a started key whose lease expired and whose
+	// next attempt time has come), as the worker does; otherwise Resume returns ErrNotDue.
+	// Defaults to false: an operator's resume, which ignores the schedule and the attempt
+	// budget.
+	Due bool
+	// Parked also resumes a parked key, with a fresh attempt budget (an operator's decision).
+	// Defaults to false.
+	Parked bool
+	// By, when set, records the resume in the key's history as done by this operator.
+	// Defaults to "" (not recorded).
+	By string
+}
+
+// Resume continues a started key whose lease expired (or, with opts.Parked, a parked key) from
+// its recovery point, through the remaining phases, and returns the final response. A completed
+// key returns its stored response with Replayed set; a live lease an *InProgressError; a key
+// this client has no operation for ErrUnknownOperation. If another execution takes the key over
+// while this one runs (this one was paused past its lease), it returns ErrLeaseLost.
+func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *ResumeOpts) (*Result, error) {
+	if opts == nil {
+		opts = &ResumeOpts{}
+	}
+	ctx = context.WithoutCancel(ctx)
+	sent := time.Now()
+	// The takeover only touches keys of this client's operations: a key it cannot run keeps its
+	// lease and its attempts.
+	k, taken, err := takeOverKey(ctx, c.cfg.DB, scope, key, c.cfg.Lease,
+		&takeOverParams{ops: c.opNames, due: opts.Due, parked: opts.Parked && !opts.Due, by: opts.By})
+	if err != nil {
+		return nil, err
+	}
+	op, err := c.operation(k.Operation)
+	if err != nil {
+		return nil, err
+	}
+	if !taken {
+		switch {
+		case k.Status == KeyStatusCompleted:
+			return &Result{Response: k.Response, Replayed: true}, nil
+		case opts.Due:
+			return nil, ErrNotDue
+		case k.Status == KeyStatusFailed:
+			return nil, &ParkedError{Reason: k.ParkedReason, LastError: k.LastError}
+		}
+		return nil, &InProgressError{LeaseRemaining: max(deref(k.LockedUntil).Sub(k.DBNow), 0)}
+	}
+	e := c.newResumption(op, k)
+	e.operator = !opts.Due
+	return e.resume(ctx, k, sent)
+}
+
+// ResumeNextDue claims the key that has waited longest among those due for an execution (of
+// this client's operations) and resumes it, returning its key and result. It returns
+// ErrNoDueKey when none is due. Concurrent callers (in any process) claim different keys.
+func (c *Client) ResumeNextDue(ctx context.Context) (*KeyRef, *Result, error) {
+	ctx = context.WithoutCancel(ctx)
+	sent := time.Now()
+	keys, err := claimDue(ctx, c.cfg.DB, c.opNames, c.cfg.Lease, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(keys) == 0 {
+		return nil, nil, ErrNoDueKey
+	}
+	k := keys[0]
+	ref := &KeyRef{Scope: k.Scope, Key: k.Key}
+	op, err := c.operation(k.Operation)
+	if err != nil {
+		return ref, nil, err
+	}
+	res, err := c.newResumption(op, k).resume(ctx, k, sent)
+	return ref, res, err
+}
+
+// ReserveDueTx hands up to limit due keys to the caller, in the caller's transaction (the one
+// that enqueues their resume jobs), and returns them, the longest waiting first. A reserved key
+// is not returned again for hold, so repeated sweeps do not list it while its job waits; if the
+// job never runs, the key falls due again after hold. Reserving takes no lease and spends no
+// attempt: Resume with ResumeOpts.Due does.
+func (c *Client) ReserveDueTx(ctx context.Context, tx pgx.Tx, limit int, hold time.Duration) ([]KeyRef, error) {
+	return reserveDue(ctx, tx, c.opNames, hold, limit)
+}
+
+// newResumption is an execution that continues key k, which the caller just took over.
+func (c *Client) newResumption(op *phases.Operation, k *Key) *execution {
+	req := &Request{Scope: k.Scope, Key: k.Key, Method: k.Method, Path: k.Path, Body: k.RequestBody, Operation: k.Operation}
+	e := c.newExecution(op, req, k.RequestHash)
+	e.resumer = true
+	return e
+}
+
+// resume continues the key this execution just took over (its takeover sent at sent): it
+// checks the attempt budget and the key's age, then falls through the remaining phases from the
+// recovery point, or on with the compensations under way.
+func (e *execution) resume(ctx context.Context, k *Key, sent time.Time) (*Result, error) {
+	e.held, e.persisted, e.token, e.rp, e.committed = true, true, k.leaseToken, k.RecoveryPoint, k.State
+	e.spent = k.budgetSpent()
+	e.leaseFrom(sent, deref(k.LockedUntil).Sub(k.DBNow))
+	e.st = runstate.New(runstate.Params{
+		Tenant: k.Scope.Tenant, Actor: k.Scope.Actor, Key: k.Key, Operation: k.Operation,
+		Method: k.Method, Path: k.Path, Body: k.RequestBody, Resumed: true, Attempt: k.Attempts,
+		CreatedAt: k.CreatedAt, Values: k.State,
+	})
+	e.c.observer.Resumed(e.op.Name)
+
+	if !e.operator {
+		// The claim counts attempts, so a key whose executions never return (a poison key that
+		// kills its process) is parked here, like one that fails.
+		if limit := e.c.maxAttempts(e.op); e.spent > limit {
+			return e.park(ctx, ParkedAttemptsExhausted, fmt.Sprintf("attempts exhausted (%d of %d); last error: %s", e.spent-1, limit, k.LastError))
+		}
+		if age := k.DBNow.Sub(k.CreatedAt); age > e.c.maxAge(e.op) {
+			return e.park(ctx, ParkedAttemptsExhausted, fmt.Sprintf("older than MaxAge (%s); last error: %s", e.c.maxAge(e.op), k.LastError))
+		}
+	}
+
+	switch rp := k.RecoveryPoint; {
+	case rp == phases.RecoveryPointCompensated:
+		// Every compensation committed; only the final write is left (or it parked).
+		out, err := e.decidedOutcome()
+		if err != nil {
+			return e.park(ctx, ParkedPermanent, err.Error())
+		}
+		return e.finishCompensated(ctx, out)
+	case strings.HasPrefix(rp, phases.RecoveryPointCompensatePrefix):
+		i := e.op.StepIndex(strings.TrimPrefix(rp, phases.RecoveryPointCompensatePrefix))
+		if i < 0 {
+			return e.park(ctx, ParkedPermanent, fmt.Sprintf("operation %q has no step to compensate at %q (renamed? keep the old name in WithAliases)", e.op.Name, rp))
+		}
+		out, err := e.decidedOutcome()
+		if err != nil {
+			return e.park(ctx, ParkedPermanent, err.Error())
+		}
+		return e.compensate(ctx, i, out)
+	case rp == phases.RecoveryPointStarted:
+		return e.execute(ctx, 0, nil)
+	default:
+		i := e.op.StepIndex(rp)
+		if i < 0 {
+			return e.park(ctx, ParkedPermanent, fmt.Sprintf("operation %q has no step %q to resume after (renamed? keep the old name in WithAliases)", e.op.Name, rp))
+		}
+		return e.execute(ctx, i+1, nil)
+	}
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

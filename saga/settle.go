@@ -1,0 +1,99 @@
+package saga
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsaga/pgsaga/internal/runstate"
+	"github.com/pgsaga/pgsaga/phases"
+)
+
+// SettleParams is an operator's decision about a parked key.
+type SettleParams struct {
+	// Outcome is what happened: phases.SettleSucceeded or phases.SettleFailed. Required.
+	Outcome phases.SettleOutcome
+	// Note says why, for the key's history. Required.
+	Note string
+	// Reference is the provider's reference for what happened (a charge id). Optional; an
+	// operation's settle hook may require it.
+	Reference string
+	// By is who decided (an operator's user name, "console"). Required.
+	By string
+}
+
+func (p *SettleParams) validate() error {
+	switch {
+	case p == nil:
+		return errors.New("saga: Settle needs SettleParams")
+	case p.Outcome != phases.SettleSucceeded && p.Outcome != phases.SettleFailed:
+		return fmt.Errorf("saga: SettleParams.Outcome must be %q or %q, got %q", phases.SettleSucceeded, phases.SettleFailed, p.Outcome)
+	case p.Note == "":
+		return errors.New("saga: SettleParams.Note is required: say why")
+	case p.By == "":
+		return errors.New("saga: SettleParams.By is required: say who decided")
+	}
+	return nil
+}
+
+// Settle finishes a parked key by an operator's decision: in one transaction it locks the key,
+// runs its operation's settle hook (phases.Operation.Settle) with the key's saved values, stores
+// the response the hook set, completes the key and records the decision in the key's history.
+// The response is then replayed to the client like any other. It refuses a key that is not
+// parked (ErrNotParked), whose operation has no settle hook (ErrNoSettleHook) or that does not
+// exist (ErrKeyNotFound); a hook's error refuses the settlement and changes nothing.
+func (c *Client) Settle(ctx context.Context, scope Scope, key string, p *SettleParams) (*Result, error) {
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	var res *Result
+	err := pgx.BeginFunc(ctx, c.cfg.DB, func(tx pgx.Tx) error {
+		var err error
+		res, err = c.settleTx(ctx, tx, scope, key, p)
+		return err
+	})
+	return res, err
+}
+
+func (c *Client) settleTx(ctx context.Context, tx pgx.Tx, scope Scope, key string, p *SettleParams) (*Result, error) {
+	k, err := scanKey(tx.QueryRow(ctx, lookupKeySQL+` FOR UPDATE`, scope.Tenant, scope.Actor, key))
+	if err != nil {
+		return nil, err
+	}
+	op, err := c.operation(k.Operation)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case op.Settle == nil:
+		return nil, fmt.Errorf("%w: %q", ErrNoSettleHook, op.Name)
+	case k.Status != KeyStatusFailed:
+		return nil, fmt.Errorf("%w (it is %s)", ErrNotParked, k.Status)
+	}
+	st := runstate.New(runstate.Params{
+		Tenant: k.Scope.Tenant, Actor: k.Scope.Actor, Key: k.Key, Operation: k.Operation,
+		Method: k.Method, Path: k.Path, Body: k.RequestBody, Resumed: true, Attempt: k.Attempts,
+		CreatedAt: k.CreatedAt, Values: k.State,
+	})
+	s := &phases.Settlement{Outcome: p.Outcome, Note: p.Note, Reference: p.Reference, By: p.By}
+	if err := op.Settle(ctx, tx, (*phases.Run)(st), s); err != nil {
+		return nil, &SettleRefusedError{Err: err}
+	}
+	resp := c.storedResponse(op, st.Response())
+	if resp == nil {
+		return nil, fmt.Errorf("the settle hook of %q set no response (it must call Run.Respond)", op.Name)
+	}
+	if err := settleKey(ctx, tx, k, st.Values(), resp, c.retention(op), p); err != nil {
+		return nil, err
+	}
+	return &Result{Response: resp}, nil
+}
+
+// SettleRefusedError is a settlement the operation's settle hook refused (a missing provider
+// reference, an outcome it cannot record). Nothing was written.
+type SettleRefusedError struct{ Err error }
+
+func (e *SettleRefusedError) Error() string { return "the settlement was refused: " + e.Err.Error() }
+func (e *SettleRefusedError) Unwrap() error { return e.Err }

@@ -1,0 +1,170 @@
+package saga
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsaga/pgsaga/phases"
+)
+
+// The operators' reads and deletions on pgsaga_key, pgsaga_call and pgsaga_key_action.
+
+// stuckCondition is what makes a key need attention: parked, or started with an expired lease
+// (its process died and no one resumed it yet). It is written here only.
+const stuckCondition = `(status = 'failed' OR (status = 'started' AND (locked_until IS NULL OR locked_until <= clock_timestamp())))`
+
+// listKeysSQL lists keys newest first, filtered, after a keyset cursor ($6: whether there is
+// one, then its created_at, tenant, actor and key).
+const listKeysSQL = `SELECT ` + keyColumns + ` FROM pgsaga_key
+WHERE ($1::text = '' OR status = $1)
+  AND ($2::text = '' OR operation = $2)
+  AND ($3::text = '' OR tenant_id = $3)
+  AND (NOT $4::bool OR ` + stuckCondition + `)
+  AND ($5::text = '' OR starts_with(key, $5))
+  AND (NOT $6::bool OR (created_at, tenant_id, actor_id, key) < ($7::timestamptz, $8::text, $9::text, $10::text))
+ORDER BY created_at DESC, tenant_id DESC, actor_id DESC, key DESC
+LIMIT $11`
+
+func listKeys(ctx context.Context, q pgxQuerier, p *KeyListParams, after *keyCursor, limit int) ([]*Key, error) {
+	var c keyCursor
+	if after != nil {
+		c = *after
+	}
+	rows, err := q.Query(ctx, listKeysSQL, string(p.State), p.Operation, p.Tenant, p.Stuck, p.KeyPrefix,
+		after != nil, c.CreatedAt, c.Tenant, c.Actor, c.Key, limit)
+	if err != nil {
+		return nil, fmt.Errorf("error listing keys: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Key, error) { return scanKey(row) })
+	if err != nil {
+		return nil, fmt.Errorf("error listing keys: %w", err)
+	}
+	return keys, nil
+}
+
+// pgxQuerier is a pool or a transaction.
+type pgxQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// keyDetailSQL reads a key's call journal and history, oldest first.
+const keyDetailSQL = `SELECT
+	(SELECT coalesce(json_agg(json_build_object('step', c.step, 'attempt', c.attempt,
+			'reference', c.reference, 'started_at', c.started_at, 'ended_at', c.ended_at,
+			'outcome', c.outcome, 'provider_id', c.provider_id) ORDER BY c.started_at, c.attempt, c.step), '[]'::json)
+		FROM pgsaga_call c WHERE c.tenant_id = $1 AND c.actor_id = $2 AND c.key = $3),
+	(SELECT coalesce(json_agg(json_build_object('at', a.at, 'by', a.by, 'action', a.action,
+			'outcome', a.outcome, 'note', a.note, 'reference', a.reference) ORDER BY a.id), '[]'::json)
+		FROM pgsaga_key_action a WHERE a.tenant_id = $1 AND a.actor_id = $2 AND a.key = $3)`
+
+type callRow struct {
+	Step       string     `json:"step"`
+	Attempt    int        `json:"attempt"`
+	Reference  *string    `json:"reference"`
+	StartedAt  time.Time  `json:"started_at"`
+	EndedAt    *time.Time `json:"ended_at"`
+	Outcome    *string    `json:"outcome"`
+	ProviderID *string    `json:"provider_id"`
+}
+
+func getKeyDetail(ctx context.Context, q pgxQuerier, k *Key) error {
+	var calls, history []byte
+	if err := q.QueryRow(ctx, keyDetailSQL, k.Scope.Tenant, k.Scope.Actor, k.Key).Scan(&calls, &history); err != nil {
+		return fmt.Errorf("error reading the key's calls and history: %w", err)
+	}
+	var rows []callRow
+	if err := json.Unmarshal(calls, &rows); err != nil {
+		return fmt.Errorf("error decoding the call journal: %w", err)
+	}
+	k.Calls = make([]phases.CallRecord, 0, len(rows))
+	for _, r := range rows {
+		k.Calls = append(k.Calls, phases.CallRecord{Step: r.Step, Attempt: r.Attempt, Reference: deref(r.Reference),
+			StartedAt: r.StartedAt, EndedAt: r.EndedAt, Outcome: phases.CallOutcome(deref(r.Outcome)), ProviderID: deref(r.ProviderID)})
+	}
+	var actions []struct {
+		At        time.Time `json:"at"`
+		By        string    `json:"by"`
+		Action    string    `json:"action"`
+		Outcome   *string   `json:"outcome"`
+		Note      *string   `json:"note"`
+		Reference *string   `json:"reference"`
+	}
+	if err := json.Unmarshal(history, &actions); err != nil {
+		return fmt.Errorf("error decoding the key's history: %w", err)
+	}
+	k.History = make([]KeyAction, 0, len(actions))
+	for _, a := range actions {
+		k.History = append(k.History, KeyAction{At: a.At, By: a.By, Action: KeyActionKind(a.Action),
+			Outcome: phases.SettleOutcome(deref(a.Outcome)), Note: deref(a.Note), Reference: deref(a.Reference)})
+	}
+	return nil
+}
+
+// expiredCondition selects the completed keys GC may delete: past their own expiry, or, when
+// $1 is not NULL, completed more than $1 ms ago (0: every completed key).
+const expiredCondition = `status = 'completed' AND CASE
+	WHEN $1::bigint IS NOT NULL THEN completed_at <= clock_timestamp() - $1 * interval '1 millisecond'
+	ELSE expires_at <= clock_timestamp() END`
+
+// deleteExpiredSQL deletes one batch of expired keys with their call journal and history. SKIP
+// LOCKED leaves rows a request is reading under lock (a replay, a takeover attempt) for a later
+// batch instead of waiting for them.
+const deleteExpiredSQL = `WITH gone AS (
+	DELETE FROM pgsaga_key WHERE ctid = ANY (ARRAY(
+		SELECT ctid FROM pgsaga_key WHERE ` + expiredCondition + `
+		LIMIT $2 FOR UPDATE SKIP LOCKED))
+	RETURNING tenant_id, actor_id, key),
+calls AS (
+	DELETE FROM pgsaga_call c USING gone g
+	WHERE c.tenant_id = g.tenant_id AND c.actor_id = g.actor_id AND c.key = g.key),
+actions AS (
+	DELETE FROM pgsaga_key_action a USING gone g
+	WHERE a.tenant_id = g.tenant_id AND a.actor_id = g.actor_id AND a.key = g.key)
+SELECT count(*) FROM gone`
+
+const countExpiredSQL = `SELECT count(*) FROM pgsaga_key WHERE ` + expiredCondition
+
+func deleteExpired(ctx context.Context, q pgxQuerier, olderThan *time.Duration, batch int) (int, error) {
+	var n int
+	if err := q.QueryRow(ctx, deleteExpiredSQL, olderThanArg(olderThan), batch).Scan(&n); err != nil {
+		return 0, fmt.Errorf("error deleting expired keys: %w", err)
+	}
+	return n, nil
+}
+
+func countExpired(ctx context.Context, q pgxQuerier, olderThan *time.Duration) (int, error) {
+	var n int
+	if err := q.QueryRow(ctx, countExpiredSQL, olderThanArg(olderThan)).Scan(&n); err != nil {
+		return 0, fmt.Errorf("error counting expired keys: %w", err)
+	}
+	return n, nil
+}
+
+func olderThanArg(d *time.Duration) *int64 {
+	if d == nil {
+		return nil
+	}
+	ms := d.Milliseconds()
+	return &ms
+}
+
+// countKeysSQL counts keys by operation and state, and the stuck ones, in one pass.
+const countKeysSQL = `SELECT operation, status, count(*), count(*) FILTER (WHERE ` + stuckCondition + `)
+	FROM pgsaga_key GROUP BY operation, status`
+
+// oldestStuckSQL is the stuck key that has waited longest (by its last change).
+const oldestStuckSQL = `SELECT ` + keyColumns + ` FROM pgsaga_key WHERE ` + stuckCondition + `
+	ORDER BY updated_at LIMIT 1`
+
+// estimateKeysSQL counts started and parked keys exactly (few, and indexed) and estimates the
+// completed ones from the planner's statistics, so that a metrics scrape never counts the table.
+const estimateKeysSQL = `SELECT
+	(SELECT count(*) FROM pgsaga_key WHERE status = 'started'),
+	(SELECT count(*) FROM pgsaga_key WHERE status = 'failed'),
+	(SELECT count(*) FROM pgsaga_key WHERE ` + stuckCondition + `),
+	(SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'pgsaga_key'::regclass)`
