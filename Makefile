@@ -28,7 +28,7 @@ test: deps tools vet ## Install tools, vet, run every test with the race detecto
 	PGSAGA_REQUIRE_STRIPE_MOCK=1 $(GO) test -race -count=1 -timeout 12m $(PKGS)
 
 model: ## Check the protocol model with spin
-	@command -v spin >/dev/null 2>&1 || { echo "make model: spin is not installed (apt-get install -y spin)" >&2; exit 1; }
+	@command -v spin >/dev/null 2>&1 || { echo "make model: spin is not installed (make tools, or apt-get install -y spin gcc)" >&2; exit 1; }
 	saga/model/check.sh
 
 bench: deps ## Run the benchmarks (BENCHTIME=1s by default)

@@ -9,8 +9,8 @@
  * Actors: the first request, a duplicate (or the client's retry), the resumer (the worker), an
  * operator (resume of a parked key, settle), the clock and the provider. Every execution may
  * crash before any of its steps (its open transaction is lost, it is gone), within a crash
- * budget, and may be paused anywhere and go on later (a zombie): the clock runs while it does
- * not.
+ * budget (MAXCRASH, or any number with CRASH_ANY), and may be paused anywhere and go on later
+ * (a zombie): the clock runs while it does not.
  *
  * One step of an execution is one atomic transition: a crash, or one database statement (with
  * its commit) or one exchange with the provider, plus the local bookkeeping up to the next one.
@@ -58,7 +58,16 @@
 #ifndef HBMAX
 #define HBMAX 1        /* heartbeats per call */
 #endif
+#ifndef PENDMAX
+#define PENDMAX 1      /* attempts that find the charge pending before its settle window ends */
+#endif
 #define NFL 3          /* requests in flight the model has room for (asserted) */
+
+/* Quiet after a moment measured when a call ended (the execution stopped waiting, or recorded
+ * its outcome): that moment is strictly after the call's last send, but a tick cannot order two
+ * events inside it, so "the in-flight time after it" is one tick more. (A row's deadline needs
+ * no such tick: sends happen in ticks strictly before it.) */
+#define ENDED_QUIET (INFLIGHT + 1)
 
 /* execution slots, which are also the fencing tokens */
 #define EA 0           /* the first request */
@@ -110,14 +119,14 @@ byte rp;
 byte tok = NOTOK;
 byte lease;            /* ticks until lease_end */
 byte next;             /* ticks until next_attempt_at */
-byte attempts;
+byte attempts;         /* executions counted against the budget (attempts - attempts_unspent) */
 byte parked;
 byte decided;
 
 /* ---- the call journal: one row per attempt of C ----
  * Only what the protocol's decisions read is kept: whether a row may have reached the provider
- * (its outcome is anything but failed_before) and the ticks until its deadline plus the
- * provider's in-flight time has passed (0: quiet). The latest row of each execution slot is kept
+ * (its outcome is anything but failed_before) and the ticks until coalesce(ended_at, deadline)
+ * plus the provider's in-flight time has passed (0: quiet). The latest row of each execution slot is kept
  * apart; the rows of a slot's earlier executions merge into one summary (any may have reached,
  * the latest quiet time), which is exact for those decisions since every timer runs down at the
  * same rate. */
@@ -125,11 +134,14 @@ bit rreach[4];         /* the slot's latest row may have reached the provider */
 byte rq[4];            /* ... ticks until it is quiet */
 bit hreach;            /* some older row may have reached the provider */
 byte hq;               /* ... ticks until all of them are quiet */
+bit pendrec;           /* a row records the charge pending, with its provider id */
+byte pendings;         /* attempts that found it pending (they spend no budget) */
 
 /* ---- each execution's own view ---- */
 byte dl[4];            /* ticks until its local deadline: it never sends once this is 0 */
 bit incall[4];         /* inside its call: journal row committed, call not ended */
 byte resp[4];          /* the provider's answer to the request it waits for (C_*) */
+byte oq[4];            /* ticks until its own unanswered send can no longer land */
 #ifdef BUG_NOW_LEASE
 byte sb[4];            /* ticks since its open transaction began (now()) */
 bit inphase[4];
@@ -160,12 +172,15 @@ byte execs;            /* executions started under the current attempt budget */
  * process that runs it, and a run that crashes forever is a cycle); the park after a takeover
  * past the budget runs none of the operation's code, and its crashes stay counted (unless
  * CRASH_PARK: README.md, "Findings"). */
-#define CRASH_COUNTED if :: crashes < MAXCRASH -> crashes++; goto crashed :: skip fi
+#define CRASH_COUNTED if :: crashes < MAXCRASH -> crashes++; GONE :: skip fi
 #ifdef CRASH_ANY
-#define CRASH if :: goto crashed :: skip fi
+#define CRASH if :: GONE :: skip fi
 #else
 #define CRASH CRASH_COUNTED
 #endif
+
+/* the process is gone: it sends nothing more from this moment */
+#define GONE incall[e] = 0; dl[e] = 0; goto crashed
 
 /* a fenced write found the lease taken over: the execution stops */
 #define FENCED_OUT SEEN(W_FENCED); goto stop
@@ -197,6 +212,8 @@ c_code {
 #define W_HEARTBEAT 11     /* a heartbeat renewed the lease during a call */
 #define W_ZOMBIE_SENT 12   /* a request sent by an execution that has since been superseded
                             * landed (the in-flight window at work) */
+#define W_INPROC_RESEND 13 /* an in-process round sent again after its own unanswered send */
+#define W_READ_BACK 14     /* a charge journaled pending was read back final and taken */
 
 /* e is inside its sending window: its row is committed, its call not over, its deadline ahead */
 #define WINDOW(k) (incall[k] && dl[k] > 0)
@@ -218,9 +235,10 @@ inline leave_call(e) {
 /* a row other than this attempt's (slot k's latest) that may have reached the provider */
 #define MAYREACH(k) (rreach[k] && (k != e || !hasrow))
 #define ANYREACH (hreach || MAYREACH(0) || MAYREACH(1) || MAYREACH(2) || MAYREACH(3))
-/* ... every such row quiet: its deadline plus the provider's in-flight time has passed */
+/* ... every such row quiet (rq: README.md, "Assumptions"), and this execution's own unanswered
+ * send too (an in-process round) */
 #define QUIET(k) (!MAYREACH(k) || rq[k] == 0)
-#define ALLQUIET ((!hreach || hq == 0) && QUIET(0) && QUIET(1) && QUIET(2) && QUIET(3))
+#define ALLQUIET ((!hreach || hq == 0) && QUIET(0) && QUIET(1) && QUIET(2) && QUIET(3) && oq[e] == 0)
 
 /* the journal row for C, in the statement that writes the lease it runs under; it reads the
  * earlier rows back (need: one of them may have reached the provider) */
@@ -235,11 +253,19 @@ inline add_row(e) {
 	need = ANYREACH
 }
 
-/* the call's outcome rides in the execution's next key write; a row certainly not done may not
- * have reached the provider and has no sending window left to wait for */
+/* the call's outcome rides in the execution's next key write (ended_at): a row certainly not
+ * done may not have reached the provider; any other row is quiet once its ended_at plus the
+ * in-flight time has passed (its execution sent nothing after its call ended), or its deadline
+ * plus the in-flight time if that is sooner (the code takes ended_at even when it is later:
+ * waiting longer is never less safe, so the model checks the sooner of the two) */
 inline record(res) {
 	if
 	:: hasrow && res == O_FB -> rreach[e] = 0; rq[e] = 0
+	:: hasrow && res != O_FB ->
+#ifndef DEADLINE_ONLY
+		if :: rq[e] > ENDED_QUIET -> rq[e] = ENDED_QUIET :: else -> skip fi;
+#endif
+		if :: res == O_PEND -> pendrec = 1 :: else -> skip fi
 	:: else -> skip
 	fi
 }
@@ -341,10 +367,20 @@ renew:
 call:
 	/* an earlier attempt may have reached the provider: resolve it, never send blindly */
 	if
-	:: need ->
+	:: need && pendrec ->
+		/* the journal knows the charge, pending: read it back, never send */
+		atomic {
+			CRASH;
+			if
+			:: chg == C_SUCC -> SEEN(W_READ_BACK); res = O_SUCC; leave_call(e); goto got
+			:: chg == C_DECL -> SEEN(W_READ_BACK); res = O_DECL; leave_call(e); goto got
+			:: chg == C_PEND -> res = O_PEND; leave_call(e); goto pending
+			fi
+		}
+	:: need && !pendrec ->
 		atomic {
 #if !defined(BUG_EMPTY_INQUIRY) && !defined(BUG_STALE_INQUIRY)
-			ALLQUIET ->      /* wait (locally) for QuietAt, then ask */
+			ALLQUIET ->      /* wait (locally) for QuietAt + in-flight time, then ask */
 #endif
 			CRASH;
 			if               /* inquiry by reference */
@@ -371,6 +407,7 @@ send:
 			/* PROPERTY a call is sent only under a live lease its execution holds */
 			assert(tok == e && lease > 0 && status == STARTED);
 			if :: need -> SEEN(W_RESEND) :: else -> skip fi;
+			if :: inproc -> SEEN(W_INPROC_RESEND) :: else -> skip fi;
 			if
 			:: !flon[0] -> slot = 0
 			:: else -> if
@@ -400,19 +437,33 @@ send:
 		:: resp[e] == C_PEND -> res = O_PEND
 		fi;
 		leave_call(e); break }
-	:: atomic { res = O_UNK; leave_call(e); break }
+	:: atomic { res = O_UNK; break }     /* no answer (yet): timeout, lost request or answer */
 	:: atomic { hb < HBMAX -> heartbeat(e) }
 	od;
 	if
 	:: res == O_SUCC || res == O_DECL -> goto got
 	:: res == O_PEND -> goto pending
-	:: else -> goto transient
+#ifndef NO_INPROC
+	:: res == O_UNK && !inproc ->
+		/* an in-process round (gateway.Execute): its own send may still land until the
+		 * in-flight time after it stopped waiting; then ask, and send again if nothing came */
+		atomic {
+			inproc = 1;
+#ifndef BUG_INPROC_NO_WAIT
+			oq[e] = ENDED_QUIET;
+#endif
+			need = 1
+		}
+		goto call
+#endif
+	:: res == O_UNK -> atomic { leave_call(e) }; goto transient
 	fi;
 
 pending:
-	/* the provider holds a charge that is not final: never send again */
+	/* the provider holds a charge that is not final: never send again; read it back later,
+	 * spending no attempt, until its settle window ends */
 	if
-	:: goto transient
+	:: pendings < PENDMAX -> goto transient
 	:: goto park_unknown      /* past the settle window */
 	fi;
 
@@ -509,8 +560,11 @@ transient:
 		if
 		:: FENCED(e) ->
 			if
-			:: attempts >= MAXATT -> status = FAILED; parked = PK_EXHAUSTED
-			:: else -> next = DELAY
+			:: res == O_PEND ->
+				/* a pending call spends no attempt */
+				attempts--; execs--; pendings++; next = DELAY
+			:: res != O_PEND && attempts >= MAXATT -> status = FAILED; parked = PK_EXHAUSTED
+			:: res != O_PEND && attempts < MAXATT -> next = DELAY
 			fi;
 			lease = 0;
 			record(res);
@@ -544,11 +598,12 @@ inline forget(e) {
 		if :: flto[1] == e + 1 -> flto[1] = 0 :: else -> skip fi;
 		if :: flto[2] == e + 1 -> flto[2] = 0 :: else -> skip fi;
 		resp[e] = C_NONE;
-		cur_rp = 0; d = 0; res = 0; hb = 0; slot = 0; havewin = 0; need = 0; hasrow = 0
+		oq[e] = 0;
+		cur_rp = 0; d = 0; res = 0; hb = 0; slot = 0; havewin = 0; need = 0; hasrow = 0; inproc = 0
 	}
 }
 
-#define LOCALS byte cur_rp, d, res, hb, slot; bit havewin, need, hasrow
+#define LOCALS byte cur_rp, d, res, hb, slot; bit havewin, need, hasrow, inproc
 
 /*
  * The first request: P1 and the claim in one commit. (A duplicate whose P1 commits first is the
@@ -715,10 +770,12 @@ end_tick:
 #endif
  next > 0 || dl[0] > 0 || dl[1] > 0 || dl[2] > 0 || dl[3] > 0 ||
 		 rq[0] > 0 || rq[1] > 0 || rq[2] > 0 || rq[3] > 0 || hq > 0 ||
+		 oq[0] > 0 || oq[1] > 0 || oq[2] > 0 || oq[3] > 0 ||
 		 RUNNING(0) || RUNNING(1) || RUNNING(2)) ->
 		DEC(lease); DEC(next);
 		DEC(dl[0]); DEC(dl[1]); DEC(dl[2]); DEC(dl[3]);
 		DEC(rq[0]); DEC(rq[1]); DEC(rq[2]); DEC(rq[3]); DEC(hq);
+		DEC(oq[0]); DEC(oq[1]); DEC(oq[2]); DEC(oq[3]);
 		DEC(flrem[0]); DEC(flrem[1]); DEC(flrem[2]);
 #ifdef BUG_NOW_LEASE
 		if :: inphase[EA] && sb[EA] < L -> sb[EA]++ :: else -> skip fi
