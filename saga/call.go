@@ -84,7 +84,7 @@ func (e *execution) call(ctx context.Context, i int) error {
 		return nil
 	}
 	w := e.advance("", resp)
-	out, err := writeKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, w)
+	out, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w)
 	if err != nil {
 		return err
 	}
@@ -100,21 +100,19 @@ func (e *execution) journal(ctx context.Context, step runstate.Step) (*journaled
 	if err != nil {
 		return nil, err
 	}
-	w := &keyWrite{status: KeyStatusStarted, recoveryPoint: e.rp, state: e.committed, lease: e.c.cfg.Lease,
-		done: e.done, next: next}
+	w := &keyWrite{kind: writeAdvance, status: KeyStatusStarted, recoveryPoint: e.rp, state: e.committed,
+		lease: e.c.cfg.Lease, done: e.done, next: next}
 	if w.state == nil {
 		w.state = e.st.Values()
 	}
+	if !e.persisted {
+		e.claiming()
+		w.kind, w.orNothing = writeClaim, true
+	}
 	sent := time.Now()
-	var out *written
-	if e.persisted {
-		out, err = writeKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, w)
-	} else {
-		var won bool
-		out, won, err = claimKey(ctx, e.c.cfg.DB, e.req, e.hash, e.token, w)
-		if err == nil && !won {
-			err = errDuplicate
-		}
+	out, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w)
+	if err == nil && !won {
+		err = errDuplicate
 	}
 	if err != nil {
 		return nil, err
@@ -165,7 +163,7 @@ func (e *execution) guard(ctx context.Context, step string) (context.Context, fu
 				return
 			case <-beat.C:
 				sent := time.Now()
-				left, err := heartbeat(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, lease, step)
+				left, err := heartbeat(ctx, e.c.cfg.DB, &e.h, lease, step)
 				switch {
 				case errors.Is(err, ErrLeaseLost):
 					cause = ErrLeaseLost

@@ -40,16 +40,15 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 	sent := time.Now()
 	// The takeover only touches keys of this client's operations: a key it cannot run keeps its
 	// lease and its attempts.
-	k, taken, err := takeOverKey(ctx, c.cfg.DB, scope, key, c.cfg.Lease,
-		&takeOverParams{ops: c.opNames, due: opts.Due, parked: opts.Parked && !opts.Due, by: opts.By})
+	taken, k, err := takeOverKey(ctx, c.cfg.DB, scope, key, c.cfg.Lease,
+		&takeOverParams{ops: c.opNames, due: opts.Due, parked: opts.Parked && !opts.Due, by: opts.By, calls: c.calls})
 	if err != nil {
 		return nil, err
 	}
-	op, err := c.operation(k.Operation)
-	if err != nil {
-		return nil, err
-	}
-	if !taken {
+	if taken == nil {
+		if _, err := c.operation(k.Operation); err != nil {
+			return nil, err
+		}
 		switch {
 		case k.Status == KeyStatusCompleted:
 			return &Result{Response: k.Response, Replayed: true}, nil
@@ -60,9 +59,13 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 		}
 		return nil, &InProgressError{LeaseRemaining: max(deref(k.LockedUntil).Sub(k.DBNow), 0)}
 	}
-	e := c.newResumption(op, k)
+	op, err := c.operation(taken.Operation)
+	if err != nil {
+		return nil, err
+	}
+	e := c.newResumption(op, taken.Key)
 	e.operator = !opts.Due
-	return e.resume(ctx, k, sent)
+	return e.resume(ctx, taken, sent)
 }
 
 // ResumeNextDue claims the key that has waited longest among those due for an execution (of
@@ -71,7 +74,7 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 func (c *Client) ResumeNextDue(ctx context.Context) (*KeyRef, *Result, error) {
 	ctx = context.WithoutCancel(ctx)
 	sent := time.Now()
-	keys, err := claimDue(ctx, c.cfg.DB, c.opNames, c.cfg.Lease, 1)
+	keys, err := claimDue(ctx, c.cfg.DB, c.opNames, c.calls, c.cfg.Lease, 1)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -79,12 +82,12 @@ func (c *Client) ResumeNextDue(ctx context.Context) (*KeyRef, *Result, error) {
 		return nil, nil, ErrNoDueKey
 	}
 	k := keys[0]
-	ref := &KeyRef{Scope: k.Scope, Key: k.Key}
+	ref := &KeyRef{Scope: k.Scope, Key: k.Key.Key}
 	op, err := c.operation(k.Operation)
 	if err != nil {
 		return ref, nil, err
 	}
-	res, err := c.newResumption(op, k).resume(ctx, k, sent)
+	res, err := c.newResumption(op, k.Key).resume(ctx, k, sent)
 	return ref, res, err
 }
 
@@ -108,8 +111,10 @@ func (c *Client) newResumption(op *phases.Operation, k *Key) *execution {
 // resume continues the key this execution just took over (its takeover sent at sent): it
 // checks the attempt budget and the key's age, then falls through the remaining phases from the
 // recovery point, or on with the compensations under way.
-func (e *execution) resume(ctx context.Context, k *Key, sent time.Time) (*Result, error) {
-	e.held, e.persisted, e.token, e.rp, e.committed = true, true, k.leaseToken, k.RecoveryPoint, k.State
+func (e *execution) resume(ctx context.Context, t *takenKey, sent time.Time) (*Result, error) {
+	k := t.Key
+	e.held, e.persisted, e.rp, e.committed = true, true, k.RecoveryPoint, k.State
+	e.h = holder{scope: k.Scope, key: k.Key, token: t.token, attempt: k.Attempts}
 	e.spent = k.budgetSpent()
 	e.leaseFrom(sent, deref(k.LockedUntil).Sub(k.DBNow))
 	e.st = runstate.New(runstate.Params{
@@ -118,14 +123,19 @@ func (e *execution) resume(ctx context.Context, k *Key, sent time.Time) (*Result
 		CreatedAt: k.CreatedAt, Values: k.State,
 	})
 	e.c.observer.Resumed(e.op.Name)
+	if err := e.journaledByTakeover(t); err != nil {
+		return e.park(ctx, ParkedPermanent, err.Error())
+	}
 
 	if !e.operator {
 		// The claim counts attempts, so a key whose executions never return (a poison key that
 		// kills its process) is parked here, like one that fails.
 		if limit := e.c.maxAttempts(e.op); e.spent > limit {
+			e.unsent()
 			return e.park(ctx, ParkedAttemptsExhausted, fmt.Sprintf("attempts exhausted (%d of %d); last error: %s", e.spent-1, limit, k.LastError))
 		}
 		if age := k.DBNow.Sub(k.CreatedAt); age > e.c.maxAge(e.op) {
+			e.unsent()
 			return e.park(ctx, ParkedAttemptsExhausted, fmt.Sprintf("older than MaxAge (%s); last error: %s", e.c.maxAge(e.op), k.LastError))
 		}
 	}
@@ -149,13 +159,62 @@ func (e *execution) resume(ctx context.Context, k *Key, sent time.Time) (*Result
 		}
 		return e.compensate(ctx, i, out)
 	case rp == phases.RecoveryPointStarted:
-		return e.execute(ctx, 0, nil)
+		return e.execute(ctx, 0, false)
 	default:
 		i := e.op.StepIndex(rp)
 		if i < 0 {
 			return e.park(ctx, ParkedPermanent, fmt.Sprintf("operation %q has no step %q to resume after (renamed? keep the old name in WithAliases)", e.op.Name, rp))
 		}
-		return e.execute(ctx, i+1, nil)
+		return e.execute(ctx, i+1, false)
+	}
+}
+
+// journaledByTakeover takes the call the takeover journaled (when the key's recovery point comes
+// right before one) as this execution's next call, with what the journal says of the call's
+// earlier attempts: the call then needs no write of its own before it is sent.
+func (e *execution) journaledByTakeover(t *takenKey) error {
+	if t.call == nil {
+		return nil
+	}
+	i := e.op.StepIndex(t.call.step)
+	if i < 0 {
+		return fmt.Errorf("operation %q has no call %q", e.op.Name, t.call.step)
+	}
+	step := runstate.Step(e.op.Steps[i])
+	t.call.aliases = step.Aliases()
+	out := &written{leaseLeft: deref(t.LockedUntil).Sub(t.DBNow)}
+	var quietAt time.Time
+	prior, err := decodeCalls(t.prior, func(c *callJSON) bool {
+		if !step.Is(c.Step) || c.Attempt >= t.Attempts {
+			return false
+		}
+		if c.Outcome == nil || *c.Outcome != string(phases.CallOutcomeFailedBefore) {
+			if end := deref(c.EndedAt); c.EndedAt != nil && end.After(quietAt) {
+				quietAt = end
+			} else if c.EndedAt == nil && c.Deadline.After(quietAt) {
+				quietAt = c.Deadline
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	out.prior = prior
+	if !quietAt.IsZero() {
+		out.quietIn = quietAt.Sub(t.DBNow)
+	}
+	e.journaled = &journaledCall{start: t.call, written: out, at: time.Now()}
+	return nil
+}
+
+// unsent records that the call the takeover journaled was never sent: the write that ends this
+// execution marks its journal row so (failed_before), not as an attempt that may have reached
+// the provider.
+func (e *execution) unsent() {
+	if j := e.journaled; j != nil {
+		e.done = &callDone{step: j.start.step, outcome: phases.CallOutcomeFailedBefore}
+		e.journaled = nil
 	}
 }
 

@@ -48,8 +48,8 @@ func listKeys(ctx context.Context, q pgxQuerier, p *KeyListParams, after *keyCur
 
 // pgxQuerier is a pool or a transaction.
 type pgxQuerier interface {
+	queryer
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // keyDetailSQL reads a key's call journal and history, oldest first.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -398,10 +399,18 @@ func (tx *Tx) end(ctx context.Context) {
 		return
 	}
 	tx.closed = true
-	if !tx.conn.IsClosed() && tx.conn.PgConn().TxStatus() != 'I' {
+	switch {
+	case tx.conn.IsClosed():
+	case tx.conn.PgConn().TxStatus() != 'I':
 		if _, err := tx.conn.Exec(context.WithoutCancel(ctx), "rollback"); err != nil {
 			_ = tx.conn.Close(context.WithoutCancel(ctx))
 		}
+	case tx.conn.PgConn().Conn().SetDeadline(time.Time{}) != nil:
+		// The socket was closed under pgx (a process dying mid-phase, as in-process crash
+		// tests simulate it) while nothing was sent, so pgx has not noticed: a deadline cannot
+		// be set on a closed socket (no system call, no round trip). Close the connection so
+		// that the pool does not hand it out again.
+		_ = tx.conn.Close(context.WithoutCancel(ctx))
 	}
 	tx.pooled.Release()
 }

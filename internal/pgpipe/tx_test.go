@@ -548,3 +548,20 @@ func TestCommitWithTellsServerErrorsFromCallbackErrors(t *testing.T) {
 		})
 	}
 }
+
+// A process that dies mid-phase loses its connection; a test that kills an execution in-process
+// (sagatest, the engine's crash tests) closes the connection's socket before the transaction
+// sent anything, and the deferred Rollback then ends the Tx. The connection must not go back to
+// the pool as if it were usable: the next request would fail on a closed socket.
+func TestSocketClosedUnderAnUnsentTxIsNotReused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tx, err := pgpipe.Begin(t.Context(), f.pool, nil)
+	require.NoError(t, err)
+	require.NoError(t, tx.Conn().PgConn().Conn().Close())
+	require.NoError(t, tx.Rollback(t.Context()), "nothing was sent: nothing to roll back")
+
+	var one int
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT 1`).Scan(&one), "the pool replaced the dead connection")
+	require.Equal(t, 1, one)
+}
