@@ -14,6 +14,16 @@ import (
 // errLeaseEnding cuts a call whose lease could not be renewed before it would run out.
 var errLeaseEnding = errors.New("the call was cut: its lease could not be renewed before it ran out")
 
+// knownOutcome reports whether o is one of the outcome classes.
+func knownOutcome(o phases.CallOutcome) bool {
+	switch o {
+	case phases.CallOutcomeSucceeded, phases.CallOutcomeDeclined, phases.CallOutcomeFailedBefore,
+		phases.CallOutcomePending, phases.CallOutcomeUnknown:
+		return true
+	}
+	return false
+}
+
 // callAt is step i when it is an external call.
 func (e *execution) callAt(i int) (runstate.Step, bool) {
 	if i >= len(e.op.Steps) {
@@ -68,11 +78,18 @@ func (e *execution) call(ctx context.Context, i int) error {
 	start := time.Now()
 	err := e.guarded(ctx, step.Name(), step.Call())
 	outcome, providerID, recorded := e.st.EndCall()
-	if !recorded {
+	switch {
+	case !recorded:
 		outcome = string(phases.CallOutcomeSucceeded)
 		if err != nil {
 			outcome = string(phases.CallOutcomeUnknown)
 		}
+	case !knownOutcome(phases.CallOutcome(outcome)):
+		// The journal holds the five classes only (the engine, not a CHECK, keeps it so): an
+		// outcome outside them says nothing certain, which is what unknown means.
+		e.c.cfg.Logger.WarnContext(ctx, "a call recorded an outcome that is not a class; journaled as unknown",
+			"operation", e.op.Name, "key", e.req.Key, "step", step.Name(), "outcome", outcome)
+		outcome = string(phases.CallOutcomeUnknown)
 	}
 	e.done = &callDone{step: step.Name(), outcome: phases.CallOutcome(outcome), providerID: providerID}
 	e.c.observer.Call(e.op.Name, step.Name(), phases.CallOutcome(outcome), time.Since(start))

@@ -60,6 +60,10 @@ func TestKeyInvariantsCheckFindsEveryBrokenRow(t *testing.T) {
 		       ('t', 'a', 'gone-000001', 'charge', 1, now(), now()),
 		       ('t', 'a', 'valid-00001', 'charge', 2, now(), now())`)
 	require.NoError(t, err)
+	_, err = db.Pool.Exec(t.Context(), `INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, started_at, deadline, outcome)
+		VALUES ('t', 'a', 'valid-00003', 'charge', 1, now(), now(), 'succeeded'),
+		       ('t', 'a', 'valid-00003', 'refund', 1, now(), now(), 'maybe')`)
+	require.NoError(t, err)
 
 	broken, err := dbtest.KeyInvariantViolations(t.Context(), db.Pool)
 	require.NoError(t, err)
@@ -71,10 +75,11 @@ func TestKeyInvariantsCheckFindsEveryBrokenRow(t *testing.T) {
 		{"t", "key-00011", "attempts"}, {"t", "k", "identity"}, {"t", strings.Repeat("k", 256), "identity"},
 		{"", "key-00008", "identity"}, {strings.Repeat("t", 65), "key-00012", "identity"},
 	} {
-		want["pgsaga_key ("+tc.tenant+", a, "+tc.key+")"] = tc.rule
+		want["pgsaga_key ("+tc.tenant+", a, "+tc.key+")"] = tc.rule + ":"
 	}
-	want["pgsaga_call (t, a, gone-000001)"] = "journal"
-	want["pgsaga_call (t, a, valid-00001)"] = "journal" // attempt 2 of a key at its first attempt
+	want["pgsaga_call (t, a, gone-000001)"] = "journal: a call attempt"
+	want["pgsaga_call (t, a, valid-00001)"] = "journal: a call attempt" // attempt 2 of a key at its first attempt
+	want["pgsaga_call (t, a, valid-00003)"] = "journal: an outcome"
 	got := map[string]string{}
 	for _, line := range broken {
 		row, rest, ok := strings.Cut(line, ") ")
@@ -84,6 +89,6 @@ func TestKeyInvariantsCheckFindsEveryBrokenRow(t *testing.T) {
 	require.Len(t, got, len(want), "every broken row once, no valid one:\n%s", strings.Join(broken, "\n"))
 	for row, rule := range want {
 		require.Contains(t, got, row)
-		require.Contains(t, got[row], rule+":", row)
+		require.Contains(t, got[row], rule, row)
 	}
 }

@@ -12,8 +12,9 @@ import (
 // keyInvariantsSQL names, for every row of pgsaga_key and pgsaga_call that breaks one, the
 // invariants it breaks. They are the ones migration 001 enforced with CHECK constraints until
 // migration 004 dropped them for their cost (the key store is the only writer), plus the call
-// journal's tie to its key, which no foreign key enforces. A NULL where a value is required
-// counts as broken (a CHECK would have let it pass).
+// journal's outcome classes (its CHECK, dropped by 004 too) and its tie to its key, which no
+// foreign key enforces. A NULL where a value is required counts as broken (a CHECK would have
+// let it pass).
 const keyInvariantsSQL = `SELECT 'pgsaga_key', tenant_id, actor_id, key, status, broken FROM (
 	SELECT tenant_id, actor_id, key, status, array_remove(ARRAY[
 		CASE WHEN NOT coalesce(length(key) BETWEEN 8 AND 255 AND length(tenant_id) BETWEEN 1 AND 64
@@ -30,10 +31,15 @@ const keyInvariantsSQL = `SELECT 'pgsaga_key', tenant_id, actor_id, key, status,
 	FROM pgsaga_key) keys
 WHERE cardinality(broken) > 0
 UNION ALL
-SELECT 'pgsaga_call', c.tenant_id, c.actor_id, c.key, c.step || '#' || c.attempt,
-	ARRAY['journal: a call attempt belongs to a stored key and to one of its attempts']
-FROM pgsaga_call c LEFT JOIN pgsaga_key k USING (tenant_id, actor_id, key)
-WHERE k.key IS NULL OR c.attempt > k.attempts OR c.attempt < 1
+SELECT 'pgsaga_call', tenant_id, actor_id, key, what, broken FROM (
+	SELECT c.tenant_id, c.actor_id, c.key, c.step || '#' || c.attempt AS what, array_remove(ARRAY[
+		CASE WHEN k.key IS NULL OR c.attempt > k.attempts OR c.attempt < 1
+			THEN 'journal: a call attempt belongs to a stored key and to one of its attempts' END,
+		CASE WHEN c.outcome NOT IN ('succeeded', 'declined', 'failed_before', 'pending', 'unknown')
+			THEN 'journal: an outcome is one of the five classes' END
+	], NULL) AS broken
+	FROM pgsaga_call c LEFT JOIN pgsaga_key k USING (tenant_id, actor_id, key)) calls
+WHERE cardinality(broken) > 0
 ORDER BY 1, 2, 3, 4`
 
 // KeyInvariantViolations lists every row of pgsaga_key (and pgsaga_call) that breaks the key

@@ -58,6 +58,7 @@ func startServer(tb testing.TB) {
 		"shared_preload_libraries":         "pg_stat_statements",
 		"pg_stat_statements.track":         "all",
 		"pg_stat_statements.track_utility": "on",
+		"pg_stat_statements.track_planning": "on",
 		"track_io_timing":                  "on",
 	}})
 	if err != nil {

@@ -23,6 +23,8 @@ CREATE TRIGGER pgsaga_key_done
     FOR EACH ROW WHEN (OLD.status = 'started' AND NEW.status <> 'started')
     EXECUTE FUNCTION pgsaga_key_notify_done();
 
+ALTER TABLE pgsaga_call ADD CONSTRAINT pgsaga_call_outcome CHECK (
+    outcome IN ('succeeded', 'declined', 'failed_before', 'pending', 'unknown'));
 ALTER TABLE pgsaga_key ADD CONSTRAINT pgsaga_key_identity CHECK (
     length(key) BETWEEN 8 AND 255
     AND length(tenant_id) BETWEEN 1 AND 64 AND length(actor_id) BETWEEN 1 AND 64);
