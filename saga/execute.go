@@ -50,7 +50,7 @@ type execution struct {
 	// answer is the response a step decided and the key stored: the operation is done.
 	answer *Response
 	// head is the key as a retry sees it, when the execution read it; found tells whether it
-	// was there.
+	// was there (when set, a lost claim is answered from head without reading it again).
 	head  keyHead
 	found bool
 }
@@ -85,17 +85,17 @@ func (e *execution) state() *runstate.State {
 // write sent at sent.
 func (e *execution) leaseFrom(sent time.Time, left time.Duration) { e.leaseEnd = sent.Add(left) }
 
-// execute runs the steps from index from on. With readFirst, the first step (an atomic phase of
-// a key not yet read) reads the key in its own first round trip.
-func (e *execution) execute(ctx context.Context, from int, readFirst bool) (*Result, error) {
+// execute runs the steps from index from on. With orRead, the first step (the atomic phase of a
+// key not read yet) claims the key in a statement that reads it instead when it exists.
+func (e *execution) execute(ctx context.Context, from int, orRead bool) (*Result, error) {
 	e.state()
 	for i := from; i < len(e.op.Steps); i++ {
 		step := runstate.Step(e.op.Steps[i])
 		var err error
 		start := time.Now()
 		if step.Atomic() != nil {
-			err = e.atomic(ctx, i, readFirst)
-			readFirst = false
+			err = e.atomic(ctx, i, orRead)
+			orRead = false
 		} else {
 			err = e.call(ctx, i)
 		}
@@ -117,10 +117,12 @@ func (e *execution) execute(ctx context.Context, from int, readFirst bool) (*Res
 // call follows, that call's journal row with a renewed lease. A phase that responds stores the
 // answer with the key (e.answer).
 //
-// With readFirst the key is read in the phase's first round trip: with its BEGIN and first
-// statement, or, when the phase sends none, in the pipeline of the claim. A key found stored is
-// then answered from that read (errDuplicate), whatever the phase did: it committed nothing.
-func (e *execution) atomic(ctx context.Context, i int, readFirst bool) error {
+// With orRead the key has not been read: when the phase sends no statement (as it did when it
+// last ran), the claim is a statement that reads the key instead of writing it when it exists,
+// and the request is answered from that read (errDuplicate): one round trip for the read and
+// the claim. A phase that sends a statement after all claims as any other does, and a key found
+// stored is then read again.
+func (e *execution) atomic(ctx context.Context, i int, orRead bool) error {
 	step := runstate.Step(e.op.Steps[i])
 	ctx, cancel := context.WithTimeout(ctx, e.c.cfg.Lease)
 	defer cancel()
@@ -129,27 +131,10 @@ func (e *execution) atomic(ctx context.Context, i int, readFirst bool) error {
 		return fmt.Errorf("error beginning phase %q: %w", step.Name(), err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	var readErr error
-	if readFirst {
-		tx.Prepend(readHeadSQL, e.req.Scope.Tenant, e.req.Scope.Actor, e.req.Key).QueryRow(func(row pgx.Row) error {
-			e.found, readErr = scanHead(row, &e.head)
-			return readErr
-		})
-	}
 
 	err = step.Atomic()(ctx, tx, e.st)
 	if i == 0 && !e.persisted && err == nil {
 		e.c.learn(e.op, !tx.Begun())
-	}
-	if readFirst && tx.Begun() {
-		// The read went with the phase's first statement.
-		switch {
-		case readErr != nil:
-			return fmt.Errorf("error reading key: %w", readErr)
-		case e.found:
-			e.st.Reset(e.committed)
-			return errDuplicate
-		}
 	}
 	if err != nil {
 		e.st.Reset(e.committed)
@@ -165,6 +150,7 @@ func (e *execution) atomic(ctx context.Context, i int, readFirst bool) error {
 		}
 		w.next = start
 	}
+	w.orRead = orRead && !tx.Begun()
 	s, err := w.statement(&e.h, e.req, e.hash)
 	if err != nil {
 		e.st.Reset(e.committed)
@@ -174,16 +160,15 @@ func (e *execution) atomic(ctx context.Context, i int, readFirst bool) error {
 	out, err := commitPhase(ctx, tx, s, e.persisted)
 	if err != nil {
 		e.st.Reset(e.committed)
-		if readFirst && readErr == nil && e.found {
-			// The read ran before the claim in the same pipeline and found the key: the
-			// request is answered from it, as a request that read first would have been.
-			return errDuplicate
-		}
 		return err
 	}
-	// A claim that committed owns the key, whatever a read before it saw (a key deleted by
-	// retention GC in between).
-	e.found = false
+	if w.orRead && !out.claimed {
+		// The key exists: answered from what the statement read of it, or (a claim that
+		// committed after the statement began) from a read of its own.
+		e.st.Reset(e.committed)
+		e.head, e.found = out.existing, out.found
+		return errDuplicate
+	}
 	e.wrote(w, out, sent)
 	e.answer = resp
 	return nil

@@ -3,7 +3,6 @@ package perflab
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -59,9 +58,6 @@ func newEngine(tb testing.TB) *engine {
 	ctx := context.Background()
 	if _, err := migrations.Migrate(ctx, p, &migrations.MigrateOpts{SkipRiver: true}); err != nil {
 		tb.Fatal(err)
-	}
-	if os.Getenv("LAB_NOCHECK") != "" {
-		_, _ = p.Exec(ctx, `ALTER TABLE pgsaga_call DROP CONSTRAINT pgsaga_call_outcome`)
 	}
 	if _, err := p.Exec(ctx, ordersDDL); err != nil {
 		tb.Fatal(err)

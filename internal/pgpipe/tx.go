@@ -329,8 +329,11 @@ func (tx *Tx) CommitWith(ctx context.Context, b *pgx.Batch) error {
 	if tx.begun {
 		full.Queue("commit")
 	}
-	if full.Len() == 0 {
+	switch {
+	case full.Len() == 0:
 		return nil
+	case !tx.begun && statements == 1:
+		return tx.commitOne(ctx, full.QueuedQueries[0])
 	}
 	br := tx.conn.SendBatch(ctx, full)
 	var first error // the first error any result or callback reported
@@ -362,6 +365,28 @@ func (tx *Tx) CommitWith(ctx context.Context, b *pgx.Batch) error {
 		return pgx.ErrTxCommitRollback
 	case first != nil || commitErr != nil:
 		return &CommittedError{Err: errors.Join(first, commitErr)}
+	}
+	return nil
+}
+
+// commitOne sends the one statement of a transaction that sent nothing else as a plain query:
+// the same implicit transaction as a pipeline of one (it commits when it succeeds), without
+// pgx's pipeline bookkeeping. Its server error, as pgx recorded it, says whether it ran.
+func (tx *Tx) commitOne(ctx context.Context, qq *pgx.QueuedQuery) error {
+	r := &oneResult{ctx: ctx, conn: tx.conn, qq: qq}
+	err := readOne(r, qq)
+	serverErr := r.close()
+	var pgErr *pgconn.PgError
+	switch {
+	case tx.conn.IsClosed():
+		return errors.Join(err, serverErr)
+	case errors.As(serverErr, &pgErr):
+		return pgErr
+	case r.sendErr != nil:
+		return r.sendErr // pgx refused the statement before sending it
+	case err != nil || serverErr != nil:
+		// The rows came back and could not be read: the statement ran, and committed.
+		return &CommittedError{Err: errors.Join(err, serverErr)}
 	}
 	return nil
 }
