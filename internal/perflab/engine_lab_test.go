@@ -133,13 +133,27 @@ func TestLabSchema(t *testing.T) {
 	const noCallCheck = `ALTER TABLE pgsaga_call DROP CONSTRAINT pgsaga_call_outcome;`
 	const merged = `DROP INDEX pgsaga_key_resumable_idx; DROP INDEX pgsaga_key_parked_idx;
 		CREATE INDEX pgsaga_key_open_idx ON pgsaga_key (status, next_attempt_at) WHERE status IN ('started', 'failed');`
-	const noBrin = `DROP INDEX pgsaga_key_created_brin;`
-	const btree = `DROP INDEX pgsaga_key_created_brin; CREATE INDEX pgsaga_key_created_idx ON pgsaga_key (created_at);`
+	const noBrin = `DROP INDEX pgsaga_key_age_brin;`
+	const btree = `DROP INDEX pgsaga_key_age_brin; CREATE INDEX pgsaga_key_created_idx ON pgsaga_key (created_at);`
 	defaultLab().compare(t, os.Stdout, "phased: schema changes", []variant{
 		engineVariant("004", "sbs_phased", false, ""),
 		engineVariant("004, no CHECK on the journal", "sbs_phased", false, noCallCheck),
 		engineVariant("004, no journal CHECK, resumable+parked merged", "sbs_phased", false, noCallCheck+merged),
 		engineVariant("004, no journal CHECK, merged, no BRIN", "sbs_phased", false, noCallCheck+merged+noBrin),
 		engineVariant("004, no journal CHECK, merged, B-tree created_at", "sbs_phased", false, noCallCheck+merged+btree),
+	})
+}
+
+// TestLabVacuum measures what autovacuum adds to the phased path: the completion is never a HOT
+// update (status is in the resumer's partial index), so every request leaves a dead key row
+// version and its index entries behind.
+func TestLabVacuum(t *testing.T) {
+	requireLab(t)
+	const noAutovacuum = `ALTER TABLE pgsaga_key SET (autovacuum_enabled = false); ALTER TABLE pgsaga_call SET (autovacuum_enabled = false);`
+	floor2rt, _ := floorVariants()
+	defaultLab().compare(t, os.Stdout, "phased: autovacuum", []variant{
+		floor2rt,
+		engineVariant("pgsaga-phased", "sbs_phased", false, ""),
+		engineVariant("pgsaga-phased, no autovacuum on its tables", "sbs_phased", false, noAutovacuum),
 	})
 }

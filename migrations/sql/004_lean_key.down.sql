@@ -1,5 +1,5 @@
 DROP INDEX pgsaga_key_parked_idx;
-DROP INDEX pgsaga_key_created_brin;
+DROP INDEX pgsaga_key_age_brin;
 CREATE INDEX pgsaga_key_expires_idx ON pgsaga_key (expires_at) WHERE status = 'completed';
 CREATE INDEX pgsaga_key_created_idx ON pgsaga_key (created_at DESC);
 CREATE INDEX pgsaga_key_failed_idx ON pgsaga_key (updated_at) WHERE status = 'failed';

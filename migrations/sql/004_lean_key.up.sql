@@ -39,9 +39,12 @@ DROP INDEX pgsaga_key_expires_idx;
 DROP INDEX pgsaga_key_created_idx;
 DROP INDEX pgsaga_key_failed_idx;
 
--- Newest-first listing and retention GC by age: created_at never changes and grows with the
--- table, which a BRIN index summarises per range of pages for a fraction of a B-tree's cost.
-CREATE INDEX pgsaga_key_created_brin ON pgsaga_key USING brin (created_at);
+-- Newest-first listing and retention GC: created_at never changes and grows with the table,
+-- and expires_at (set once, at completion) follows it, which a BRIN index summarises per range
+-- of pages for a fraction of a B-tree's cost (no entry per row; a new row on a page not yet
+-- summarised costs nothing). It finds the keys of a time window, not their order: a listing
+-- looks at a recent window first and widens it (saga's listKeys), GC looks for expired keys.
+CREATE INDEX pgsaga_key_age_brin ON pgsaga_key USING brin (created_at, expires_at);
 
 -- Parked keys (few; operators list and count them), on a column no write changes.
 CREATE INDEX pgsaga_key_parked_idx ON pgsaga_key (created_at) WHERE status = 'failed';
