@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -89,6 +90,51 @@ func (c *Client) ResumeNextDue(ctx context.Context) (*KeyRef, *Result, error) {
 	}
 	res, err := c.newResumption(op, k.Key).resume(ctx, k, sent)
 	return ref, res, err
+}
+
+// ResumeDue resumes those of refs that are due for an execution, as Resume with ResumeOpts.Due
+// does one key: their leases are taken in one statement (a key that another execution holds,
+// that is not due yet, that finished or parked, or whose operation this client lacks is left
+// alone), and every key taken is resumed at once, each on its own goroutine (its lease runs from
+// the claim), and ResumeDue returns when all have returned: one ResumeDueResult per ref, in
+// order. It returns an error, having resumed nothing, only when the claim itself failed.
+func (c *Client) ResumeDue(ctx context.Context, refs []KeyRef) ([]ResumeDueResult, error) {
+	ctx = context.WithoutCancel(ctx)
+	out := make([]ResumeDueResult, len(refs))
+	if len(refs) == 0 {
+		return out, nil
+	}
+	sent := time.Now()
+	taken, err := claimKeys(ctx, c.cfg.DB, c.opNames, c.calls, c.cfg.Lease, refs)
+	if err != nil {
+		return nil, err
+	}
+	at := make(map[KeyRef]int, len(refs))
+	for i, r := range refs {
+		at[r] = i
+	}
+	var wg sync.WaitGroup
+	for _, t := range taken {
+		i := at[KeyRef{Scope: t.Scope, Key: t.Key.Key}]
+		out[i].Taken = true
+		op, err := c.operation(t.Operation)
+		if err != nil {
+			out[i].Err = err // cannot be: the claim takes keys of this client's operations only
+			continue
+		}
+		wg.Go(func() { out[i].Result, out[i].Err = c.newResumption(op, t.Key).resume(ctx, t, sent) })
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// ResumeDueResult is what ResumeDue did with one key.
+type ResumeDueResult struct {
+	// Taken is false when the key was not due: nothing ran, and Result and Err are nil.
+	Taken bool
+	// Result and Err are what the key's resume returned, as Resume's.
+	Result *Result
+	Err    error
 }
 
 // ReserveDueTx hands up to limit due keys to the caller, in the caller's transaction (the one
