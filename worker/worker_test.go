@@ -208,7 +208,7 @@ func TestStopTimeoutDoesNotCutAResume(t *testing.T) {
 // A worker killed in the middle of a resume leaves its job "running" in River until River's
 // rescuer retries it (after a minute plus the lease). The keys it held are not stranded that
 // long: their leases and their reservations run out, the next sweep enqueues them again, and the
-// new job resumes them once; the rescued job later finds them finished and skips them.
+// new job resumes them once (the rescued job will find them finished and skip them).
 func TestKeysOfADeadWorkersJobAreResumedAgain(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t)
@@ -222,9 +222,10 @@ func TestKeysOfADeadWorkersJobAreResumedAgain(t *testing.T) {
 	require.NoError(t, err)
 	_, err = inserter.InsertTx(t.Context(), tx, worker.ResumeBatchArgs{Keys: []worker.ResumeArgs{{Tenant: "t1", Actor: "a1", Key: "dead-00000"}}}, nil)
 	require.NoError(t, err)
-	// The dead worker fetched it two minutes ago; the key's reservation for it has run out.
+	// The dead worker fetched it ten seconds ago: River would rescue the job only after a minute
+	// and a lease, but the key's lease and its reservation for that job have run out.
 	_, err = tx.Exec(t.Context(), `UPDATE river_job SET state = 'running', attempt = 1,
-		attempted_at = now() - interval '2 minutes', attempted_by = '{dead-worker}' WHERE kind = 'pgsaga_resume_batch'`)
+		attempted_at = now() - interval '10 seconds', attempted_by = '{dead-worker}' WHERE kind = 'pgsaga_resume_batch'`)
 	require.NoError(t, err)
 	_, err = tx.Exec(t.Context(), `UPDATE pgsaga_key SET reserved_until = now() - interval '1 second'`)
 	require.NoError(t, err)
@@ -237,6 +238,8 @@ func TestKeysOfADeadWorkersJobAreResumedAgain(t *testing.T) {
 	require.Equal(t, 1, eff.Count("dead-00000"))
 	require.Equal(t, 2, countRows(t, db.Pool, `SELECT count(*) FROM river_job WHERE kind = 'pgsaga_resume_batch'
 		AND args @> '{"keys": [{"key": "dead-00000"}]}'`), "the dead worker's job, and the sweep's")
+	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM river_job WHERE kind = 'pgsaga_resume_batch'
+		AND attempted_by = '{dead-worker}' AND state = 'running'`), "not rescued: the key did not wait for it")
 	require.Equal(t, 2, countRows(t, db.Pool, `SELECT attempts FROM pgsaga_key`))
 }
 
