@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,38 +57,54 @@ type keyHead struct {
 	NextAttemptAt time.Time
 	// DBNow is the database clock when the row was read.
 	DBNow time.Time
+
+	// scan holds what a read scans into, in the head itself, so that a read allocates only
+	// what it keeps.
+	scan headScan
 }
 
-// scanHead reads readHeadSQL's row into h, after extra (columns that come before the head's);
-// found is false when there is no such key, or when the head's columns are NULL (a claim that
-// wrote the key instead of reading it).
+// headScan are the scan targets of headColumns, and room for the columns before them.
+type headScan struct {
+	operation, method, path pgtype.Text
+	status, rp, reason      pgtype.Text
+	lastError               pgtype.Text
+	respStatus              pgtype.Int4
+	respHeader, respBody    []byte
+	lockedUntil             pgtype.Timestamptz
+	leased                  pgtype.Bool
+	next, now               pgtype.Timestamptz
+	dest                    [2 + 15]any
+}
+
+// scanHead reads readHeadSQL's row into h, after extra (at most two columns that come before
+// the head's); found is false when there is no such key, or when the head's columns are NULL (a
+// claim that wrote the key instead of reading it).
 func scanHead(row pgx.Row, h *keyHead, extra ...any) (found bool, err error) {
-	var (
-		operation, method, path pgtype.Text
-		status, rp, reason      pgtype.Text
-		lastError               pgtype.Text
-		respStatus              pgtype.Int4
-		respHeader, respBody    []byte
-		leased                  pgtype.Bool
-		next, now               pgtype.Timestamptz
-		dest                    [16 + 15]any
-	)
-	n := copy(dest[:], extra)
-	n += copy(dest[n:], []any{&operation, &method, &path, &h.RequestHash, &status, &rp, &reason, &lastError,
-		&respStatus, &respHeader, &respBody, &h.LockedUntil, &leased, &next, &now})
-	err = row.Scan(dest[:n]...)
+	sc := &h.scan
+	n := copy(sc.dest[:], extra)
+	for _, d := range [...]any{&sc.operation, &sc.method, &sc.path, &h.RequestHash, &sc.status, &sc.rp, &sc.reason,
+		&sc.lastError, &sc.respStatus, &sc.respHeader, &sc.respBody, &sc.lockedUntil, &sc.leased, &sc.next, &sc.now} {
+		sc.dest[n] = d
+		n++
+	}
+	err = row.Scan(sc.dest[:n]...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
-	if err != nil || !operation.Valid {
+	if err != nil || !sc.operation.Valid {
 		return false, err
 	}
-	h.Operation, h.Method, h.Path = operation.String, method.String, path.String
-	h.Status, h.RecoveryPoint, h.ParkedReason = KeyStatus(status.String), rp.String, ParkedReason(reason.String)
-	h.LastError, h.Leased, h.NextAttemptAt, h.DBNow = lastError.String, leased.Bool, next.Time, now.Time
+	h.Operation, h.Method, h.Path = sc.operation.String, sc.method.String, sc.path.String
+	h.Status, h.RecoveryPoint, h.ParkedReason = KeyStatus(sc.status.String), sc.rp.String, ParkedReason(sc.reason.String)
+	h.LastError, h.Leased, h.NextAttemptAt, h.DBNow = sc.lastError.String, sc.leased.Bool, sc.next.Time, sc.now.Time
+	h.LockedUntil = nil
+	if sc.lockedUntil.Valid {
+		t := sc.lockedUntil.Time
+		h.LockedUntil = &t
+	}
 	h.Response = nil
-	if respStatus.Valid {
-		if h.Response, err = storedResponseOf(int(respStatus.Int32), respHeader, respBody); err != nil {
+	if sc.respStatus.Valid {
+		if h.Response, err = storedResponseOf(int(sc.respStatus.Int32), sc.respHeader, sc.respBody); err != nil {
 			return false, err
 		}
 	}
@@ -98,11 +113,10 @@ func scanHead(row pgx.Row, h *keyHead, extra ...any) (found bool, err error) {
 
 // storedResponseOf decodes a stored response.
 func storedResponseOf(status int, header, body []byte) (*Response, error) {
-	r := &Response{Status: status, Body: body, Header: http.Header{}}
-	if len(header) > 0 {
-		if err := json.Unmarshal(header, &r.Header); err != nil {
-			return nil, fmt.Errorf("error decoding stored headers: %w", err)
-		}
+	r := &Response{Status: status, Body: body}
+	var err error
+	if r.Header, err = decodeHeader(header); err != nil {
+		return nil, fmt.Errorf("error decoding stored headers: %w", err)
 	}
 	return r, nil
 }
