@@ -101,7 +101,7 @@ func (e *execution) call(ctx context.Context, i int) error {
 		return nil
 	}
 	w := e.advance("", resp)
-	out, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w)
+	out, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args)
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (e *execution) journal(ctx context.Context, step runstate.Step) (*journaled
 		w.kind, w.orNothing = writeClaim, true
 	}
 	sent := time.Now()
-	out, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w)
+	out, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args)
 	if err == nil && !won {
 		err = errDuplicate
 	}

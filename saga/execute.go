@@ -53,6 +53,8 @@ type execution struct {
 	// was there (when set, a lost claim is answered from head without reading it again).
 	head  keyHead
 	found bool
+	// args hold the arguments of the key write being built.
+	args args
 }
 
 // journaledCall is a call whose journal row a write committed, with what it said of the call's
@@ -151,7 +153,7 @@ func (e *execution) atomic(ctx context.Context, i int, orRead bool) error {
 		w.next = start
 	}
 	w.orRead = orRead && !tx.Begun()
-	s, err := w.statement(&e.h, e.req, e.hash)
+	s, err := w.statement(&e.h, e.req, e.hash, &e.args)
 	if err != nil {
 		e.st.Reset(e.committed)
 		return err

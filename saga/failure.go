@@ -99,7 +99,7 @@ func (e *execution) transient(ctx context.Context, err error) (*Result, error) {
 	}
 	w := &keyWrite{kind: writeRelease, status: KeyStatusStarted, recoveryPoint: e.rp, state: e.committed,
 		lastError: err.Error(), retryIn: delay, unspent: pending, done: e.done}
-	if _, _, werr := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w); errors.Is(werr, ErrLeaseLost) {
+	if _, _, werr := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args); errors.Is(werr, ErrLeaseLost) {
 		return e.leaseLost(ctx)
 	} else if werr != nil {
 		e.c.cfg.Logger.WarnContext(ctx, "could not release the lease early; it expires on its own", "operation", e.op.Name, "key", e.req.Key, "error", werr)
@@ -126,7 +126,7 @@ func (e *execution) leaseLost(ctx context.Context) (*Result, error) {
 func (e *execution) park(ctx context.Context, reason ParkedReason, msg string) (*Result, error) {
 	w := &keyWrite{kind: writePark, status: KeyStatusFailed, recoveryPoint: e.rp, state: e.committed, lastError: msg,
 		reason: reason, done: e.done}
-	if _, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w); err != nil {
+	if _, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args); err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			return e.leaseLost(ctx)
 		}

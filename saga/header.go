@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 )
 
 // Stored response headers are a JSON object of string arrays, as encoding/json writes an
@@ -120,4 +121,57 @@ func (p *headerParser) end() error {
 		return errHeaderShape
 	}
 	return nil
+}
+
+// plainJSONHeader encodes h as encoding/json would (names sorted, arrays of strings) when every
+// name and value is printable ASCII that encoding/json writes as is; ok is false otherwise.
+func plainJSONHeader(h http.Header) (b []byte, ok bool) {
+	names := make([]string, 0, len(h))
+	size := 2
+	for name, values := range h {
+		if values == nil || !plainJSONString(name) {
+			return nil, false
+		}
+		names = append(names, name)
+		size += len(name) + 6
+		for _, v := range values {
+			if !plainJSONString(v) {
+				return nil, false
+			}
+			size += len(v) + 3
+		}
+	}
+	slices.Sort(names)
+	b = make([]byte, 0, size)
+	b = append(b, '{')
+	for i, name := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, '"', ':', '[')
+		for j, v := range h[name] {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, v...)
+			b = append(b, '"')
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}'), true
+}
+
+// plainJSONString reports whether encoding/json writes s between quotes as it is: printable
+// ASCII without '"', '\\' and the HTML characters it escapes.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }

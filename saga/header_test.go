@@ -56,3 +56,26 @@ func FuzzDecodeHeader(f *testing.F) {
 		require.Equal(t, want, got, "%q", doc)
 	})
 }
+
+// plainJSONHeader writes what encoding/json writes, or declines.
+func TestPlainJSONHeaderAgreesWithEncodingJSON(t *testing.T) {
+	t.Parallel()
+	for _, h := range []http.Header{
+		{}, {"Content-Type": {"application/json"}},
+		{"Location": {"/payments/1"}, "Content-Type": {"application/json"}, "A": {"x", "y"}},
+		{"Empty": {}}, {"Nil": nil}, {"Quote": {`say "hi"`}}, {"Html": {"<b>&"}}, {"Unicode": {"été"}},
+		{"Ctl": {"a\tb"}}, {"Del": {"\x7f"}},
+	} {
+		want, err := json.Marshal(h)
+		require.NoError(t, err)
+		got, ok := plainJSONHeader(h)
+		if ok {
+			require.Equal(t, string(want), string(got), "%v", h)
+		}
+		_, stored, _, err := encodeResponse(&Response{Status: 200, Header: h})
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(stored), "%v", h)
+	}
+	_, ok := plainJSONHeader(http.Header{"Content-Type": {"application/json"}})
+	require.True(t, ok, "the common header takes the plain path")
+}

@@ -63,7 +63,7 @@ func (c *Client) RunTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 	}
 	w := e.advance("", resp)
 	w.orNothing = true
-	_, won, err := writeKey(ctx, savepoint, &e.h, req, hash, w)
+	_, won, err := writeKey(ctx, savepoint, &e.h, req, hash, w, &e.args)
 	if err != nil {
 		return nil, err
 	}

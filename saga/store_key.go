@@ -291,6 +291,13 @@ func encodeState(state map[string]json.RawMessage) ([]byte, error) {
 
 // encodeResponse returns a response's stored columns.
 func encodeResponse(r *Response) (status int32, header, body []byte, err error) {
+	if h, ok := plainJSONHeader(r.Header); ok {
+		body = r.Body
+		if body == nil {
+			body = []byte{}
+		}
+		return int32(r.Status), h, body, nil
+	}
 	if header, err = json.Marshal(r.Header); err != nil {
 		return 0, nil, nil, fmt.Errorf("error encoding response headers: %w", err)
 	}
@@ -479,15 +486,22 @@ type keyStatement struct {
 	exec bool
 }
 
-// statement prepares w as h's write; req and hash are those of a claim.
-func (w *keyWrite) statement(h *holder, req *Request, hash []byte) (*keyStatement, error) {
+// statement prepares w as h's write, its arguments in a; req and hash are those of a claim.
+func (w *keyWrite) statement(h *holder, req *Request, hash []byte, a *args) (*keyStatement, error) {
 	state, err := encodeState(w.state)
 	if err != nil {
 		return nil, err
 	}
-	s := &keyStatement{}
+	s := a.reset()
 	switch w.kind {
 	case writeClaim:
+		a.text(req.Scope.Tenant)
+		a.text(req.Scope.Actor)
+		a.text(req.Key)
+		a.text(req.Operation)
+		a.text(req.Method)
+		a.text(req.Path)
+		a.bytea(hash)
 		switch w.status {
 		case KeyStatusCompleted:
 			status, header, body, err := encodeResponse(w.response)
@@ -501,18 +515,27 @@ func (w *keyWrite) statement(h *holder, req *Request, hash []byte) (*keyStatemen
 			case w.orNothing:
 				s.sql += ` ON CONFLICT DO NOTHING`
 			}
-			s.args = []any{req.Scope.Tenant, req.Scope.Actor, req.Key, req.Operation, req.Method, req.Path,
-				hash, state, status, header, body, millis(w.retention)}
+			a.add(state)
+			a.int(int64(status))
+			a.add(header)
+			a.bytea(body)
+			a.int(millis(w.retention))
 		case KeyStatusFailed:
 			if !w.orNothing {
 				return nil, errors.New("saga: a parked key is claimed only outside a phase")
 			}
 			s.sql, s.exec = claimParkedOrNothingSQL, true
-			s.args = []any{req.Scope.Tenant, req.Scope.Actor, req.Key, req.Operation, req.Method, req.Path,
-				hash, w.recoveryPoint, state, w.lastError, string(w.reason), &h.token}
+			a.text(w.recoveryPoint)
+			a.add(state)
+			a.text(w.lastError)
+			a.text(string(w.reason))
+			a.add(&h.token)
 		default:
-			s.args = []any{req.Scope.Tenant, req.Scope.Actor, req.Key, req.Operation, req.Method, req.Path,
-				hash, req.Body, w.recoveryPoint, state, &h.token, millis(w.lease)}
+			a.bytea(req.Body)
+			a.text(w.recoveryPoint)
+			a.add(state)
+			a.add(&h.token)
+			a.int(millis(w.lease))
 			s.read = readClaimed
 			switch {
 			case w.next != nil && w.orRead:
@@ -529,53 +552,84 @@ func (w *keyWrite) statement(h *holder, req *Request, hash []byte) (*keyStatemen
 				s.sql = claimStartedSQL
 			}
 			if w.next != nil {
-				s.args = append(s.args, w.next.step, nullIfEmpty(w.next.reference))
+				a.text(w.next.step)
+				a.textOrNull(w.next.reference)
 			}
 		}
+		s.args = a.slice()
 		return s, nil
+	}
+	a.text(h.scope.Tenant)
+	a.text(h.scope.Actor)
+	a.text(h.key)
+	a.add(&h.token)
+	switch w.kind {
 	case writeComplete:
 		status, header, body, err := encodeResponse(w.response)
 		if err != nil {
 			return nil, err
 		}
-		s.sql = completeSQL
-		s.args = []any{h.scope.Tenant, h.scope.Actor, h.key, &h.token, state, status, header, body, millis(w.retention)}
+		s.sql, s.read = completeSQL, readFenced
+		a.add(state)
+		a.int(int64(status))
+		a.add(header)
+		a.bytea(body)
+		a.int(millis(w.retention))
 		if d := w.done; d != nil {
 			s.sql = completeDoneSQL
-			s.args = append(s.args, d.step, string(d.outcome), nullIfEmpty(d.providerID), h.attempt)
+			a.text(d.step)
+			a.text(string(d.outcome))
+			a.textOrNull(d.providerID)
+			a.int(int64(h.attempt))
 		}
-		s.read = readFenced
 	case writeAdvance:
 		s.sql, s.read = advanceSQL, readAdvanced
-		s.args = append([]any{h.scope.Tenant, h.scope.Actor, h.key, &h.token, w.recoveryPoint, state, millis(w.lease)},
-			w.doneArgs(h)...)
+		a.text(w.recoveryPoint)
+		a.add(state)
+		a.int(millis(w.lease))
+		w.doneArgs(h, a)
 		if n := w.next; n != nil {
-			s.args = append(s.args, n.step, nullIfEmpty(n.reference), append([]string{n.step}, n.aliases...))
+			a.text(n.step)
+			a.textOrNull(n.reference)
+			a.add(append([]string{n.step}, n.aliases...))
 		} else {
-			s.args = append(s.args, nil, nil, nil)
+			a.add(nil)
+			a.add(nil)
+			a.add(nil)
 		}
 	case writeRelease:
-		unspent := 0
+		unspent := int64(0)
 		if w.unspent {
 			unspent = 1
 		}
 		s.sql, s.read = releaseSQL, readFenced
-		s.args = append([]any{h.scope.Tenant, h.scope.Actor, h.key, &h.token, w.lastError,
-			millis(max(w.retryIn, 0)), unspent}, w.doneArgs(h)...)
+		a.text(w.lastError)
+		a.int(millis(max(w.retryIn, 0)))
+		a.int(unspent)
+		w.doneArgs(h, a)
 	case writePark:
 		s.sql, s.read = parkSQL, readFenced
-		s.args = append([]any{h.scope.Tenant, h.scope.Actor, h.key, &h.token, w.recoveryPoint, w.lastError,
-			string(w.reason)}, w.doneArgs(h)...)
+		a.text(w.recoveryPoint)
+		a.text(w.lastError)
+		a.text(string(w.reason))
+		w.doneArgs(h, a)
 	}
+	s.args = a.slice()
 	return s, nil
 }
 
-// doneArgs are the arguments of a write's done CTE ($8-$11).
-func (w *keyWrite) doneArgs(h *holder) []any {
+// doneArgs adds the arguments of a write's done CTE ($8-$11).
+func (w *keyWrite) doneArgs(h *holder, a *args) {
 	if d := w.done; d != nil {
-		return []any{d.step, string(d.outcome), nullIfEmpty(d.providerID), h.attempt}
+		a.text(d.step)
+		a.text(string(d.outcome))
+		a.textOrNull(d.providerID)
+	} else {
+		a.add(nil)
+		a.add(nil)
+		a.add(nil)
 	}
-	return []any{nil, nil, nil, h.attempt}
+	a.int(int64(h.attempt))
 }
 
 // readClaimedOrRead reads a claim-or-read statement's row: the claim's, or the key's head.
@@ -661,8 +715,8 @@ func decodeCalls(raw []byte, keep func(*callJSON) bool) ([]runstate.CallRecord, 
 // wrote nothing. A claim with orNothing reports false, writing nothing, when the key exists.
 // A fenced write returns ErrLeaseLost, writing nothing, when another execution took the key
 // over.
-func writeKey(ctx context.Context, q queryer, h *holder, req *Request, hash []byte, w *keyWrite) (*written, bool, error) {
-	s, err := w.statement(h, req, hash)
+func writeKey(ctx context.Context, q queryer, h *holder, req *Request, hash []byte, w *keyWrite, a *args) (*written, bool, error) {
+	s, err := w.statement(h, req, hash, a)
 	if err != nil {
 		return nil, false, err
 	}
