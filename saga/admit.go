@@ -38,11 +38,11 @@ func (c *Client) Run(ctx context.Context, operation string, req *Request) (*Resu
 // admit answers a retry (replay, 422, 409, parked, not yet due, takeover) from one read of the
 // key, with no transaction, and runs a new key's steps. The read goes alone, before the first
 // phase, unless the operation's first phase is one that sends no statement (learned by running
-// it): then it goes in the phase's pipeline, with the claim, and a new key costs no round trip
-// for it.
+// it): then a new key is claimed at once, in one round trip for the phase, and a retry is
+// answered from a read after its claim finds the key stored (two round trips).
 func (e *execution) admit(ctx context.Context) (*Result, error) {
 	if runstate.Step(e.op.Steps[0]).Atomic() != nil && e.c.quietFirst(e.op) {
-		return e.execute(ctx, 0, true)
+		return e.execute(ctx, 0)
 	}
 	found, err := readHead(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.head)
 	switch {
@@ -52,7 +52,7 @@ func (e *execution) admit(ctx context.Context) (*Result, error) {
 	case found:
 		return e.decide(ctx, &e.head, true)
 	}
-	return e.execute(ctx, 0, false)
+	return e.execute(ctx, 0)
 }
 
 // refuseInvalid answers a body that failed the operation's validation. The key's fingerprint is

@@ -22,7 +22,7 @@ import (
 var allocBudgets = map[string]float64{
 	"replay": 31,
 	"single": 120,
-	"phased": 116,
+	"phased": 113,
 }
 
 // TestAllocationBudgets runs each path alone (not in parallel: allocations are counted for the

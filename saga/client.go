@@ -29,10 +29,10 @@ type Client struct {
 // learnedOp is what a client learned of an operation by running it.
 type learnedOp struct {
 	// quietFirst is true when the operation's first phase last committed without sending a
-	// statement of its own: a new request then reads its key in the pipeline of the claim (one
-	// round trip for both) instead of before the phase (one round trip more). Were the phase
-	// to send a statement after all, the read rides with that statement and the phase's work is
-	// rolled back for a key found stored: correct, only slower for that duplicate.
+	// statement of its own: a new request then claims its key without reading it first (the
+	// claim alone, one round trip), and a retry reads it after its claim found it stored (one
+	// round trip more). Were the phase to send a statement after all, its work is rolled back
+	// for a key found stored: correct, only slower for that duplicate.
 	quietFirst atomic.Bool
 }
 

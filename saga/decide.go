@@ -83,13 +83,9 @@ func (e *execution) inProgress(k *keyHead) (*Result, error) {
 }
 
 // answerExisting answers from the key as it is now, after this execution found it claimed by
-// another (a lost race for the claim) or lost its lease. A key the execution's own read found in
-// the round trip that lost the race is answered from that read.
+// another (a lost race for the claim, or a retry of an operation whose first phase claims
+// without reading first) or lost its lease.
 func (e *execution) answerExisting(ctx context.Context, mayTakeOver bool) (*Result, error) {
-	if e.found {
-		e.found = false
-		return e.decide(ctx, &e.head, mayTakeOver)
-	}
 	found, err := readHead(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.head)
 	switch {
 	case err != nil:

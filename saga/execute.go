@@ -49,10 +49,8 @@ type execution struct {
 	waited bool
 	// answer is the response a step decided and the key stored: the operation is done.
 	answer *Response
-	// head is the key as a retry sees it, when the execution read it; found tells whether it
-	// was there (when set, a lost claim is answered from head without reading it again).
-	head  keyHead
-	found bool
+	// head is the key as a retry sees it, when the execution read it.
+	head keyHead
 	// args hold the arguments of the key write being built.
 	args args
 }
@@ -87,17 +85,15 @@ func (e *execution) state() *runstate.State {
 // write sent at sent.
 func (e *execution) leaseFrom(sent time.Time, left time.Duration) { e.leaseEnd = sent.Add(left) }
 
-// execute runs the steps from index from on. With orRead, the first step (the atomic phase of a
-// key not read yet) claims the key in a statement that reads it instead when it exists.
-func (e *execution) execute(ctx context.Context, from int, orRead bool) (*Result, error) {
+// execute runs the steps from index from on.
+func (e *execution) execute(ctx context.Context, from int) (*Result, error) {
 	e.state()
 	for i := from; i < len(e.op.Steps); i++ {
 		step := runstate.Step(e.op.Steps[i])
 		var err error
 		start := time.Now()
 		if step.Atomic() != nil {
-			err = e.atomic(ctx, i, orRead)
-			orRead = false
+			err = e.atomic(ctx, i)
 		} else {
 			err = e.call(ctx, i)
 		}
@@ -114,17 +110,11 @@ func (e *execution) execute(ctx context.Context, from int, orRead bool) (*Result
 }
 
 // atomic runs phase i in one transaction whose COMMIT travels with the key's write: for a key
-// not yet stored the claim itself (a duplicate rolls the phase back), otherwise the advance
-// fenced by the lease token. The write carries the outcome of the call just made and, when a
-// call follows, that call's journal row with a renewed lease. A phase that responds stores the
-// answer with the key (e.answer).
-//
-// With orRead the key has not been read: when the phase sends no statement (as it did when it
-// last ran), the claim is a statement that reads the key instead of writing it when it exists,
-// and the request is answered from that read (errDuplicate): one round trip for the read and
-// the claim. A phase that sends a statement after all claims as any other does, and a key found
-// stored is then read again.
-func (e *execution) atomic(ctx context.Context, i int, orRead bool) error {
+// not yet stored the claim itself (a duplicate rolls the phase back, and is answered from the
+// key as it is: errDuplicate), otherwise the advance fenced by the lease token. The write carries
+// the outcome of the call just made and, when a call follows, that call's journal row with a
+// renewed lease. A phase that responds stores the answer with the key (e.answer).
+func (e *execution) atomic(ctx context.Context, i int) error {
 	step := runstate.Step(e.op.Steps[i])
 	ctx, cancel := context.WithTimeout(ctx, e.c.cfg.Lease)
 	defer cancel()
@@ -152,7 +142,6 @@ func (e *execution) atomic(ctx context.Context, i int, orRead bool) error {
 		}
 		w.next = start
 	}
-	w.orRead = orRead && !tx.Begun()
 	s, err := w.statement(&e.h, e.req, e.hash, &e.args)
 	if err != nil {
 		e.st.Reset(e.committed)
@@ -163,13 +152,6 @@ func (e *execution) atomic(ctx context.Context, i int, orRead bool) error {
 	if err != nil {
 		e.st.Reset(e.committed)
 		return err
-	}
-	if w.orRead && !out.claimed {
-		// The key exists: answered from what the statement read of it, or (a claim that
-		// committed after the statement began) from a read of its own.
-		e.st.Reset(e.committed)
-		e.head, e.found = out.existing, out.found
-		return errDuplicate
 	}
 	e.wrote(w, out, sent)
 	e.answer = resp

@@ -205,13 +205,13 @@ func (e *execution) resume(ctx context.Context, t *takenKey, sent time.Time) (*R
 		}
 		return e.compensate(ctx, i, out)
 	case rp == phases.RecoveryPointStarted:
-		return e.execute(ctx, 0, false)
+		return e.execute(ctx, 0)
 	default:
 		i := e.op.StepIndex(rp)
 		if i < 0 {
 			return e.park(ctx, ParkedPermanent, fmt.Sprintf("operation %q has no step %q to resume after (renamed? keep the old name in WithAliases)", e.op.Name, rp))
 		}
-		return e.execute(ctx, i+1, false)
+		return e.execute(ctx, i+1)
 	}
 }
 

@@ -63,7 +63,7 @@ type keyHead struct {
 	scan headScan
 }
 
-// headScan are the scan targets of headColumns, and room for the columns before them.
+// headScan are the scan targets of headColumns.
 type headScan struct {
 	operation, method, path pgtype.Text
 	status, rp, reason      pgtype.Text
@@ -73,25 +73,19 @@ type headScan struct {
 	lockedUntil             pgtype.Timestamptz
 	leased                  pgtype.Bool
 	next, now               pgtype.Timestamptz
-	dest                    [2 + 15]any
+	dest                    [15]any
 }
 
-// scanHead reads readHeadSQL's row into h, after extra (at most two columns that come before
-// the head's); found is false when there is no such key, or when the head's columns are NULL (a
-// claim that wrote the key instead of reading it).
-func scanHead(row pgx.Row, h *keyHead, extra ...any) (found bool, err error) {
+// scanHead reads readHeadSQL's row into h; found is false when there is no such key.
+func scanHead(row pgx.Row, h *keyHead) (found bool, err error) {
 	sc := &h.scan
-	n := copy(sc.dest[:], extra)
-	for _, d := range [...]any{&sc.operation, &sc.method, &sc.path, &h.RequestHash, &sc.status, &sc.rp, &sc.reason,
-		&sc.lastError, &sc.respStatus, &sc.respHeader, &sc.respBody, &sc.lockedUntil, &sc.leased, &sc.next, &sc.now} {
-		sc.dest[n] = d
-		n++
-	}
-	err = row.Scan(sc.dest[:n]...)
+	sc.dest = [...]any{&sc.operation, &sc.method, &sc.path, &h.RequestHash, &sc.status, &sc.rp, &sc.reason,
+		&sc.lastError, &sc.respStatus, &sc.respHeader, &sc.respBody, &sc.lockedUntil, &sc.leased, &sc.next, &sc.now}
+	err = row.Scan(sc.dest[:]...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
-	if err != nil || !sc.operation.Valid {
+	if err != nil {
 		return false, err
 	}
 	h.Operation, h.Method, h.Path = sc.operation.String, sc.method.String, sc.path.String
@@ -239,9 +233,6 @@ type keyWrite struct {
 	// orNothing makes a claim return no row, rather than raise a unique violation, when the key
 	// exists: for claims that are not followed by a COMMIT of other writes.
 	orNothing bool
-	// orRead makes a claim read the key when it exists, rather than raise (a claim that is the
-	// only statement of its transaction).
-	orRead bool
 }
 
 // callDone is an external call's outcome, for its journal row.
@@ -268,11 +259,6 @@ type written struct {
 	// prior and quietIn describe the earlier attempts of the call w.next journaled.
 	prior   []runstate.CallRecord
 	quietIn time.Duration
-	// claimed is false when a claim with orRead found the key stored; existing is the key then
-	// (found false when not even the read saw it).
-	claimed  bool
-	existing keyHead
-	found    bool
 }
 
 // emptyObject is the encoding of no saved values, the common case of a first phase.
@@ -353,23 +339,6 @@ journaled AS (
 	INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline)
 	SELECT $1, $2, $3, $13, 1, $14, clock_timestamp(), k.locked_until FROM k)
 SELECT k.created_at, (extract(epoch FROM k.locked_until - clock_timestamp()) * 1000)::bigint FROM k`
-
-	// claimOrReadSQL is the end of a claim of a key whose first phase sent no statement: the
-	// claim (an INSERT … ON CONFLICT DO NOTHING in the CTE k) and, only when it wrote nothing,
-	// the read of the key as readHeadSQL reads it, in one statement and one round trip. The read
-	// uses the statement's snapshot: a key another claim committed after it began (the INSERT
-	// waited for that claim) is neither written nor read, and the engine reads it again.
-	claimOrReadSQL = `
-SELECT k.created_at, (extract(epoch FROM k.locked_until - clock_timestamp()) * 1000)::bigint, h.*
-FROM (VALUES (1)) AS one (x) LEFT JOIN k ON true
-LEFT JOIN LATERAL (SELECT ` + headColumns + ` FROM pgsaga_key
-	WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND k.created_at IS NULL) h ON true`
-	claimStartedOrReadSQL        = `WITH k AS (` + claimStartedInsertSQL + ` ON CONFLICT DO NOTHING RETURNING created_at, locked_until)` + claimOrReadSQL
-	claimStartedJournalOrReadSQL = `WITH k AS (` + claimStartedInsertSQL + ` ON CONFLICT DO NOTHING RETURNING created_at, locked_until),
-journaled AS (
-	INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline)
-	SELECT $1, $2, $3, $13, 1, $14, clock_timestamp(), k.locked_until FROM k)` + claimOrReadSQL
-	claimCompletedOrReadSQL = `WITH k AS (` + claimCompletedSQL + ` ON CONFLICT DO NOTHING RETURNING created_at, locked_until)` + claimOrReadSQL
 
 	// claimParkedOrNothingSQL stores a key parked before any phase committed (a permanent
 	// failure of its first step), with the execution's token but no lease, and, as a finished
@@ -509,10 +478,7 @@ func (w *keyWrite) statement(h *holder, req *Request, hash []byte, a *args) (*ke
 				return nil, err
 			}
 			s.sql, s.exec = claimCompletedSQL, true
-			switch {
-			case w.orRead:
-				s.sql, s.exec, s.read = claimCompletedOrReadSQL, false, readClaimedOrRead
-			case w.orNothing:
+			if w.orNothing {
 				s.sql += ` ON CONFLICT DO NOTHING`
 			}
 			a.add(state)
@@ -538,10 +504,6 @@ func (w *keyWrite) statement(h *holder, req *Request, hash []byte, a *args) (*ke
 			a.int(millis(w.lease))
 			s.read = readClaimed
 			switch {
-			case w.next != nil && w.orRead:
-				s.sql, s.read = claimStartedJournalOrReadSQL, readClaimedOrRead
-			case w.orRead:
-				s.sql, s.read = claimStartedOrReadSQL, readClaimedOrRead
 			case w.next != nil && w.orNothing:
 				s.sql = claimStartedJournalOrNothingSQL
 			case w.next != nil:
@@ -630,21 +592,6 @@ func (w *keyWrite) doneArgs(h *holder, a *args) {
 		a.add(nil)
 	}
 	a.int(int64(h.attempt))
-}
-
-// readClaimedOrRead reads a claim-or-read statement's row: the claim's, or the key's head.
-func readClaimedOrRead(row pgx.Row, out *written) error {
-	var (
-		created pgtype.Timestamptz
-		leftMs  pgtype.Int8
-	)
-	found, err := scanHead(row, &out.existing, &created, &leftMs)
-	if err != nil {
-		return err
-	}
-	out.claimed, out.found = created.Valid, found
-	out.createdAt, out.leaseLeft = created.Time, time.Duration(leftMs.Int64)*time.Millisecond
-	return nil
 }
 
 func readClaimed(row pgx.Row, out *written) error {
