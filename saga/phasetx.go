@@ -39,12 +39,8 @@ func beginPhase(ctx context.Context, db DB) (*pgpipe.Tx, error) {
 // nothing, s alone in an implicit transaction), and returns what the write reported. It returns
 // errDuplicate when a claim found the key stored, and ErrLeaseLost when a fenced write found the
 // lease taken over: in both the statement raised, so the COMMIT queued after it never ran and
-// the phase committed nothing.
-//
-// The fence raises division_by_zero (class 22, like the data errors that are the client's
-// fault), so it is recognised by where it came from: the write's own result, read by its own
-// callback. The statements that may precede it in the pipeline are the engine's read of the key
-// and savepoint control, none of which divides.
+// the phase committed nothing. The fence's error is recognised on the write's own result, read
+// by its own callback: only the engine's write can say the lease was lost.
 func commitPhase(ctx context.Context, tx *pgpipe.Tx, s *keyStatement, fenced bool) (*written, error) {
 	b := &pgx.Batch{}
 	out := &written{}

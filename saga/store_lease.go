@@ -29,7 +29,7 @@ const heartbeatSQL = `WITH k AS (
 journal AS (
 	UPDATE pgsaga_call SET deadline = (SELECT locked_until FROM k)
 	WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND step = $6 AND attempt = $7 AND EXISTS (SELECT FROM k))
-SELECT 1 / count(*), max((extract(epoch FROM k.locked_until - clock_timestamp()) * 1000)::bigint) FROM k`
+SELECT ` + fenceSQL + `, max((extract(epoch FROM k.locked_until - clock_timestamp()) * 1000)::bigint) FROM k`
 
 // heartbeat renews the lease of a key whose call step runs, and returns the lease left.
 func heartbeat(ctx context.Context, q queryer, h *holder, lease time.Duration, step string) (time.Duration, error) {

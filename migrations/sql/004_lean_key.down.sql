@@ -4,13 +4,6 @@ CREATE INDEX pgsaga_key_expires_idx ON pgsaga_key (expires_at) WHERE status = 'c
 CREATE INDEX pgsaga_key_created_idx ON pgsaga_key (created_at DESC);
 CREATE INDEX pgsaga_key_failed_idx ON pgsaga_key (updated_at) WHERE status = 'failed';
 
-CREATE FUNCTION pgsaga_lease_lost(key text) RETURNS integer LANGUAGE plpgsql AS $$
-BEGIN
-    RAISE EXCEPTION 'the lease of idempotency key % was taken over by another execution', key
-        USING ERRCODE = 'PGS01';
-END;
-$$;
-
 ALTER TABLE pgsaga_key DROP COLUMN waiters;
 CREATE FUNCTION pgsaga_key_notify_done() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

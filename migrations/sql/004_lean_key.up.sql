@@ -26,11 +26,6 @@ DROP TRIGGER pgsaga_key_done ON pgsaga_key;
 DROP FUNCTION pgsaga_key_notify_done();
 ALTER TABLE pgsaga_key ADD COLUMN waiters boolean NOT NULL DEFAULT false;
 
--- A fenced write that finds the lease taken over raises division_by_zero (1 / count(*) over the
--- rows it wrote) instead of calling a plpgsql function, so that a COMMIT pipelined after it
--- never runs; the engine tells it from a data error by the statement it came from.
-DROP FUNCTION pgsaga_lease_lost(text);
-
 -- Indexes: the primary key and the resumer's partial index, which the request path needs, plus
 -- two that operators need and that no renewal writes (a write that changes an indexed column is
 -- never a HOT update). updated_at, locked_until and expires_at, which every phase, renewal or
