@@ -170,6 +170,7 @@ func (e *execution) resume(ctx context.Context, t *takenKey, sent time.Time) (*R
 	})
 	e.c.observer.Resumed(e.op.Name)
 	if err := e.journaledByTakeover(t); err != nil {
+		e.done = &callDone{step: t.call.step, outcome: phases.CallOutcomeFailedBefore} // never sent
 		return e.park(ctx, ParkedPermanent, err.Error())
 	}
 
