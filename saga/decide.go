@@ -30,7 +30,7 @@ func (e *execution) decide(ctx context.Context, k *keyHead, mayTakeOver bool) (*
 		e.c.observer.Request(e.op.Name, OutcomeParked)
 		return nil, &ParkedError{Reason: k.ParkedReason, LastError: k.LastError}
 	}
-	if k.Leased {
+	if k.LeaseLeft > 0 {
 		if e.op.WaitInFlight > 0 && !e.waited {
 			// The operation prefers an answer to a 409: wait, bounded, for the execution in
 			// flight, then decide again on the key as it is then.
@@ -44,7 +44,7 @@ func (e *execution) decide(ctx context.Context, k *keyHead, mayTakeOver bool) (*
 		}
 		return e.inProgress(k)
 	}
-	if wait := k.NextAttemptAt.Sub(k.DBNow); wait > 0 {
+	if wait := k.NextAttemptIn; wait > 0 {
 		// The last execution failed and scheduled the next attempt: a retry before then gets
 		// the same answer and spends nothing.
 		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
@@ -75,11 +75,7 @@ func (e *execution) decide(ctx context.Context, k *keyHead, mayTakeOver bool) (*
 
 func (e *execution) inProgress(k *keyHead) (*Result, error) {
 	e.c.observer.Request(e.op.Name, OutcomeInProgress)
-	left := time.Duration(0)
-	if k.LockedUntil != nil {
-		left = max(k.LockedUntil.Sub(k.DBNow), 0)
-	}
-	return nil, &InProgressError{LeaseRemaining: left}
+	return nil, &InProgressError{LeaseRemaining: k.LeaseLeft}
 }
 
 // answerExisting answers from the key as it is now, after this execution found it claimed by

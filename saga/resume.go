@@ -58,7 +58,7 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 		case k.Status == KeyStatusFailed:
 			return nil, &ParkedError{Reason: k.ParkedReason, LastError: k.LastError}
 		}
-		return nil, &InProgressError{LeaseRemaining: max(deref(k.LockedUntil).Sub(k.DBNow), 0)}
+		return nil, &InProgressError{LeaseRemaining: k.LeaseLeft}
 	}
 	op, err := c.operation(taken.Operation)
 	if err != nil {

@@ -37,10 +37,13 @@ import (
 const fenceSQL = `CASE WHEN count(*) = 0 THEN pgsaga_lease_lost($3) END`
 
 // headColumns is what answering a retry needs, and nothing more: no request body and no saved
-// values (only a resume needs them, and the takeover's RETURNING reads them).
-const headColumns = `operation, method, path, request_hash, status, recovery_point,
+// values (only a resume needs them, and the takeover's RETURNING reads them), and the lease and
+// the next attempt as durations on the database clock.
+const headColumns = `operation, method, path, request_hash, status,
 	coalesce(parked_reason, ''), coalesce(last_error, ''), response_status, response_headers, response_body,
-	locked_until, coalesce(locked_until > clock_timestamp(), false), next_attempt_at, clock_timestamp()`
+	CASE WHEN locked_until > clock_timestamp()
+		THEN (extract(epoch FROM locked_until - clock_timestamp()) * 1000000)::bigint ELSE 0 END,
+	(extract(epoch FROM next_attempt_at - clock_timestamp()) * 1000000)::bigint`
 
 // readHeadSQL is the request path's read of a key: one round trip, no transaction.
 const readHeadSQL = `SELECT ` + headColumns + ` FROM pgsaga_key WHERE tenant_id = $1 AND actor_id = $2 AND key = $3`
@@ -50,16 +53,14 @@ type keyHead struct {
 	Operation, Method, Path string
 	RequestHash             []byte
 	Status                  KeyStatus
-	RecoveryPoint           string
 	ParkedReason            ParkedReason
 	LastError               string
 	Response                *Response
-	LockedUntil             *time.Time
-	// Leased is true while an execution holds the key's lease (on the database clock).
-	Leased        bool
-	NextAttemptAt time.Time
-	// DBNow is the database clock when the row was read.
-	DBNow time.Time
+	// LeaseLeft is how long an execution still holds the key's lease (on the database clock);
+	// zero when none does.
+	LeaseLeft time.Duration
+	// NextAttemptIn is how long until the key's next attempt is due (not positive: it is due).
+	NextAttemptIn time.Duration
 
 	// scan holds what a read scans into, in the head itself, so that a read allocates only
 	// what it keeps.
@@ -69,21 +70,19 @@ type keyHead struct {
 // headScan are the scan targets of headColumns.
 type headScan struct {
 	operation, method, path pgtype.Text
-	status, rp, reason      pgtype.Text
+	status, reason          pgtype.Text
 	lastError               pgtype.Text
 	respStatus              pgtype.Int4
 	respHeader, respBody    []byte
-	lockedUntil             pgtype.Timestamptz
-	leased                  pgtype.Bool
-	next, now               pgtype.Timestamptz
-	dest                    [15]any
+	leaseLeft, nextIn       pgtype.Int8
+	dest                    [12]any
 }
 
 // scanHead reads readHeadSQL's row into h; found is false when there is no such key.
 func scanHead(row pgx.Row, h *keyHead) (found bool, err error) {
 	sc := &h.scan
-	sc.dest = [...]any{&sc.operation, &sc.method, &sc.path, &h.RequestHash, &sc.status, &sc.rp, &sc.reason,
-		&sc.lastError, &sc.respStatus, &sc.respHeader, &sc.respBody, &sc.lockedUntil, &sc.leased, &sc.next, &sc.now}
+	sc.dest = [...]any{&sc.operation, &sc.method, &sc.path, &h.RequestHash, &sc.status, &sc.reason,
+		&sc.lastError, &sc.respStatus, &sc.respHeader, &sc.respBody, &sc.leaseLeft, &sc.nextIn}
 	err = row.Scan(sc.dest[:]...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -92,13 +91,9 @@ func scanHead(row pgx.Row, h *keyHead) (found bool, err error) {
 		return false, err
 	}
 	h.Operation, h.Method, h.Path = sc.operation.String, sc.method.String, sc.path.String
-	h.Status, h.RecoveryPoint, h.ParkedReason = KeyStatus(sc.status.String), sc.rp.String, ParkedReason(sc.reason.String)
-	h.LastError, h.Leased, h.NextAttemptAt, h.DBNow = sc.lastError.String, sc.leased.Bool, sc.next.Time, sc.now.Time
-	h.LockedUntil = nil
-	if sc.lockedUntil.Valid {
-		t := sc.lockedUntil.Time
-		h.LockedUntil = &t
-	}
+	h.Status, h.ParkedReason, h.LastError = KeyStatus(sc.status.String), ParkedReason(sc.reason.String), sc.lastError.String
+	h.LeaseLeft = time.Duration(sc.leaseLeft.Int64) * time.Microsecond
+	h.NextAttemptIn = time.Duration(sc.nextIn.Int64) * time.Microsecond
 	h.Response = nil
 	if sc.respStatus.Valid {
 		if h.Response, err = storedResponseOf(int(sc.respStatus.Int32), sc.respHeader, sc.respBody); err != nil {
