@@ -26,6 +26,8 @@ vet: ## go vet every package
 # stripe-mock for the Stripe adapter (PGSAGA_REQUIRE_STRIPE_MOCK=1: fail, never skip, without it).
 test: deps tools vet ## Install tools, vet, run every test with the race detector (starts its own PostgreSQL)
 	PGSAGA_REQUIRE_STRIPE_MOCK=1 $(GO) test -race -count=1 -timeout 12m $(PKGS)
+	# Allocation budgets are counted without the race detector (its sync.Pool drops items at random).
+	$(GO) test -count=1 -run 'Allocation' ./saga
 
 bench: deps ## Run the benchmarks (BENCHTIME=1s by default)
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) $(PKGS)
