@@ -26,6 +26,8 @@ vet: ## go vet every package
 # stripe-mock for the Stripe adapter (PGSAGA_REQUIRE_STRIPE_MOCK=1: fail, never skip, without it).
 test: deps tools vet ## Install tools, vet, run every test with the race detector (starts its own PostgreSQL)
 	PGSAGA_REQUIRE_STRIPE_MOCK=1 $(GO) test -race -count=1 -timeout 12m $(PKGS)
+	# Allocation budgets are counted without the race detector (its sync.Pool drops items at random).
+	$(GO) test -count=1 -run 'Allocation' ./saga
 
 model: ## Check the protocol model with spin
 	@command -v spin >/dev/null 2>&1 || { echo "make model: spin is not installed (make tools, or apt-get install -y spin gcc)" >&2; exit 1; }

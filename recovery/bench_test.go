@@ -16,11 +16,11 @@ import (
 )
 
 // BenchmarkResume measures resumed keys per second: 10,000 keys crashed after their first
-// phase, drained by 1 and 2 resumers (each with its own pool, as separate processes), each key
+// phase, drained by 1, 2 and 4 resumers (each with its own pool, as separate processes), each key
 // running a no-op call and one atomic phase that writes a row. Seeding is outside the timer.
 func BenchmarkResume(b *testing.B) {
 	const keys = 10_000
-	for _, n := range []int{1, 2} {
+	for _, n := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("resumers=%d", n), func(b *testing.B) {
 			db := dbtest.NewDB(b)
 			createEffectTable(b, db.Pool)

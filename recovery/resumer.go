@@ -133,6 +133,25 @@ func (r *Resumer) ResumeKey(ctx context.Context, ref saga.KeyRef) (Outcome, erro
 	return r.outcome(ctx, ref, res, err), nil
 }
 
+// ResumeKeys takes the leases of those of refs that are due, in one statement, and resumes them
+// all at once (saga.Client.ResumeDue); it is what a resume job runs for a batch of keys
+// ReserveDueTx returned. It returns one Outcome per ref, in order (OutcomeSkipped for a key that
+// was not due), and an error only when the database could not be reached to claim them.
+func (r *Resumer) ResumeKeys(ctx context.Context, refs []saga.KeyRef) ([]Outcome, error) {
+	results, err := r.cfg.Client.ResumeDue(ctx, refs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Outcome, len(refs))
+	for i, res := range results {
+		out[i] = OutcomeSkipped
+		if res.Taken {
+			out[i] = r.outcome(ctx, refs[i], res.Result, res.Err)
+		}
+	}
+	return out, nil
+}
+
 func (r *Resumer) outcome(ctx context.Context, ref saga.KeyRef, res *saga.Result, err error) Outcome {
 	switch {
 	case err == nil:

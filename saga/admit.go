@@ -2,7 +2,8 @@ package saga
 
 import (
 	"context"
-	"errors"
+
+	"github.com/pgsaga/pgsaga/internal/runstate"
 )
 
 // Run executes an operation under req's key and returns its response.
@@ -34,45 +35,38 @@ func (c *Client) Run(ctx context.Context, operation string, req *Request) (*Resu
 	return e.admit(ctx)
 }
 
-// admit reads the key, in the round trip that begins the first phase when the operation starts
-// with one: a retry (replay, 422, 409, parked, takeover) is answered from that read with nothing
-// written, a new key runs its first phase in the transaction already open.
+// admit answers a retry (replay, 422, 409, parked, not yet due, takeover) from one read of the
+// key, with no transaction, and runs a new key's steps. The read goes alone, before the first
+// phase, unless the operation's first phase is one that sends no statement (learned by running
+// it): then a new key is claimed at once, in one round trip for the phase, and a retry is
+// answered from a read after its claim finds the key stored (two round trips).
 func (e *execution) admit(ctx context.Context) (*Result, error) {
-	if !e.op.Steps[0].IsAtomic() {
-		k, err := lookupKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key)
-		switch {
-		case err == nil:
-			return e.decide(ctx, k, true)
-		case !errors.Is(err, ErrKeyNotFound):
-			e.c.observer.Request(e.op.Name, OutcomeUnavailable)
-			return nil, transient(err, 0)
-		}
-		return e.execute(ctx, 0, nil)
+	if runstate.Step(e.op.Steps[0]).Atomic() != nil && e.c.quietFirst(e.op) {
+		return e.execute(ctx, 0)
 	}
-	p, k, err := beginPhase(ctx, e.c.cfg.DB, e.req)
-	if err != nil {
+	found, err := readHead(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.head)
+	switch {
+	case err != nil:
 		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
 		return nil, transient(err, 0)
+	case found:
+		return e.decide(ctx, &e.head, true)
 	}
-	if k != nil {
-		p.rollback(ctx)
-		return e.decide(ctx, k, true)
-	}
-	return e.execute(ctx, 0, p)
+	return e.execute(ctx, 0)
 }
 
 // refuseInvalid answers a body that failed the operation's validation. The key's fingerprint is
 // checked first: a reused key answers 422 (or replays) even when this body is also invalid; an
 // unknown key answers *InvalidRequestError and stores nothing.
 func (e *execution) refuseInvalid(ctx context.Context, q queryer, verr error, mayTakeOver bool) (*Result, error) {
-	k, err := lookupKey(ctx, q, e.req.Scope, e.req.Key)
+	found, err := readHead(ctx, q, e.req.Scope, e.req.Key, &e.head)
 	switch {
-	case errors.Is(err, ErrKeyNotFound):
-		e.c.observer.Request(e.op.Name, OutcomeRejected)
-		return nil, &InvalidRequestError{Err: verr}
 	case err != nil:
 		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
 		return nil, transient(err, 0)
+	case !found:
+		e.c.observer.Request(e.op.Name, OutcomeRejected)
+		return nil, &InvalidRequestError{Err: verr}
 	}
-	return e.decide(ctx, k, mayTakeOver)
+	return e.decide(ctx, &e.head, mayTakeOver)
 }

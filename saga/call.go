@@ -14,6 +14,16 @@ import (
 // errLeaseEnding cuts a call whose lease could not be renewed before it would run out.
 var errLeaseEnding = errors.New("the call was cut: its lease could not be renewed before it ran out")
 
+// knownOutcome reports whether o is one of the outcome classes.
+func knownOutcome(o phases.CallOutcome) bool {
+	switch o {
+	case phases.CallOutcomeSucceeded, phases.CallOutcomeDeclined, phases.CallOutcomeFailedBefore,
+		phases.CallOutcomePending, phases.CallOutcomeUnknown:
+		return true
+	}
+	return false
+}
+
 // callAt is step i when it is an external call.
 func (e *execution) callAt(i int) (runstate.Step, bool) {
 	if i >= len(e.op.Steps) {
@@ -68,11 +78,18 @@ func (e *execution) call(ctx context.Context, i int) error {
 	start := time.Now()
 	err := e.guarded(ctx, step.Name(), step.Call())
 	outcome, providerID, recorded := e.st.EndCall()
-	if !recorded {
+	switch {
+	case !recorded:
 		outcome = string(phases.CallOutcomeSucceeded)
 		if err != nil {
 			outcome = string(phases.CallOutcomeUnknown)
 		}
+	case !knownOutcome(phases.CallOutcome(outcome)):
+		// The journal holds the five classes only (the engine, not a CHECK, keeps it so): an
+		// outcome outside them says nothing certain, which is what unknown means.
+		e.c.cfg.Logger.WarnContext(ctx, "a call recorded an outcome that is not a class; journaled as unknown",
+			"operation", e.op.Name, "key", e.req.Key, "step", step.Name(), "outcome", outcome)
+		outcome = string(phases.CallOutcomeUnknown)
 	}
 	e.done = &callDone{step: step.Name(), outcome: phases.CallOutcome(outcome), providerID: providerID}
 	e.c.observer.Call(e.op.Name, step.Name(), phases.CallOutcome(outcome), time.Since(start))
@@ -84,7 +101,7 @@ func (e *execution) call(ctx context.Context, i int) error {
 		return nil
 	}
 	w := e.advance("", resp)
-	out, err := writeKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, w)
+	out, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args)
 	if err != nil {
 		return err
 	}
@@ -100,21 +117,19 @@ func (e *execution) journal(ctx context.Context, step runstate.Step) (*journaled
 	if err != nil {
 		return nil, err
 	}
-	w := &keyWrite{status: KeyStatusStarted, recoveryPoint: e.rp, state: e.committed, lease: e.c.cfg.Lease,
-		done: e.done, next: next}
+	w := &keyWrite{kind: writeAdvance, status: KeyStatusStarted, recoveryPoint: e.rp, state: e.committed,
+		lease: e.c.cfg.Lease, done: e.done, next: next}
 	if w.state == nil {
 		w.state = e.st.Values()
 	}
+	if !e.persisted {
+		e.claiming()
+		w.kind, w.orNothing = writeClaim, true
+	}
 	sent := time.Now()
-	var out *written
-	if e.persisted {
-		out, err = writeKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, w)
-	} else {
-		var won bool
-		out, won, err = claimKey(ctx, e.c.cfg.DB, e.req, e.hash, e.token, w)
-		if err == nil && !won {
-			err = errDuplicate
-		}
+	out, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args)
+	if err == nil && !won {
+		err = errDuplicate
 	}
 	if err != nil {
 		return nil, err
@@ -137,55 +152,82 @@ func (e *execution) guarded(ctx context.Context, step string, call runstate.Call
 
 // guard returns the context a call runs in: bounded by CallTimeout, cut before the lease ends,
 // kept leased by heartbeats every third of a lease, and cut at once when a heartbeat finds the
-// lease lost. stop ends it and returns why the guard cut the call, if it did.
+// lease lost. stop ends it and returns why the guard cut the call, if it did. Both the cut and
+// the heartbeat are timers: a call shorter than a third of a lease starts no goroutine.
 func (e *execution) guard(ctx context.Context, step string) (context.Context, func() error) {
-	lease := e.c.cfg.Lease
-	margin := lease / 4
 	ctx, cancelTimeout := context.WithTimeout(ctx, e.c.cfg.CallTimeout)
 	ctx, cancel := context.WithCancelCause(ctx)
-	var (
-		wg    sync.WaitGroup
-		quit  = make(chan struct{})
-		cause error
-	)
-	wg.Go(func() {
-		cut := time.NewTimer(time.Until(e.leaseEnd.Add(-margin)))
-		defer cut.Stop()
-		beat := time.NewTicker(lease / 3)
-		defer beat.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-ctx.Done():
-				return
-			case <-cut.C:
-				cause = errLeaseEnding
-				cancel(cause)
-				return
-			case <-beat.C:
-				sent := time.Now()
-				left, err := heartbeat(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, lease, step)
-				switch {
-				case errors.Is(err, ErrLeaseLost):
-					cause = ErrLeaseLost
-					cancel(cause)
-					return
-				case err != nil:
-					e.c.cfg.Logger.WarnContext(ctx, "could not renew the lease of a call; it is cut before the lease ends",
-						"operation", e.op.Name, "key", e.req.Key, "step", step, "error", err)
-				default:
-					e.leaseFrom(sent, left)
-					cut.Reset(time.Until(e.leaseEnd.Add(-margin)))
-				}
-			}
-		}
-	})
-	return ctx, func() error {
-		close(quit)
-		wg.Wait()
-		cancel(nil)
-		cancelTimeout()
-		return cause
+	g := &callGuard{e: e, ctx: ctx, step: step, cancel: cancel, cancelTimeout: cancelTimeout}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.cut = time.AfterFunc(time.Until(e.leaseEnd.Add(-e.c.cfg.Lease/4)), g.leaseEnding)
+	g.beat = time.AfterFunc(e.c.cfg.Lease/3, g.heartbeat)
+	return ctx, g.stop
+}
+
+// callGuard keeps one call leased, or cuts it.
+type callGuard struct {
+	e             *execution
+	ctx           context.Context
+	step          string
+	cancel        context.CancelCauseFunc
+	cancelTimeout context.CancelFunc
+	// mu is held by a heartbeat while it writes, so that stop waits for it: a stopped guard
+	// never renews the lease again.
+	mu        sync.Mutex
+	stopped   bool
+	cause     error
+	cut, beat *time.Timer
+}
+
+// leaseEnding cuts the call: its lease could not be renewed before it would run out.
+func (g *callGuard) leaseEnding() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.end(errLeaseEnding)
+}
+
+func (g *callGuard) end(cause error) {
+	if g.stopped || g.cause != nil {
+		return
 	}
+	g.cause = cause
+	g.cancel(cause)
+}
+
+// heartbeat renews the lease, moves the cut with it, and comes back a third of a lease later.
+func (g *callGuard) heartbeat() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stopped || g.cause != nil || g.ctx.Err() != nil {
+		return
+	}
+	e, lease := g.e, g.e.c.cfg.Lease
+	sent := time.Now()
+	left, err := heartbeat(g.ctx, e.c.cfg.DB, &e.h, lease, g.step)
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		g.end(ErrLeaseLost)
+		return
+	case err != nil:
+		e.c.cfg.Logger.WarnContext(g.ctx, "could not renew the lease of a call; it is cut before the lease ends",
+			"operation", e.op.Name, "key", e.req.Key, "step", g.step, "error", err)
+	default:
+		e.leaseFrom(sent, left)
+		g.cut.Reset(time.Until(e.leaseEnd.Add(-lease / 4)))
+	}
+	g.beat.Reset(lease / 3)
+}
+
+// stop ends the guard, waiting for a heartbeat under way, and returns why it cut the call.
+func (g *callGuard) stop() error {
+	g.mu.Lock()
+	g.stopped = true
+	g.cut.Stop()
+	g.beat.Stop()
+	cause := g.cause
+	g.mu.Unlock()
+	g.cancel(nil)
+	g.cancelTimeout()
+	return cause
 }

@@ -2,9 +2,12 @@ package saga
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
+	"github.com/pgsaga/pgsaga/internal/runstate"
 	"github.com/pgsaga/pgsaga/phases"
 )
 
@@ -17,6 +20,20 @@ type Client struct {
 	// statements that only touch keys this client can run.
 	opNames  []string
 	observer Observer
+	// learned is what the client learned of each operation by running it.
+	learned map[*phases.Operation]*learnedOp
+	// calls are the recovery points of its operations that come right before a call.
+	calls *resumeCalls
+}
+
+// learnedOp is what a client learned of an operation by running it.
+type learnedOp struct {
+	// quietFirst is true when the operation's first phase last committed without sending a
+	// statement of its own: a new request then claims its key without reading it first (the
+	// claim alone, one round trip), and a retry reads it after its claim found it stored (one
+	// round trip more). Were the phase to send a statement after all, its work is rolled back
+	// for a key found stored: correct, only slower for that duplicate.
+	quietFirst atomic.Bool
 }
 
 // NewClient checks the config and its operations and returns a client. A client with no
@@ -29,15 +46,19 @@ func NewClient(cfg *Config) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, ops: map[string]*phases.Operation{}}
+	c := &Client{cfg: cfg, ops: map[string]*phases.Operation{}, learned: map[*phases.Operation]*learnedOp{},
+		calls: &resumeCalls{}}
 	for _, op := range cfg.Operations {
-		for _, name := range append([]string{op.Name}, op.Aliases...) {
+		names := append([]string{op.Name}, op.Aliases...)
+		for _, name := range names {
 			if _, dup := c.ops[name]; dup {
 				return nil, fmt.Errorf("saga: Config.Operations names %q twice (as a name or an alias)", name)
 			}
 			c.ops[name] = op
 			c.opNames = append(c.opNames, name)
 		}
+		c.learned[op] = &learnedOp{}
+		c.calls.add(op, names, c.maxAttempts(op), c.maxAge(op))
 	}
 	c.observer = cfg.Observer
 	if c.observer == nil && cfg.Registerer != nil {
@@ -51,6 +72,45 @@ func NewClient(cfg *Config) (*Client, error) {
 		c.observer = nopObserver{}
 	}
 	return c, nil
+}
+
+// add maps op's recovery points that come right before a call (under every stored name of the
+// operation and of the phase) to that call.
+func (m *resumeCalls) add(op *phases.Operation, names []string, maxAttempts int, maxAge time.Duration) {
+	for i, step := range op.Steps {
+		if runstate.Step(step).Call() == nil {
+			continue
+		}
+		var points []string
+		switch prev := runstate.Step(op.Steps[max(i-1, 0)]); {
+		case i == 0:
+			points = []string{phases.RecoveryPointStarted}
+		case prev.Atomic() != nil:
+			points = append([]string{prev.Name()}, prev.Aliases()...)
+		}
+		for _, name := range names {
+			for _, point := range points {
+				m.operations = append(m.operations, name)
+				m.recoveryPoints = append(m.recoveryPoints, point)
+				m.steps = append(m.steps, step.Name())
+				m.maxAttempts = append(m.maxAttempts, int32(min(maxAttempts, math.MaxInt32)))
+				m.maxAgeMs = append(m.maxAgeMs, maxAge.Milliseconds())
+			}
+		}
+	}
+}
+
+// learn records whether op's first phase committed without a statement of its own.
+func (c *Client) learn(op *phases.Operation, quiet bool) {
+	if l := c.learned[op]; l != nil && l.quietFirst.Load() != quiet {
+		l.quietFirst.Store(quiet)
+	}
+}
+
+// quietFirst reports whether op's first phase last committed without a statement of its own.
+func (c *Client) quietFirst(op *phases.Operation) bool {
+	l := c.learned[op]
+	return l != nil && l.quietFirst.Load()
 }
 
 // Config returns the client's configuration with defaults applied.

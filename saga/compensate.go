@@ -69,9 +69,10 @@ func (e *execution) compensate(ctx context.Context, from int, out *outcome) (*Re
 		if err := e.st.SetValue(outcomeValue, out); err != nil {
 			return nil, err
 		}
-		w := &keyWrite{status: KeyStatusStarted, recoveryPoint: first, state: e.st.Values(), lease: e.c.cfg.Lease, done: e.done}
+		w := &keyWrite{kind: writeAdvance, status: KeyStatusStarted, recoveryPoint: first, state: e.st.Values(),
+			lease: e.c.cfg.Lease, done: e.done}
 		sent := time.Now()
-		written, err := writeKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, w)
+		written, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args)
 		if err != nil {
 			e.st.Reset(e.committed)
 			return e.failCompensation(ctx, err)
@@ -81,7 +82,7 @@ func (e *execution) compensate(ctx context.Context, from int, out *outcome) (*Re
 	for n, j := range undo {
 		next := e.final(out)
 		if n+1 < len(undo) {
-			next = &keyWrite{status: KeyStatusStarted, recoveryPoint: compensatePoint(e.op, undo[n+1]),
+			next = &keyWrite{kind: writeAdvance, status: KeyStatusStarted, recoveryPoint: compensatePoint(e.op, undo[n+1]),
 				state: e.committed, lease: e.c.cfg.Lease}
 		}
 		if err := e.undo(ctx, j, next); err != nil {
@@ -112,18 +113,23 @@ func (e *execution) undo(ctx context.Context, j int, next *keyWrite) error {
 	step := runstate.Step(e.op.Steps[j])
 	ctx, cancel := context.WithTimeout(ctx, e.c.cfg.Lease)
 	defer cancel()
-	p, _, err := beginPhase(ctx, e.c.cfg.DB, nil)
+	tx, err := beginPhase(ctx, e.c.cfg.DB)
 	if err != nil {
 		return fmt.Errorf("error beginning compensation of %q: %w", step.Name(), err)
 	}
-	defer p.rollback(ctx)
-	if err := step.Compensation()(ctx, p.tx, e.st); err != nil {
+	defer func() { _ = tx.Rollback(ctx) }()
+	if err := step.Compensation()(ctx, tx, e.st); err != nil {
 		e.st.Reset(e.committed)
 		return fmt.Errorf("error compensating %q: %w", step.Name(), err)
 	}
 	next.state = e.st.Values()
+	s, err := next.statement(&e.h, e.req, e.hash, &e.args)
+	if err != nil {
+		e.st.Reset(e.committed)
+		return err
+	}
 	sent := time.Now()
-	out, err := p.fenceAndCommit(ctx, e.req.Scope, e.req.Key, e.token, next)
+	out, err := commitPhase(ctx, tx, s, true)
 	if err != nil {
 		e.st.Reset(e.committed)
 		return err
@@ -136,11 +142,11 @@ func (e *execution) undo(ctx context.Context, j int, next *keyWrite) error {
 // parked (permanent) with every compensation done.
 func (e *execution) final(out *outcome) *keyWrite {
 	if out.Response != nil {
-		return &keyWrite{status: KeyStatusCompleted, recoveryPoint: phases.RecoveryPointFinished, state: e.committed,
-			response: out.Response.response(), retention: e.c.retention(e.op), done: e.done}
+		return &keyWrite{kind: writeComplete, status: KeyStatusCompleted, recoveryPoint: phases.RecoveryPointFinished,
+			state: e.committed, response: out.Response.response(), retention: e.c.retention(e.op), done: e.done}
 	}
-	return &keyWrite{status: KeyStatusFailed, recoveryPoint: phases.RecoveryPointCompensated, state: e.committed,
-		lastError: out.Error, reason: ParkedPermanent, done: e.done}
+	return &keyWrite{kind: writePark, status: KeyStatusFailed, recoveryPoint: phases.RecoveryPointCompensated,
+		state: e.committed, lastError: out.Error, reason: ParkedPermanent, done: e.done}
 }
 
 // finishCompensated writes out when no compensation is (or is left) to run. A parked key keeps
@@ -152,7 +158,7 @@ func (e *execution) finishCompensated(ctx context.Context, out *outcome) (*Resul
 		w.recoveryPoint = e.rp
 	}
 	sent := time.Now()
-	written, err := writeKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, w)
+	written, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args)
 	if err != nil {
 		return e.failCompensation(ctx, err)
 	}
@@ -172,12 +178,13 @@ func (e *execution) finished(out *outcome) (*Result, error) {
 
 // finishUnstored stores an outcome decided before any phase committed, claiming the key with it.
 func (e *execution) finishUnstored(ctx context.Context, out *outcome) (*Result, error) {
+	e.claiming()
 	w := e.final(out)
-	w.recoveryPoint = e.rp
+	w.kind, w.orNothing, w.recoveryPoint = writeClaim, true, e.rp
 	if out.Response != nil {
 		w.recoveryPoint = phases.RecoveryPointFinished
 	}
-	written, won, err := claimKey(ctx, e.c.cfg.DB, e.req, e.hash, e.token, w)
+	written, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args)
 	if err != nil {
 		return e.transient(ctx, err)
 	}

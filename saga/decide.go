@@ -11,7 +11,7 @@ import (
 // (or a bounded wait for it), not yet due, or a takeover of an expired lease followed by a
 // resume. mayTakeOver is false where a takeover must not happen (RunTx, or after losing a race
 // for the key): a key that could be taken over is then answered as in progress.
-func (e *execution) decide(ctx context.Context, k *Key, mayTakeOver bool) (*Result, error) {
+func (e *execution) decide(ctx context.Context, k *keyHead, mayTakeOver bool) (*Result, error) {
 	if !e.op.Is(k.Operation) || k.Method != e.req.Method || k.Path != e.req.Path || !bytes.Equal(k.RequestHash, e.hash) {
 		e.c.observer.Request(e.op.Name, OutcomeMismatch)
 		return nil, ErrKeyReused
@@ -22,7 +22,7 @@ func (e *execution) decide(ctx context.Context, k *Key, mayTakeOver bool) (*Resu
 			// This request held the key and another execution finished it meanwhile: its
 			// answer, not a replay.
 			e.c.observer.Request(e.op.Name, OutcomeExecuted)
-			return &Result{Response: k.Response, Resumed: e.st.Resumed()}, nil
+			return &Result{Response: k.Response, Resumed: e.st != nil && e.st.Resumed()}, nil
 		}
 		e.c.observer.Request(e.op.Name, OutcomeReplayed)
 		return &Result{Response: k.Response, Replayed: true}, nil
@@ -30,7 +30,7 @@ func (e *execution) decide(ctx context.Context, k *Key, mayTakeOver bool) (*Resu
 		e.c.observer.Request(e.op.Name, OutcomeParked)
 		return nil, &ParkedError{Reason: k.ParkedReason, LastError: k.LastError}
 	}
-	if k.Leased {
+	if k.LeaseLeft > 0 {
 		if e.op.WaitInFlight > 0 && !e.waited {
 			// The operation prefers an answer to a 409: wait, bounded, for the execution in
 			// flight, then decide again on the key as it is then.
@@ -44,7 +44,7 @@ func (e *execution) decide(ctx context.Context, k *Key, mayTakeOver bool) (*Resu
 		}
 		return e.inProgress(k)
 	}
-	if wait := k.NextAttemptAt.Sub(k.DBNow); wait > 0 {
+	if wait := k.NextAttemptIn; wait > 0 {
 		// The last execution failed and scheduled the next attempt: a retry before then gets
 		// the same answer and spends nothing.
 		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
@@ -54,43 +54,45 @@ func (e *execution) decide(ctx context.Context, k *Key, mayTakeOver bool) (*Resu
 		return e.inProgress(k)
 	}
 	sent := time.Now()
-	taken, ok, err := takeOverKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.c.cfg.Lease, &takeOverParams{ops: e.c.opNames, due: true})
-	if err != nil {
+	taken, now, err := takeOverKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.c.cfg.Lease,
+		&takeOverParams{ops: e.c.opNames, due: true, calls: e.c.calls})
+	switch {
+	case errors.Is(err, ErrKeyNotFound):
+		// Deleted between the read and the takeover (retention GC): the client may retry.
+		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
+		return nil, transient(errors.New("key vanished while being read; retry"), 0)
+	case err != nil:
 		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
 		return nil, transient(err, 0)
-	}
-	if !ok {
+	case taken == nil:
 		// Someone else took it over, or it finished meanwhile: answer from what is there now.
-		return e.decide(ctx, taken, false)
+		return e.decide(ctx, now, false)
 	}
 	e.c.cfg.Logger.InfoContext(ctx, "taking over expired key", "operation", e.op.Name, "key", e.req.Key,
 		"recovery_point", taken.RecoveryPoint, "attempt", taken.Attempts)
 	return e.resume(ctx, taken, sent)
 }
 
-func (e *execution) inProgress(k *Key) (*Result, error) {
+func (e *execution) inProgress(k *keyHead) (*Result, error) {
 	e.c.observer.Request(e.op.Name, OutcomeInProgress)
-	left := time.Duration(0)
-	if k.LockedUntil != nil {
-		left = max(k.LockedUntil.Sub(k.DBNow), 0)
-	}
-	return nil, &InProgressError{LeaseRemaining: left}
+	return nil, &InProgressError{LeaseRemaining: k.LeaseLeft}
 }
 
 // answerExisting answers from the key as it is now, after this execution found it claimed by
-// another (a lost race for the claim) or lost its lease.
+// another (a lost race for the claim, or a retry of an operation whose first phase claims
+// without reading first) or lost its lease.
 func (e *execution) answerExisting(ctx context.Context, mayTakeOver bool) (*Result, error) {
-	k, err := lookupKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key)
-	if errors.Is(err, ErrKeyNotFound) {
+	found, err := readHead(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.head)
+	switch {
+	case err != nil:
+		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
+		return nil, transient(err, 0)
+	case !found:
 		// Deleted between the conflict and this read (retention GC): the client may retry.
 		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
 		return nil, transient(errors.New("key vanished while being read; retry"), 0)
 	}
-	if err != nil {
-		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
-		return nil, transient(err, 0)
-	}
-	return e.decide(ctx, k, mayTakeOver)
+	return e.decide(ctx, &e.head, mayTakeOver)
 }
 
 // errNotYetDue is a retry that came before the key's next attempt.

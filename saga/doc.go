@@ -47,9 +47,15 @@
 // Settle, which record who did what in the key's history; KeyDeleteExpired is retention GC.
 // Package sagatest lets users check their own operations against crashes at every point.
 //
-// Single-transaction operations (one atomic phase) cost one statement beyond the business
-// transaction: the claim is the INSERT of the completed key, in the same transaction as the
-// effect and sent with its COMMIT, so a concurrent duplicate waits on the unique index and then
-// replays. Phased operations cost one statement per atomic phase (the claim, then fenced
-// advances), each sent with the phase's COMMIT and carrying the call journal's rows.
+// Costs. A retry of any kind (replay, 422, 409, parked, not due) is answered from one read of the
+// key, alone, with no transaction: one round trip. A phase runs in a lazy transaction whose BEGIN
+// travels with its first statement and whose COMMIT travels with the key's write, so a phase
+// costs its own statements plus one round trip, and a phase that sends no statement costs the
+// key's write alone. A single-transaction operation (one atomic phase) costs the read, then its
+// statements, then the claim (the INSERT of the completed key, in the same transaction as the
+// effect, sent with its COMMIT, so a concurrent duplicate waits on the unique index and then
+// replays): three round trips for a one-statement phase. Phased operations cost one statement
+// per atomic phase (the claim, then fenced advances), carrying the call journal's rows; when the
+// first phase sends no statement (as the client learns by running it) the key is not read first.
+// A takeover whose recovery point comes right before a call journals that call itself.
 package saga

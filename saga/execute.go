@@ -7,8 +7,9 @@ import (
 	"maps"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsaga/pgsaga/internal/pgpipe"
 	"github.com/pgsaga/pgsaga/internal/runstate"
 	"github.com/pgsaga/pgsaga/phases"
 )
@@ -19,12 +20,14 @@ type execution struct {
 	op   *phases.Operation
 	req  *Request
 	hash []byte
-	st   *runstate.State
+	// st is the run's state, made when the execution first runs a step: a retry answered from
+	// the stored key never needs one.
+	st *runstate.State
 
 	// held is true once this execution claimed or took over the key; persisted once the key row
-	// exists; token is the lease's fencing token.
+	// exists. h is the hold: the key, the lease's fencing token and the attempt.
 	held, persisted bool
-	token           uuid.UUID
+	h               holder
 	// operator is true for an operator's resume: no attempt budget, and a lost lease is
 	// reported (ErrLeaseLost) rather than answered from the key.
 	operator bool
@@ -46,6 +49,10 @@ type execution struct {
 	waited bool
 	// answer is the response a step decided and the key stored: the operation is done.
 	answer *Response
+	// head is the key as a retry sees it, when the execution read it.
+	head keyHead
+	// args hold the arguments of the key write being built.
+	args args
 }
 
 // journaledCall is a call whose journal row a write committed, with what it said of the call's
@@ -58,28 +65,35 @@ type journaledCall struct {
 
 func (c *Client) newExecution(op *phases.Operation, req *Request, hash []byte) *execution {
 	return &execution{
-		c: c, op: op, req: req, hash: hash, token: uuid.New(), rp: phases.RecoveryPointStarted, spent: 1,
-		st: runstate.New(runstate.Params{
-			Tenant: req.Scope.Tenant, Actor: req.Scope.Actor, Key: req.Key, Operation: op.Name,
-			Method: req.Method, Path: req.Path, Body: req.Body, Attempt: 1,
-		}),
+		c: c, op: op, req: req, hash: hash, rp: phases.RecoveryPointStarted, spent: 1,
+		h: holder{scope: req.Scope, key: req.Key, attempt: 1},
 	}
+}
+
+// state is the run's state, made on first use for a new key.
+func (e *execution) state() *runstate.State {
+	if e.st == nil {
+		e.st = runstate.New(runstate.Params{
+			Tenant: e.req.Scope.Tenant, Actor: e.req.Scope.Actor, Key: e.req.Key, Operation: e.op.Name,
+			Method: e.req.Method, Path: e.req.Path, Body: e.req.Body, Attempt: 1,
+		})
+	}
+	return e.st
 }
 
 // leaseFrom records a lease of left (as the database measured it right after writing it) from a
 // write sent at sent.
 func (e *execution) leaseFrom(sent time.Time, left time.Duration) { e.leaseEnd = sent.Add(left) }
 
-// execute runs the steps from index from on. opened, when set, is the first phase's transaction,
-// already begun.
-func (e *execution) execute(ctx context.Context, from int, opened *phaseTx) (*Result, error) {
+// execute runs the steps from index from on.
+func (e *execution) execute(ctx context.Context, from int) (*Result, error) {
+	e.state()
 	for i := from; i < len(e.op.Steps); i++ {
 		step := runstate.Step(e.op.Steps[i])
 		var err error
 		start := time.Now()
 		if step.Atomic() != nil {
-			err = e.atomic(ctx, i, opened)
-			opened = nil
+			err = e.atomic(ctx, i)
 		} else {
 			err = e.call(ctx, i)
 		}
@@ -95,25 +109,26 @@ func (e *execution) execute(ctx context.Context, from int, opened *phaseTx) (*Re
 	return e.fail(ctx, len(e.op.Steps), phases.Permanent(fmt.Errorf("operation %q ran every step without a response", e.op.Name)))
 }
 
-// atomic runs phase i in one transaction (opened, or a new one) whose COMMIT travels with the
-// key's write: for a key not yet stored the claim itself (a duplicate rolls the phase back),
-// otherwise the advance fenced by the lease token. The write carries the outcome of the call
-// just made and, when a call follows, that call's journal row with a renewed lease. A phase that
-// responds stores the answer with the key (e.answer).
-func (e *execution) atomic(ctx context.Context, i int, opened *phaseTx) error {
+// atomic runs phase i in one transaction whose COMMIT travels with the key's write: for a key
+// not yet stored the claim itself (a duplicate rolls the phase back, and is answered from the
+// key as it is: errDuplicate), otherwise the advance fenced by the lease token. The write carries
+// the outcome of the call just made and, when a call follows, that call's journal row with a
+// renewed lease. A phase that responds stores the answer with the key (e.answer).
+func (e *execution) atomic(ctx context.Context, i int) error {
 	step := runstate.Step(e.op.Steps[i])
 	ctx, cancel := context.WithTimeout(ctx, e.c.cfg.Lease)
 	defer cancel()
-	p := opened
-	if p == nil {
-		var err error
-		if p, _, err = beginPhase(ctx, e.c.cfg.DB, nil); err != nil {
-			return fmt.Errorf("error beginning phase %q: %w", step.Name(), err)
-		}
+	tx, err := beginPhase(ctx, e.c.cfg.DB)
+	if err != nil {
+		return fmt.Errorf("error beginning phase %q: %w", step.Name(), err)
 	}
-	defer p.rollback(ctx)
+	defer func() { _ = tx.Rollback(ctx) }()
 
-	if err := step.Atomic()(ctx, p.tx, e.st); err != nil {
+	err = step.Atomic()(ctx, tx, e.st)
+	if i == 0 && !e.persisted && err == nil {
+		e.c.learn(e.op, !tx.Begun())
+	}
+	if err != nil {
 		e.st.Reset(e.committed)
 		return err
 	}
@@ -127,16 +142,13 @@ func (e *execution) atomic(ctx context.Context, i int, opened *phaseTx) error {
 		}
 		w.next = start
 	}
-	sent := time.Now()
-	var (
-		out *written
-		err error
-	)
-	if e.persisted {
-		out, err = p.fenceAndCommit(ctx, e.req.Scope, e.req.Key, e.token, w)
-	} else {
-		out, err = p.claimAndCommit(ctx, e.req, e.hash, e.token, w)
+	s, err := w.statement(&e.h, e.req, e.hash, &e.args)
+	if err != nil {
+		e.st.Reset(e.committed)
+		return err
 	}
+	sent := time.Now()
+	out, err := commitPhase(ctx, tx, s, e.persisted)
 	if err != nil {
 		e.st.Reset(e.committed)
 		return err
@@ -146,14 +158,29 @@ func (e *execution) atomic(ctx context.Context, i int, opened *phaseTx) error {
 	return nil
 }
 
-// advance is the key's next state after phase name committed, with resp when it finished.
+// advance is the key's next state after phase name committed, with resp when it finished: the
+// claim of a key not stored yet, else a fenced completion or advance.
 func (e *execution) advance(name string, resp *Response) *keyWrite {
-	if resp != nil {
-		return &keyWrite{status: KeyStatusCompleted, recoveryPoint: phases.RecoveryPointFinished,
-			state: e.st.Values(), response: resp, retention: e.c.retention(e.op), done: e.done}
-	}
-	return &keyWrite{status: KeyStatusStarted, recoveryPoint: name, state: e.st.Values(),
+	w := &keyWrite{kind: writeAdvance, status: KeyStatusStarted, recoveryPoint: name, state: e.st.Values(),
 		lease: e.c.cfg.Lease, done: e.done}
+	if resp != nil {
+		w.status, w.kind, w.recoveryPoint = KeyStatusCompleted, writeComplete, phases.RecoveryPointFinished
+		w.response, w.retention, w.lease = resp, e.c.retention(e.op), 0
+	}
+	if !e.persisted {
+		w.kind = writeClaim
+		if w.status != KeyStatusCompleted {
+			e.claiming()
+		}
+	}
+	return w
+}
+
+// claiming gives a new key the fencing token of its first lease.
+func (e *execution) claiming() {
+	if !e.h.token.Valid {
+		e.h.token = newToken()
+	}
 }
 
 // wrote records that w committed: the key is held and stored, its values and recovery point are
@@ -200,3 +227,5 @@ func (c *Client) storedResponse(op *phases.Operation, r *runstate.Response) *Res
 	resp.Header = kept
 	return resp
 }
+
+var _ pgx.Tx = (*pgpipe.Tx)(nil)

@@ -82,8 +82,8 @@ func (e *execution) transient(ctx context.Context, err error) (*Result, error) {
 	e.c.cfg.Logger.WarnContext(ctx, "transient failure", "operation", e.op.Name, "key", e.req.Key, "attempt", e.st.Attempt(), "error", err)
 	if !e.persisted {
 		// Nothing was stored. If a duplicate stored the key meanwhile, answer from it.
-		if k, lookErr := lookupKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key); lookErr == nil {
-			return e.decide(ctx, k, false)
+		if found, lookErr := readHead(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.head); lookErr == nil && found {
+			return e.decide(ctx, &e.head, false)
 		}
 		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
 		return nil, transient(err, 0)
@@ -97,9 +97,9 @@ func (e *execution) transient(ctx context.Context, err error) (*Result, error) {
 	if errors.As(err, &after) {
 		delay = after.After
 	}
-	w := &keyWrite{status: KeyStatusStarted, recoveryPoint: e.rp, state: e.committed, lastError: err.Error(),
-		retryIn: &delay, unspent: pending, done: e.done}
-	if _, werr := writeKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, w); errors.Is(werr, ErrLeaseLost) {
+	w := &keyWrite{kind: writeRelease, status: KeyStatusStarted, recoveryPoint: e.rp, state: e.committed,
+		lastError: err.Error(), retryIn: delay, unspent: pending, done: e.done}
+	if _, _, werr := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args); errors.Is(werr, ErrLeaseLost) {
 		return e.leaseLost(ctx)
 	} else if werr != nil {
 		e.c.cfg.Logger.WarnContext(ctx, "could not release the lease early; it expires on its own", "operation", e.op.Name, "key", e.req.Key, "error", werr)
@@ -124,8 +124,9 @@ func (e *execution) leaseLost(ctx context.Context) (*Result, error) {
 
 // park marks the key failed for an operator, keeping its recovery point and committed values.
 func (e *execution) park(ctx context.Context, reason ParkedReason, msg string) (*Result, error) {
-	w := &keyWrite{status: KeyStatusFailed, recoveryPoint: e.rp, state: e.committed, lastError: msg, reason: reason, done: e.done}
-	if _, err := writeKey(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.token, w); err != nil {
+	w := &keyWrite{kind: writePark, status: KeyStatusFailed, recoveryPoint: e.rp, state: e.committed, lastError: msg,
+		reason: reason, done: e.done}
+	if _, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args); err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			return e.leaseLost(ctx)
 		}

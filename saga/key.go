@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/pgsaga/pgsaga/phases"
 )
 
@@ -88,7 +86,6 @@ type Key struct {
 	// History is what operators did to the key, oldest first (KeyGet only).
 	History []KeyAction
 
-	leaseToken      uuid.UUID
 	attemptsUnspent int
 }
 

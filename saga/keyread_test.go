@@ -159,3 +159,46 @@ func TestKeyDeleteExpiredTakesTheJournalAlongAndKeepsOpenKeys(t *testing.T) {
 	_, err = h.client.KeyDeleteExpired(ctx, &saga.KeyDeleteExpiredParams{OlderThan: &negative})
 	require.ErrorContains(t, err, "OlderThan")
 }
+
+// The listing's index on created_at is a BRIN: a listing looks at a recent window, then widens
+// it. Keys spread over years, some in the same instant, are listed as a listing with no window
+// would list them: newest first, ties by scope and key, each once, across pages.
+func TestKeyListAcrossWindows(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, (&reserveThenCharge{}).ops)
+	ages := []time.Duration{0, time.Minute, 2 * time.Hour, 2 * time.Hour, 2 * time.Hour, 3 * 24 * time.Hour,
+		90 * 24 * time.Hour, 4 * 365 * 24 * time.Hour, 20 * 365 * 24 * time.Hour}
+	for i, age := range ages {
+		key := fmt.Sprintf("aged-%04d", i)
+		_, err := h.client.Run(t.Context(), opReserve, h.req(key, `{}`))
+		require.NoError(t, err)
+		_, err = h.db.Pool.Exec(t.Context(), `UPDATE pgsaga_key SET created_at = date_trunc('second', now()) - $2::bigint * interval '1 millisecond' WHERE key = $1`,
+			key, age.Milliseconds())
+		require.NoError(t, err)
+	}
+	var want []string
+	rows, err := h.db.Pool.Query(t.Context(), `SELECT key FROM pgsaga_key ORDER BY created_at DESC, tenant_id DESC, actor_id DESC, key DESC`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var k string
+		require.NoError(t, rows.Scan(&k))
+		want = append(want, k)
+	}
+	require.NoError(t, rows.Err())
+	for _, limit := range []int{1, 2, 4, 100} {
+		var got []string
+		cursor := ""
+		for {
+			page, err := h.client.KeyList(t.Context(), &saga.KeyListParams{Limit: limit, Cursor: cursor})
+			require.NoError(t, err)
+			for _, k := range page.Keys {
+				got = append(got, k.Key)
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			cursor = page.NextCursor
+		}
+		require.Equal(t, want, got, "pages of %d", limit)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,16 +41,15 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 	sent := time.Now()
 	// The takeover only touches keys of this client's operations: a key it cannot run keeps its
 	// lease and its attempts.
-	k, taken, err := takeOverKey(ctx, c.cfg.DB, scope, key, c.cfg.Lease,
-		&takeOverParams{ops: c.opNames, due: opts.Due, parked: opts.Parked && !opts.Due, by: opts.By})
+	taken, k, err := takeOverKey(ctx, c.cfg.DB, scope, key, c.cfg.Lease,
+		&takeOverParams{ops: c.opNames, due: opts.Due, parked: opts.Parked && !opts.Due, by: opts.By, calls: c.calls})
 	if err != nil {
 		return nil, err
 	}
-	op, err := c.operation(k.Operation)
-	if err != nil {
-		return nil, err
-	}
-	if !taken {
+	if taken == nil {
+		if _, err := c.operation(k.Operation); err != nil {
+			return nil, err
+		}
 		switch {
 		case k.Status == KeyStatusCompleted:
 			return &Result{Response: k.Response, Replayed: true}, nil
@@ -58,11 +58,15 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 		case k.Status == KeyStatusFailed:
 			return nil, &ParkedError{Reason: k.ParkedReason, LastError: k.LastError}
 		}
-		return nil, &InProgressError{LeaseRemaining: max(deref(k.LockedUntil).Sub(k.DBNow), 0)}
+		return nil, &InProgressError{LeaseRemaining: k.LeaseLeft}
 	}
-	e := c.newResumption(op, k)
+	op, err := c.operation(taken.Operation)
+	if err != nil {
+		return nil, err
+	}
+	e := c.newResumption(op, taken.Key)
 	e.operator = !opts.Due
-	return e.resume(ctx, k, sent)
+	return e.resume(ctx, taken, sent)
 }
 
 // ResumeNextDue claims the key that has waited longest among those due for an execution (of
@@ -71,7 +75,7 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 func (c *Client) ResumeNextDue(ctx context.Context) (*KeyRef, *Result, error) {
 	ctx = context.WithoutCancel(ctx)
 	sent := time.Now()
-	keys, err := claimDue(ctx, c.cfg.DB, c.opNames, c.cfg.Lease, 1)
+	keys, err := claimDue(ctx, c.cfg.DB, c.opNames, c.calls, c.cfg.Lease, 1)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -79,13 +83,58 @@ func (c *Client) ResumeNextDue(ctx context.Context) (*KeyRef, *Result, error) {
 		return nil, nil, ErrNoDueKey
 	}
 	k := keys[0]
-	ref := &KeyRef{Scope: k.Scope, Key: k.Key}
+	ref := &KeyRef{Scope: k.Scope, Key: k.Key.Key}
 	op, err := c.operation(k.Operation)
 	if err != nil {
 		return ref, nil, err
 	}
-	res, err := c.newResumption(op, k).resume(ctx, k, sent)
+	res, err := c.newResumption(op, k.Key).resume(ctx, k, sent)
 	return ref, res, err
+}
+
+// ResumeDue resumes those of refs that are due for an execution, as Resume with ResumeOpts.Due
+// does one key: their leases are taken in one statement (a key that another execution holds,
+// that is not due yet, that finished or parked, or whose operation this client lacks is left
+// alone), and every key taken is resumed at once, each on its own goroutine (its lease runs from
+// the claim), and ResumeDue returns when all have returned: one ResumeDueResult per ref, in
+// order. It returns an error, having resumed nothing, only when the claim itself failed.
+func (c *Client) ResumeDue(ctx context.Context, refs []KeyRef) ([]ResumeDueResult, error) {
+	ctx = context.WithoutCancel(ctx)
+	out := make([]ResumeDueResult, len(refs))
+	if len(refs) == 0 {
+		return out, nil
+	}
+	sent := time.Now()
+	taken, err := claimKeys(ctx, c.cfg.DB, c.opNames, c.calls, c.cfg.Lease, refs)
+	if err != nil {
+		return nil, err
+	}
+	at := make(map[KeyRef]int, len(refs))
+	for i, r := range refs {
+		at[r] = i
+	}
+	var wg sync.WaitGroup
+	for _, t := range taken {
+		i := at[KeyRef{Scope: t.Scope, Key: t.Key.Key}]
+		out[i].Taken = true
+		op, err := c.operation(t.Operation)
+		if err != nil {
+			out[i].Err = err // cannot be: the claim takes keys of this client's operations only
+			continue
+		}
+		wg.Go(func() { out[i].Result, out[i].Err = c.newResumption(op, t.Key).resume(ctx, t, sent) })
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// ResumeDueResult is what ResumeDue did with one key.
+type ResumeDueResult struct {
+	// Taken is false when the key was not due: nothing ran, and Result and Err are nil.
+	Taken bool
+	// Result and Err are what the key's resume returned, as Resume's.
+	Result *Result
+	Err    error
 }
 
 // ReserveDueTx hands up to limit due keys to the caller, in the caller's transaction (the one
@@ -108,8 +157,10 @@ func (c *Client) newResumption(op *phases.Operation, k *Key) *execution {
 // resume continues the key this execution just took over (its takeover sent at sent): it
 // checks the attempt budget and the key's age, then falls through the remaining phases from the
 // recovery point, or on with the compensations under way.
-func (e *execution) resume(ctx context.Context, k *Key, sent time.Time) (*Result, error) {
-	e.held, e.persisted, e.token, e.rp, e.committed = true, true, k.leaseToken, k.RecoveryPoint, k.State
+func (e *execution) resume(ctx context.Context, t *takenKey, sent time.Time) (*Result, error) {
+	k := t.Key
+	e.held, e.persisted, e.rp, e.committed = true, true, k.RecoveryPoint, k.State
+	e.h = holder{scope: k.Scope, key: k.Key, token: t.token, attempt: k.Attempts}
 	e.spent = k.budgetSpent()
 	e.leaseFrom(sent, deref(k.LockedUntil).Sub(k.DBNow))
 	e.st = runstate.New(runstate.Params{
@@ -118,14 +169,20 @@ func (e *execution) resume(ctx context.Context, k *Key, sent time.Time) (*Result
 		CreatedAt: k.CreatedAt, Values: k.State,
 	})
 	e.c.observer.Resumed(e.op.Name)
+	if err := e.journaledByTakeover(t); err != nil {
+		e.done = &callDone{step: t.call.step, outcome: phases.CallOutcomeFailedBefore} // never sent
+		return e.park(ctx, ParkedPermanent, err.Error())
+	}
 
 	if !e.operator {
 		// The claim counts attempts, so a key whose executions never return (a poison key that
 		// kills its process) is parked here, like one that fails.
 		if limit := e.c.maxAttempts(e.op); e.spent > limit {
+			e.unsent()
 			return e.park(ctx, ParkedAttemptsExhausted, fmt.Sprintf("attempts exhausted (%d of %d); last error: %s", e.spent-1, limit, k.LastError))
 		}
 		if age := k.DBNow.Sub(k.CreatedAt); age > e.c.maxAge(e.op) {
+			e.unsent()
 			return e.park(ctx, ParkedAttemptsExhausted, fmt.Sprintf("older than MaxAge (%s); last error: %s", e.c.maxAge(e.op), k.LastError))
 		}
 	}
@@ -149,13 +206,62 @@ func (e *execution) resume(ctx context.Context, k *Key, sent time.Time) (*Result
 		}
 		return e.compensate(ctx, i, out)
 	case rp == phases.RecoveryPointStarted:
-		return e.execute(ctx, 0, nil)
+		return e.execute(ctx, 0)
 	default:
 		i := e.op.StepIndex(rp)
 		if i < 0 {
 			return e.park(ctx, ParkedPermanent, fmt.Sprintf("operation %q has no step %q to resume after (renamed? keep the old name in WithAliases)", e.op.Name, rp))
 		}
-		return e.execute(ctx, i+1, nil)
+		return e.execute(ctx, i+1)
+	}
+}
+
+// journaledByTakeover takes the call the takeover journaled (when the key's recovery point comes
+// right before one) as this execution's next call, with what the journal says of the call's
+// earlier attempts: the call then needs no write of its own before it is sent.
+func (e *execution) journaledByTakeover(t *takenKey) error {
+	if t.call == nil {
+		return nil
+	}
+	i := e.op.StepIndex(t.call.step)
+	if i < 0 {
+		return fmt.Errorf("operation %q has no call %q", e.op.Name, t.call.step)
+	}
+	step := runstate.Step(e.op.Steps[i])
+	t.call.aliases = step.Aliases()
+	out := &written{leaseLeft: deref(t.LockedUntil).Sub(t.DBNow)}
+	var quietAt time.Time
+	prior, err := decodeCalls(t.prior, func(c *callJSON) bool {
+		if !step.Is(c.Step) || c.Attempt >= t.Attempts {
+			return false
+		}
+		if c.Outcome == nil || *c.Outcome != string(phases.CallOutcomeFailedBefore) {
+			if end := deref(c.EndedAt); c.EndedAt != nil && end.After(quietAt) {
+				quietAt = end
+			} else if c.EndedAt == nil && c.Deadline.After(quietAt) {
+				quietAt = c.Deadline
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	out.prior = prior
+	if !quietAt.IsZero() {
+		out.quietIn = quietAt.Sub(t.DBNow)
+	}
+	e.journaled = &journaledCall{start: t.call, written: out, at: time.Now()}
+	return nil
+}
+
+// unsent records that the call the takeover journaled was never sent: the write that ends this
+// execution marks its journal row so (failed_before), not as an attempt that may have reached
+// the provider.
+func (e *execution) unsent() {
+	if j := e.journaled; j != nil {
+		e.done = &callDone{step: j.start.step, outcome: phases.CallOutcomeFailedBefore}
+		e.journaled = nil
 	}
 }
 

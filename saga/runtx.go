@@ -61,7 +61,9 @@ func (c *Client) RunTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 			return nil, fmt.Errorf("error creating savepoint: %w", err)
 		}
 	}
-	_, won, err := claimKey(ctx, savepoint, req, hash, e.token, e.advance("", resp))
+	w := e.advance("", resp)
+	w.orNothing = true
+	_, won, err := writeKey(ctx, savepoint, &e.h, req, hash, w, &e.args)
 	if err != nil {
 		return nil, err
 	}
@@ -69,11 +71,14 @@ func (c *Client) RunTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 		if err := savepoint.Rollback(ctx); err != nil {
 			return nil, err
 		}
-		k, err := lookupKey(ctx, tx, req.Scope, req.Key)
-		if err != nil {
+		found, err := readHead(ctx, tx, req.Scope, req.Key, &e.head)
+		switch {
+		case err != nil:
 			return nil, err
+		case !found:
+			return nil, ErrKeyNotFound
 		}
-		return e.decide(ctx, k, false)
+		return e.decide(ctx, &e.head, false)
 	}
 	if err := savepoint.Commit(ctx); err != nil {
 		return nil, err
@@ -84,7 +89,7 @@ func (c *Client) RunTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 
 // effectTx runs a single-transaction operation's phase in tx and returns the response to store.
 func (e *execution) effectTx(ctx context.Context, tx pgx.Tx) (*Response, error) {
-	if err := runstate.Step(e.op.Steps[0]).Atomic()(ctx, tx, e.st); err != nil {
+	if err := runstate.Step(e.op.Steps[0]).Atomic()(ctx, tx, e.state()); err != nil {
 		return nil, err
 	}
 	resp := e.stored()

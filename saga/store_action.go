@@ -28,8 +28,11 @@ SELECT $1, $2, $3, $9, 'settle', $10, $11, $12 FROM k
 RETURNING 1`
 
 func settleKey(ctx context.Context, tx pgx.Tx, k *Key, values map[string]json.RawMessage, resp *Response, retention time.Duration, p *SettleParams) error {
-	w := &keyWrite{state: values, response: resp}
-	state, header, status, body, err := w.encoded()
+	state, err := encodeState(values)
+	if err != nil {
+		return err
+	}
+	status, header, body, err := encodeResponse(resp)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/pgsaga/pgsaga/phases"
 )
@@ -18,7 +19,10 @@ import (
 const stuckCondition = `(status = 'failed' OR (status = 'started' AND (locked_until IS NULL OR locked_until <= clock_timestamp())))`
 
 // listKeysSQL lists keys newest first, filtered, after a keyset cursor ($6: whether there is
-// one, then its created_at, tenant, actor and key).
+// one, then its created_at, tenant, actor and key), created at or after $12: the key table's
+// index on created_at is a BRIN (a summary per range of pages, nearly free to maintain), which
+// finds the keys of a time window but cannot hand them out in order, so a listing looks at a
+// recent window first and widens it only when the window holds less than a page (listKeys).
 const listKeysSQL = `SELECT ` + keyColumns + ` FROM pgsaga_key
 WHERE ($1::text = '' OR status = $1)
   AND ($2::text = '' OR operation = $2)
@@ -26,30 +30,48 @@ WHERE ($1::text = '' OR status = $1)
   AND (NOT $4::bool OR ` + stuckCondition + `)
   AND ($5::text = '' OR starts_with(key, $5))
   AND (NOT $6::bool OR (created_at, tenant_id, actor_id, key) < ($7::timestamptz, $8::text, $9::text, $10::text))
+  AND created_at >= $12::timestamptz
 ORDER BY created_at DESC, tenant_id DESC, actor_id DESC, key DESC
 LIMIT $11`
 
+// listWindows are how far back from the newest key wanted a listing looks, widening until a
+// window holds a page: an hour, a day, a month, three years, then everything.
+var listWindows = []time.Duration{time.Hour, 24 * time.Hour, 32 * 24 * time.Hour, 3 * 365 * 24 * time.Hour, 0}
+
+// listKeys returns up to limit keys, newest first, after the cursor. A window that holds limit
+// keys holds the newest limit keys of the whole listing (every key outside it is older), so
+// the answer is that of a listing with no window.
 func listKeys(ctx context.Context, q pgxQuerier, p *KeyListParams, after *keyCursor, limit int) ([]*Key, error) {
 	var c keyCursor
+	upper := time.Now()
 	if after != nil {
-		c = *after
+		c, upper = *after, after.CreatedAt
 	}
-	rows, err := q.Query(ctx, listKeysSQL, string(p.State), p.Operation, p.Tenant, p.Stuck, p.KeyPrefix,
-		after != nil, c.CreatedAt, c.Tenant, c.Actor, c.Key, limit)
-	if err != nil {
-		return nil, fmt.Errorf("error listing keys: %w", err)
+	for _, w := range listWindows {
+		since := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+		if w > 0 {
+			since = pgtype.Timestamptz{Time: upper.Add(-w), Valid: true}
+		}
+		rows, err := q.Query(ctx, listKeysSQL, string(p.State), p.Operation, p.Tenant, p.Stuck, p.KeyPrefix,
+			after != nil, c.CreatedAt, c.Tenant, c.Actor, c.Key, limit, since)
+		if err != nil {
+			return nil, fmt.Errorf("error listing keys: %w", err)
+		}
+		keys, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Key, error) { return scanKey(row) })
+		if err != nil {
+			return nil, fmt.Errorf("error listing keys: %w", err)
+		}
+		if len(keys) == limit || w == 0 {
+			return keys, nil
+		}
 	}
-	keys, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Key, error) { return scanKey(row) })
-	if err != nil {
-		return nil, fmt.Errorf("error listing keys: %w", err)
-	}
-	return keys, nil
+	panic("unreachable: the last window is unbounded")
 }
 
 // pgxQuerier is a pool or a transaction.
 type pgxQuerier interface {
+	queryer
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // keyDetailSQL reads a key's call journal and history, oldest first.
@@ -105,19 +127,21 @@ func getKeyDetail(ctx context.Context, q pgxQuerier, k *Key) error {
 	return nil
 }
 
-// expiredCondition selects the completed keys GC may delete: past their own expiry, or, when
-// $1 is not NULL, completed more than $1 ms ago (0: every completed key).
-const expiredCondition = `status = 'completed' AND CASE
-	WHEN $1::bigint IS NOT NULL THEN completed_at <= clock_timestamp() - $1 * interval '1 millisecond'
-	ELSE expires_at <= clock_timestamp() END`
+// The completed keys GC may delete: past their own expiry (expiredSQL), or, with an override,
+// completed more than $1 ms ago (olderThanSQL: 0, every completed key). Both are sargable on the
+// key table's BRIN index (created_at, expires_at): a key completed before a moment was created
+// before it too. now() rather than clock_timestamp(), which an index cannot be searched by.
+const (
+	expiredCondition   = `status = 'completed' AND expires_at <= now()`
+	olderThanCondition = `status = 'completed' AND completed_at <= now() - $1::bigint * interval '1 millisecond'
+		AND created_at <= now() - $1::bigint * interval '1 millisecond'`
+)
 
-// deleteExpiredSQL deletes one batch of expired keys with their call journal and history. SKIP
-// LOCKED leaves rows a request is reading under lock (a replay, a takeover attempt) for a later
-// batch instead of waiting for them.
-const deleteExpiredSQL = `WITH gone AS (
-	DELETE FROM pgsaga_key WHERE ctid = ANY (ARRAY(
-		SELECT ctid FROM pgsaga_key WHERE ` + expiredCondition + `
-		LIMIT $2 FOR UPDATE SKIP LOCKED))
+// The deletions of one batch of the keys a condition selects, with their call journal and
+// history. SKIP LOCKED leaves rows a request is reading under lock (a replay, a takeover
+// attempt) for a later batch instead of waiting for them.
+const (
+	deleteGoneSQL = `
 	RETURNING tenant_id, actor_id, key),
 calls AS (
 	DELETE FROM pgsaga_call c USING gone g
@@ -126,31 +150,42 @@ actions AS (
 	DELETE FROM pgsaga_key_action a USING gone g
 	WHERE a.tenant_id = g.tenant_id AND a.actor_id = g.actor_id AND a.key = g.key)
 SELECT count(*) FROM gone`
-
-const countExpiredSQL = `SELECT count(*) FROM pgsaga_key WHERE ` + expiredCondition
+	deleteExpiredByExpirySQL = `WITH gone AS (
+	DELETE FROM pgsaga_key WHERE ctid = ANY (ARRAY(
+		SELECT ctid FROM pgsaga_key WHERE ` + expiredCondition + ` LIMIT $1 FOR UPDATE SKIP LOCKED))` + deleteGoneSQL
+	deleteExpiredByAgeSQL = `WITH gone AS (
+	DELETE FROM pgsaga_key WHERE ctid = ANY (ARRAY(
+		SELECT ctid FROM pgsaga_key WHERE ` + olderThanCondition + ` LIMIT $2 FOR UPDATE SKIP LOCKED))` + deleteGoneSQL
+	countExpiredByExpirySQL = `SELECT count(*) FROM pgsaga_key WHERE ` + expiredCondition
+	countExpiredByAgeSQL    = `SELECT count(*) FROM pgsaga_key WHERE ` + olderThanCondition
+)
 
 func deleteExpired(ctx context.Context, q pgxQuerier, olderThan *time.Duration, batch int) (int, error) {
+	var row pgx.Row
+	if olderThan != nil {
+		row = q.QueryRow(ctx, deleteExpiredByAgeSQL, olderThan.Milliseconds(), batch)
+	} else {
+		row = q.QueryRow(ctx, deleteExpiredByExpirySQL, batch)
+	}
 	var n int
-	if err := q.QueryRow(ctx, deleteExpiredSQL, olderThanArg(olderThan), batch).Scan(&n); err != nil {
+	if err := row.Scan(&n); err != nil {
 		return 0, fmt.Errorf("error deleting expired keys: %w", err)
 	}
 	return n, nil
 }
 
 func countExpired(ctx context.Context, q pgxQuerier, olderThan *time.Duration) (int, error) {
+	var row pgx.Row
+	if olderThan != nil {
+		row = q.QueryRow(ctx, countExpiredByAgeSQL, olderThan.Milliseconds())
+	} else {
+		row = q.QueryRow(ctx, countExpiredByExpirySQL)
+	}
 	var n int
-	if err := q.QueryRow(ctx, countExpiredSQL, olderThanArg(olderThan)).Scan(&n); err != nil {
+	if err := row.Scan(&n); err != nil {
 		return 0, fmt.Errorf("error counting expired keys: %w", err)
 	}
 	return n, nil
-}
-
-func olderThanArg(d *time.Duration) *int64 {
-	if d == nil {
-		return nil
-	}
-	ms := d.Milliseconds()
-	return &ms
 }
 
 // countKeysSQL counts keys by operation and state, and the stuck ones, in one pass.

@@ -3,16 +3,33 @@ package saga
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// notifyChannel carries ["tenant","actor","key"] when a started key completes or is parked.
+// notifyChannel carries ["tenant","actor","key"] when a started key that a duplicate waits for
+// completes or is parked.
 const notifyChannel = "pgsaga_key_done"
 
+// awaitKeySQL tells the execution holding a started key that a duplicate waits for it: the
+// statement that completes or parks the key notifies notifyChannel only when waiters is set.
+// Setting it takes the key's row lock, so it is serialised with that statement: either the key
+// is still started when the flag is set (and the completion, which follows, notifies), or no row
+// is returned and the key has finished. No index covers waiters: a HOT update.
+const awaitKeySQL = `UPDATE pgsaga_key SET waiters = true
+	WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND status = 'started'
+	  AND locked_until > clock_timestamp()
+	RETURNING locked_until, clock_timestamp()`
+
 // waitForKey waits, up to d and never past the key's lease, for an in-flight key to leave the
-// started state, then reads it again. It listens on its own connection, re-reading the key after
-// LISTEN so that a completion between the caller's read and LISTEN is not missed.
-func (c *Client) waitForKey(ctx context.Context, scope Scope, key string, d time.Duration) (*Key, error) {
+// started state, then reads it again. It listens on its own connection, then sets the key's
+// waiters flag, so that the completion (which notifies only when the flag is set) cannot slip
+// between the caller's read and the wait.
+func (c *Client) waitForKey(ctx context.Context, scope Scope, key string, d time.Duration) (*keyHead, error) {
 	conn, err := c.cfg.DB.Acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -23,29 +40,47 @@ func (c *Client) waitForKey(ctx context.Context, scope Scope, key string, d time
 	}
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN "+notifyChannel) }()
 
-	k, err := lookupKey(ctx, conn, scope, key)
-	if err != nil || k.Status != KeyStatusStarted || !k.Leased {
-		return k, err
+	var lockedUntil, now pgtype.Timestamptz
+	err = conn.QueryRow(ctx, awaitKeySQL, scope.Tenant, scope.Actor, key).Scan(&lockedUntil, &now)
+	switch {
+	case err == nil:
+		d = min(d, lockedUntil.Time.Sub(now.Time))
+		if err := c.awaitNotification(ctx, conn.Conn().WaitForNotification, scope, key, d); err != nil {
+			return nil, err
+		}
+	case !errors.Is(err, pgx.ErrNoRows):
+		return nil, err
 	}
-	if k.LockedUntil != nil {
-		d = min(d, k.LockedUntil.Sub(k.DBNow))
+	// No longer started and leased (finished, parked, or its lease ran out), or notified, or
+	// waited long enough: answer from the key as it is. Read on the pool: a wait that timed
+	// out may have left this connection unusable.
+	var h keyHead
+	found, err := readHead(ctx, c.cfg.DB, scope, key, &h)
+	switch {
+	case err != nil:
+		return nil, err
+	case !found:
+		return nil, ErrKeyNotFound
 	}
+	return &h, nil
+}
+
+// awaitNotification waits up to d for notifyChannel to name the key.
+func (c *Client) awaitNotification(ctx context.Context, wait func(context.Context) (*pgconn.Notification, error), scope Scope, key string, d time.Duration) error {
 	waitCtx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	for {
-		n, err := conn.Conn().WaitForNotification(waitCtx)
+		n, err := wait(waitCtx)
 		if err != nil {
 			if waitCtx.Err() != nil && ctx.Err() == nil {
-				break // waited long enough: answer from the key as it is
+				return nil // waited long enough
 			}
-			return nil, err
+			return err
 		}
 		var got []string
 		if json.Unmarshal([]byte(n.Payload), &got) == nil && len(got) == 3 &&
 			got[0] == scope.Tenant && got[1] == scope.Actor && got[2] == key {
-			break
+			return nil
 		}
 	}
-	// Read on the pool: a wait that timed out may have left this connection unusable.
-	return lookupKey(ctx, c.cfg.DB, scope, key)
 }

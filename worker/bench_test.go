@@ -15,12 +15,12 @@ import (
 )
 
 // BenchmarkWorkerResume measures resumed keys per second through River (sweep → one resume job
-// per key) with 1 and 2 workers over 10,000 crashed keys, each key running a no-op call and one
+// per key) with 1, 2 and 4 workers over 10,000 crashed keys, each key running a no-op call and one
 // atomic phase. Compare with recovery's BenchmarkResume (batch claims, no job queue) in the same
 // run. Seeding is outside the timer; the workers are running (and idle) when the keys appear.
 func BenchmarkWorkerResume(b *testing.B) {
 	const keys = 10_000
-	for _, n := range []int{1, 2} {
+	for _, n := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
 			db := dbtest.NewDB(b)
 			createEffectTable(b, db.Pool)

@@ -6,38 +6,42 @@
 //
 // A periodic sweep job (every SweepInterval, default 1s, enqueued by whichever worker River
 // elects leader) reserves due keys — started, lease expired, next_attempt_at passed, of an
-// operation this worker knows — and, in the same transaction, enqueues one resume job per key,
-// unique per key among unfinished jobs. The reservation moves the key's next_attempt_at one
-// lease ahead, so later sweeps do not list it again while its job waits; if the job is lost the
-// key falls due again. Resume jobs spread over every worker process; each takes its key's lease
-// with a conditional UPDATE (package recovery: a fresh lease token, one attempt counted, only if
-// the key is still started and its lease free) and falls through the remaining phases.
+// operation this worker knows — for one lease, and in the same transaction enqueues them,
+// ResumeBatchSize keys to a resume job; later sweeps do not list a reserved key again, and if
+// its job is lost the key falls due again when the reservation ends. Resume jobs spread over
+// every worker process; each takes the leases of its keys that are still due in one statement
+// (saga's ResumeDue: a fresh lease token per key, one attempt counted, only if the key is still
+// started and its lease free, and the journal row of the call a key goes on with), then resumes
+// them all at once, each through its remaining phases.
 //
 // We chose jobs over running the batch resumer (recovery.Resumer.RunOnce) inside the sweep
 // because River runs periodic jobs on the leader only: jobs spread the resumes over all
-// workers, make each key's resume visible and retried in River, and let a stopping worker leave
-// queued work to the others. The price is River's bookkeeping per key (an insert, a fetch and a
-// completion on river_job): on a 2-core machine running PostgreSQL too, about 1,700 keys/s per
-// worker against about 4,300 for RunOnce's batch claims. RunOnce remains available for callers
-// without River.
+// workers, make them visible and retried in River, and let a stopping worker leave queued work
+// to the others. River's bookkeeping per job (an insert, a fetch and a completion on river_job)
+// costs about as much CPU as resuming a key: on this 2-core machine River alone works 2,600 to
+// 6,100 no-op jobs a second. So a job carries a batch of keys and claims them in one statement:
+// one job per key gave about 900 keys/s with one worker and 1,100 with two (measured on a busy
+// machine), batches of 8 about 1,800 and 2,200 in the same conditions (see FINDINGS.md).
+// FetchCooldown and MaxWorkers moved nothing measurable once the keys came in batches.
 //
 // # Guarantees
 //
-//   - No key is resumed twice at once: River's uniqueness keeps one unfinished job per key, the
-//     claim succeeds for one caller only (it needs an expired lease and writes a new one), and
-//     saga fences every phase with the lease token, so even a resumer paused past its lease
-//     commits nothing.
+//   - No key is resumed twice at once: the claim succeeds for one caller only (it needs an
+//     expired lease and writes a new one), and saga fences every phase with the lease token, so
+//     even a resumer paused past its lease commits nothing. A key is in one job at a time while
+//     its reservation holds; should two jobs hold it (one outlived the reservation), the first
+//     to claim it resumes it and the other skips it.
 //   - Retry: a resume that fails transiently completes its job; saga has already scheduled the
 //     key's next attempt in SQL (next_attempt_at) and a later sweep enqueues it again. A key whose
 //     attempts reach the operation's MaxAttempts is parked as failed by saga and never swept
 //     again (an operator resumes it). A job errors, and River retries it, only when the claim
 //     could not reach the database.
 //   - Crash (kill -9) of a serving process: its key's lease expires and the next sweep enqueues
-//     the key. Crash of a worker in the middle of a resume: the job stays "running" in River and
-//     keeps the key's unique slot until River's rescuer retries it (after a minute plus the
-//     lease, checked every 30s), which then takes the expired lease and resumes the key — so
-//     such a key waits about two minutes with the default 30s lease. Queued jobs stay queued for
-//     any worker.
+//     the key. Crash of a worker in the middle of a resume: its job stays "running" in River
+//     until River's rescuer retries it (after a minute plus the lease, checked every 30s), but
+//     its keys do not wait for that: their leases and reservations run out after a lease and the
+//     next sweep enqueues them in a new job; the rescued job finds them done and skips them.
+//     Queued jobs stay queued for any worker.
 //   - Stop: Stop stops fetching, lets running jobs finish (a resume is detached from cancellation,
 //     so it is never cut between a call and the phase that records it) and leaves queued jobs in
 //     the database; nothing is lost. Keys are never claimed ahead of their job, so there is

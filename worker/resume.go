@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -20,8 +21,26 @@ const (
 	QueueMaintenance = "pgsaga_maintenance"
 )
 
-// ResumeArgs is the River job that resumes one key. It is unique per key while queued or
-// running, so however many sweeps see a key, one job at a time resumes it.
+// ResumeBatchArgs is the River job that resumes a batch of keys the sweep reserved together:
+// it takes the leases of those still due in one statement and resumes them all at once. A
+// reserved key is in no other batch while its reservation holds (a lease); a key whose job did
+// not run by then falls due again and is swept into another batch, and of two jobs that hold it
+// the first to take its lease resumes it, the other skips it.
+type ResumeBatchArgs struct {
+	Keys []ResumeArgs `json:"keys"`
+}
+
+// Kind is the River job kind.
+func (ResumeBatchArgs) Kind() string { return "pgsaga_resume_batch" }
+
+// InsertOpts puts batches on the resume queue. A job retries only when the database was
+// unreachable; the saga's own retries are scheduled in SQL.
+func (ResumeBatchArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueResume, MaxAttempts: 3}
+}
+
+// ResumeArgs is the River job that resumes one key, as workers before batches enqueued them (a
+// worker still works such jobs left in the queue). It is unique per key while queued or running.
 type ResumeArgs struct {
 	Tenant string `json:"tenant"`
 	Actor  string `json:"actor"`
@@ -86,11 +105,10 @@ func (s *sweepWorker) Work(ctx context.Context, _ *river.Job[sweepArgs]) error {
 	return nil
 }
 
-// sweep reserves up to SweepBatchSize due keys and enqueues their resume jobs in one
-// transaction, and returns how many. A reserved key is not listed again for the client's lease
-// (the reservation), so sweeps never pile duplicate inserts on keys whose jobs wait; if the jobs
-// are lost the keys fall due again after it, and River's uniqueness still refuses a second
-// unfinished job for a key.
+// sweep reserves up to SweepBatchSize due keys and enqueues them, ResumeBatchSize to a job, in
+// one transaction, and returns how many. A reserved key is not listed again for the client's
+// lease (the reservation), so sweeps never enqueue a key twice while its job waits; if the job is
+// lost the key falls due again after it.
 func (w *Worker) sweep(ctx context.Context) (int, error) {
 	tx, err := w.cfg.Pool.Begin(ctx)
 	if err != nil {
@@ -104,9 +122,13 @@ func (w *Worker) sweep(ctx context.Context) (int, error) {
 	if len(refs) == 0 {
 		return 0, nil
 	}
-	params := make([]river.InsertManyParams, len(refs))
-	for i, ref := range refs {
-		params[i] = river.InsertManyParams{Args: ResumeArgs{Tenant: ref.Scope.Tenant, Actor: ref.Scope.Actor, Key: ref.Key}}
+	var params []river.InsertManyParams
+	for batch := range slices.Chunk(refs, w.resumeBatch) {
+		args := ResumeBatchArgs{Keys: make([]ResumeArgs, len(batch))}
+		for i, ref := range batch {
+			args.Keys[i] = ResumeArgs{Tenant: ref.Scope.Tenant, Actor: ref.Scope.Actor, Key: ref.Key}
+		}
+		params = append(params, river.InsertManyParams{Args: args})
 	}
 	if _, err := w.river.InsertManyTx(ctx, tx, params); err != nil {
 		return 0, fmt.Errorf("error enqueuing resume jobs: %w", err)
@@ -115,6 +137,30 @@ func (w *Worker) sweep(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("error committing sweep: %w", err)
 	}
 	return len(refs), nil
+}
+
+type resumeBatchWorker struct {
+	river.WorkerDefaults[ResumeBatchArgs]
+	w *Worker
+}
+
+// Work takes the leases of the batch's keys that are still due and resumes them all at once.
+// Every saga outcome (completed, failed and rescheduled, parked, superseded, skipped) completes
+// the job; only a failure to reach the database returns an error for River to retry.
+func (r *resumeBatchWorker) Work(ctx context.Context, job *river.Job[ResumeBatchArgs]) error {
+	refs := make([]saga.KeyRef, len(job.Args.Keys))
+	for i, k := range job.Args.Keys {
+		refs[i] = saga.KeyRef{Scope: saga.Scope{Tenant: k.Tenant, Actor: k.Actor}, Key: k.Key}
+	}
+	outs, err := r.w.resumer.ResumeKeys(ctx, refs)
+	if err != nil {
+		r.w.metrics.resume("", err)
+		return err
+	}
+	for _, out := range outs {
+		r.w.metrics.resume(out, nil)
+	}
+	return nil
 }
 
 type resumeWorker struct {

@@ -21,6 +21,8 @@ type Worker struct {
 	resumer *recovery.Resumer
 	river   *river.Client[pgx.Tx]
 	metrics *metrics
+	// resumeBatch is how many keys one resume job takes.
+	resumeBatch int
 }
 
 // New checks the config and builds the worker and its River client. Nothing runs until Start.
@@ -36,7 +38,7 @@ func New(cfg *Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, resumer: resumer}
+	w := &Worker{cfg: cfg, resumer: resumer, resumeBatch: min(cfg.ResumeBatchSize, cfg.ResumeConcurrency)}
 	if cfg.Registerer != nil {
 		if w.metrics, err = newMetrics(cfg.Registerer, cfg.Client); err != nil {
 			return nil, fmt.Errorf("error registering worker metrics: %w", err)
@@ -44,6 +46,7 @@ func New(cfg *Config) (*Worker, error) {
 	}
 
 	workers := river.NewWorkers()
+	river.AddWorker(workers, &resumeBatchWorker{w: w})
 	river.AddWorker(workers, &resumeWorker{w: w})
 	river.AddWorker(workers, &outboxWorker{w: w})
 	river.AddWorker(workers, &sweepWorker{w: w})
@@ -71,7 +74,9 @@ func New(cfg *Config) (*Worker, error) {
 		Workers:                     workers,
 		PeriodicJobs:                periodic,
 		Queues: map[string]river.QueueConfig{
-			QueueResume:      {MaxWorkers: cfg.ResumeConcurrency, FetchCooldown: 5 * time.Millisecond},
+			// A job resumes a batch of keys at once: as many jobs as batches fit in
+			// ResumeConcurrency.
+			QueueResume:      {MaxWorkers: max(cfg.ResumeConcurrency/w.resumeBatch, 1), FetchCooldown: 5 * time.Millisecond},
 			QueueOutbox:      {MaxWorkers: cfg.OutboxConcurrency},
 			QueueMaintenance: {MaxWorkers: 2},
 		},

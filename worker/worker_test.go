@@ -205,10 +205,11 @@ func TestStopTimeoutDoesNotCutAResume(t *testing.T) {
 	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key WHERE status = 'completed'`))
 }
 
-// A worker killed in the middle of a resume leaves its job "running" in River, holding the key's
-// unique slot; the next worker's rescue (after a minute plus the lease, not River's default hour)
-// retries the job, which resumes the key once.
-func TestJobOfADeadWorkerIsRescued(t *testing.T) {
+// A worker killed in the middle of a resume leaves its job "running" in River until River's
+// rescuer retries it (after a minute plus the lease). The keys it held are not stranded that
+// long: their leases and their reservations run out, the next sweep enqueues them again, and the
+// new job resumes them once (the rescued job will find them finished and skip them).
+func TestKeysOfADeadWorkersJobAreResumedAgain(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t)
 	createEffectTable(t, db.Pool)
@@ -219,19 +220,54 @@ func TestJobOfADeadWorkerIsRescued(t *testing.T) {
 	require.NoError(t, err)
 	tx, err := db.Pool.Begin(t.Context())
 	require.NoError(t, err)
-	_, err = inserter.InsertTx(t.Context(), tx, worker.ResumeArgs{Tenant: "t1", Actor: "a1", Key: "dead-00000"}, nil)
+	_, err = inserter.InsertTx(t.Context(), tx, worker.ResumeBatchArgs{Keys: []worker.ResumeArgs{{Tenant: "t1", Actor: "a1", Key: "dead-00000"}}}, nil)
 	require.NoError(t, err)
-	// The dead worker fetched it two minutes ago (more than a minute and the lease).
+	// The dead worker fetched it ten seconds ago: River would rescue the job only after a minute
+	// and a lease, but the key's lease and its reservation for that job have run out.
 	_, err = tx.Exec(t.Context(), `UPDATE river_job SET state = 'running', attempt = 1,
-		attempted_at = now() - interval '2 minutes', attempted_by = '{dead-worker}' WHERE kind = 'pgsaga_resume'`)
+		attempted_at = now() - interval '10 seconds', attempted_by = '{dead-worker}' WHERE kind = 'pgsaga_resume_batch'`)
+	require.NoError(t, err)
+	_, err = tx.Exec(t.Context(), `UPDATE pgsaga_key SET reserved_until = now() - interval '1 second'`)
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(t.Context()))
 
 	startWorker(t, &worker.Config{Pool: db.Pool, Client: c})
-	waitFor(t, "the rescued job to resume the key", 45*time.Second, func() bool {
+	waitFor(t, "a new job to resume the key", 20*time.Second, func() bool {
 		return countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`) == 1
 	})
 	require.Equal(t, 1, eff.Count("dead-00000"))
-	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM river_job WHERE kind = 'pgsaga_resume'`), "the sweep added no second job")
+	require.Equal(t, 2, countRows(t, db.Pool, `SELECT count(*) FROM river_job WHERE kind = 'pgsaga_resume_batch'
+		AND args @> '{"keys": [{"key": "dead-00000"}]}'`), "the dead worker's job, and the sweep's")
+	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM river_job WHERE kind = 'pgsaga_resume_batch'
+		AND attempted_by = '{dead-worker}' AND state = 'running'`), "not rescued: the key did not wait for it")
+	require.Equal(t, 2, countRows(t, db.Pool, `SELECT attempts FROM pgsaga_key`))
+}
+
+// A resume job of one key, as workers enqueued them before batches, left in the queue by an
+// upgrade, is still worked: the key is resumed once.
+func TestSingleKeyResumeJobIsWorked(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	createEffectTable(t, db.Pool)
+	seedCrashed(t, db.Pool, "old", 1)
+	eff := newEffects()
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
+	inserter, err := worker.NewInsertOnlyClient(db.Pool)
+	require.NoError(t, err)
+	tx, err := db.Pool.Begin(t.Context())
+	require.NoError(t, err)
+	_, err = inserter.InsertTx(t.Context(), tx, worker.ResumeArgs{Tenant: "t1", Actor: "a1", Key: "old-00000"}, nil)
+	require.NoError(t, err)
+	// Reserved for that job, as the old sweep left it: no sweep enqueues it again meanwhile.
+	_, err = tx.Exec(t.Context(), `UPDATE pgsaga_key SET reserved_until = now() + interval '1 hour'`)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(t.Context()))
+
+	startWorker(t, &worker.Config{Pool: db.Pool, Client: c})
+	waitFor(t, "the job to resume the key", 20*time.Second, func() bool {
+		return countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`) == 1
+	})
+	require.Equal(t, 1, eff.Count("old-00000"))
+	require.Equal(t, 0, countRows(t, db.Pool, `SELECT count(*) FROM river_job WHERE kind = 'pgsaga_resume_batch'`))
 	require.Equal(t, 2, countRows(t, db.Pool, `SELECT attempts FROM pgsaga_key`))
 }

@@ -141,9 +141,10 @@ func completeRequest(key, order string) *saga.Request {
 }
 
 // BenchmarkCompareSingleTransaction: the idempotent first execution and the replay of
-// complete_order against the bare business transaction (BEGIN, CompleteOrderTx, COMMIT).
-// Targets (DESIGN.md): first execution within 1.15x of bare latency and at least 0.85x of its
-// throughput; replay at least 3x the first execution's throughput.
+// complete_order against the bare business transaction (BEGIN, CompleteOrderTx, COMMIT), and
+// the replay against the first execution (DESIGN.md's target: at least 5x its throughput, in
+// one round trip). The targets against idempotency written by hand are measured by the
+// side-by-side harness (../shared/bench/sidebyside) and internal/perflab's TestLabEngine.
 func BenchmarkCompareSingleTransaction(b *testing.B) {
 	pool := benchDB(b)
 	svc, err := payments.New(&payments.Config{Pool: pool, Gateway: sim.New(nil).Gateway()})
@@ -195,8 +196,10 @@ func BenchmarkCompareSingleTransaction(b *testing.B) {
 
 // BenchmarkComparePhased: the phased payment through the engine against the same phases written
 // by hand in raw SQL (the floor): BEGIN, balance check, INSERT payment, COMMIT; the charge;
-// BEGIN, settle, COMMIT. Both charge an in-process simulator with no latency. Target
-// (DESIGN.md): within 1.3x of the floor.
+// BEGIN, settle, COMMIT. "raw+journal" is that floor with the call journal written by hand as
+// the engine writes it (a row before the charge in the first transaction, its outcome in the
+// second), so that the ratios say what the journal costs and what the rest of the engine does.
+// All charge an in-process simulator with no latency.
 func BenchmarkComparePhased(b *testing.B) {
 	pool := benchDB(b)
 	s := sim.New(nil)
@@ -206,6 +209,7 @@ func BenchmarkComparePhased(b *testing.B) {
 	client := svc.Client()
 	n := benchLatencyOps + benchThroughputOps
 	rawInvoices := createRows(b, pool, createInvoicesSQL, n)
+	journalInvoices := createRows(b, pool, createInvoicesSQL, n)
 	phasedInvoices := createRows(b, pool, createInvoicesSQL, n)
 	keys := make([]string, n)
 	for i := range keys {
@@ -214,14 +218,15 @@ func BenchmarkComparePhased(b *testing.B) {
 	// Warm the pool's connections and prepared statements on both paths.
 	warm := createRows(b, pool, createInvoicesSQL, 2*benchWorkers)
 	for i := range benchWorkers {
-		require.NoError(b, rawPayment(b.Context(), pool, gw, warm[i]))
+		require.NoError(b, rawPayment(b.Context(), pool, gw, warm[i], true))
 		_, err := client.Run(b.Context(), payments.OpCreatePayment, paymentRequest(newKey(), warm[benchWorkers+i]))
 		require.NoError(b, err)
 	}
 
 	b.ResetTimer()
 	res := compare(b, []benchVariant{
-		{"raw", func(ctx context.Context, i int) error { return rawPayment(ctx, pool, gw, rawInvoices[i]) }},
+		{"raw", func(ctx context.Context, i int) error { return rawPayment(ctx, pool, gw, rawInvoices[i], false) }},
+		{"raw+journal", func(ctx context.Context, i int) error { return rawPayment(ctx, pool, gw, journalInvoices[i], true) }},
 		{"phased", func(ctx context.Context, i int) error {
 			r, err := client.Run(ctx, payments.OpCreatePayment, paymentRequest(keys[i], phasedInvoices[i]))
 			if err == nil && r.Response.Status != 201 {
@@ -233,6 +238,8 @@ func BenchmarkComparePhased(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(res["phased"].latency)/float64(res["raw"].latency), "phased/raw-latency")
 	b.ReportMetric(res["phased"].throughput/res["raw"].throughput, "phased/raw-throughput")
+	b.ReportMetric(res["raw+journal"].throughput/res["raw"].throughput, "journal/raw-throughput")
+	b.ReportMetric(res["phased"].throughput/res["raw+journal"].throughput, "phased/raw+journal-throughput")
 }
 
 func paymentRequest(key, invoice string) *saga.Request {
@@ -240,11 +247,17 @@ func paymentRequest(key, invoice string) *saga.Request {
 }
 
 // rawPayment is the phased payment without pgsaga: the business statements of
-// examples/payments/payments.go, two transactions around the charge, no key.
-func rawPayment(ctx context.Context, pool *pgxpool.Pool, gw gateway.Gateway, invoice string) error {
+// examples/payments/payments.go, two transactions around the charge, no key; with journal, the
+// charge's journal row written in the first and completed in the second.
+func rawPayment(ctx context.Context, pool *pgxpool.Pool, gw gateway.Gateway, invoice string, journal bool) error {
 	var p *payments.PendingPayment
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
-		p, err = payments.ReservePaymentTx(ctx, tx, benchScope.Tenant, invoice, 2000)
+		if p, err = payments.ReservePaymentTx(ctx, tx, benchScope.Tenant, invoice, 2000); err != nil || !journal {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline)
+			VALUES ($1, $2, $3, 'charged', 1, $4, clock_timestamp(), clock_timestamp() + interval '30 seconds')`,
+			benchScope.Tenant, benchScope.Actor, p.ID, gateway.DeriveKey("payment", p.ID))
 		return err
 	})
 	if err != nil {
@@ -256,6 +269,12 @@ func rawPayment(ctx context.Context, pool *pgxpool.Pool, gw gateway.Gateway, inv
 		return err
 	}
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		return payments.SettlePaymentTx(ctx, tx, p.ID, string(charge.Status), charge.ID)
+		if err := payments.SettlePaymentTx(ctx, tx, p.ID, string(charge.Status), charge.ID); err != nil || !journal {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE pgsaga_call SET outcome = 'succeeded', provider_id = $4, ended_at = clock_timestamp()
+			WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND step = 'charged' AND attempt = 1`,
+			benchScope.Tenant, benchScope.Actor, p.ID, charge.ID)
+		return err
 	})
 }

@@ -54,11 +54,12 @@ func startServer(tb testing.TB) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := pglocal.Start(ctx, &pglocal.Config{Fsync: true, TCP: true, Settings: map[string]string{
-		"shared_buffers":                   "256MB",
-		"shared_preload_libraries":         "pg_stat_statements",
-		"pg_stat_statements.track":         "all",
-		"pg_stat_statements.track_utility": "on",
-		"track_io_timing":                  "on",
+		"shared_buffers":                    "256MB",
+		"shared_preload_libraries":          "pg_stat_statements",
+		"pg_stat_statements.track":          "all",
+		"pg_stat_statements.track_utility":  "on",
+		"pg_stat_statements.track_planning": "on",
+		"track_io_timing":                   "on",
 	}})
 	if err != nil {
 		tb.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -328,8 +329,11 @@ func (tx *Tx) CommitWith(ctx context.Context, b *pgx.Batch) error {
 	if tx.begun {
 		full.Queue("commit")
 	}
-	if full.Len() == 0 {
+	switch {
+	case full.Len() == 0:
 		return nil
+	case !tx.begun && statements == 1:
+		return tx.commitOne(ctx, full.QueuedQueries[0])
 	}
 	br := tx.conn.SendBatch(ctx, full)
 	var first error // the first error any result or callback reported
@@ -361,6 +365,28 @@ func (tx *Tx) CommitWith(ctx context.Context, b *pgx.Batch) error {
 		return pgx.ErrTxCommitRollback
 	case first != nil || commitErr != nil:
 		return &CommittedError{Err: errors.Join(first, commitErr)}
+	}
+	return nil
+}
+
+// commitOne sends the one statement of a transaction that sent nothing else as a plain query:
+// the same implicit transaction as a pipeline of one (it commits when it succeeds), without
+// pgx's pipeline bookkeeping. Its server error, as pgx recorded it, says whether it ran.
+func (tx *Tx) commitOne(ctx context.Context, qq *pgx.QueuedQuery) error {
+	r := &oneResult{ctx: ctx, conn: tx.conn, qq: qq}
+	err := readOne(r, qq)
+	serverErr := r.close()
+	var pgErr *pgconn.PgError
+	switch {
+	case tx.conn.IsClosed():
+		return errors.Join(err, serverErr)
+	case errors.As(serverErr, &pgErr):
+		return pgErr
+	case r.sendErr != nil:
+		return r.sendErr // pgx refused the statement before sending it
+	case err != nil || serverErr != nil:
+		// The rows came back and could not be read: the statement ran, and committed.
+		return &CommittedError{Err: errors.Join(err, serverErr)}
 	}
 	return nil
 }
@@ -398,10 +424,18 @@ func (tx *Tx) end(ctx context.Context) {
 		return
 	}
 	tx.closed = true
-	if !tx.conn.IsClosed() && tx.conn.PgConn().TxStatus() != 'I' {
+	switch {
+	case tx.conn.IsClosed():
+	case tx.conn.PgConn().TxStatus() != 'I':
 		if _, err := tx.conn.Exec(context.WithoutCancel(ctx), "rollback"); err != nil {
 			_ = tx.conn.Close(context.WithoutCancel(ctx))
 		}
+	case tx.conn.PgConn().Conn().SetDeadline(time.Time{}) != nil:
+		// The socket was closed under pgx (a process dying mid-phase, as in-process crash
+		// tests simulate it) while nothing was sent, so pgx has not noticed: a deadline cannot
+		// be set on a closed socket (no system call, no round trip). Close the connection so
+		// that the pool does not hand it out again.
+		_ = tx.conn.Close(context.WithoutCancel(ctx))
 	}
 	tx.pooled.Release()
 }

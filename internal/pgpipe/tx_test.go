@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -547,4 +548,96 @@ func TestCommitWithTellsServerErrorsFromCallbackErrors(t *testing.T) {
 			f.requireClean()
 		})
 	}
+}
+
+// A process that dies mid-phase loses its connection; a test that kills an execution in-process
+// (sagatest, the engine's crash tests) closes the connection's socket before the transaction
+// sent anything, and the deferred Rollback then ends the Tx. The connection must not go back to
+// the pool as if it were usable: the next request would fail on a closed socket.
+func TestSocketClosedUnderAnUnsentTxIsNotReused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tx, err := pgpipe.Begin(t.Context(), f.pool, nil)
+	require.NoError(t, err)
+	require.NoError(t, tx.Conn().PgConn().Conn().Close())
+	require.NoError(t, tx.Rollback(t.Context()), "nothing was sent: nothing to roll back")
+
+	var one int
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT 1`).Scan(&one), "the pool replaced the dead connection")
+	require.Equal(t, 1, one)
+}
+
+// kindCounter tells statements sent alone from batches (pipelines).
+type kindCounter struct{ queries, batches atomic.Int32 }
+
+func (c *kindCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.queries.Add(1)
+	return ctx
+}
+func (c *kindCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *kindCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.batches.Add(1)
+	return ctx
+}
+func (c *kindCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *kindCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// A transaction that sent nothing and commits one statement sends it as a plain query, not as a
+// pipeline of one: the same implicit transaction, without pgx's pipeline bookkeeping. Its
+// server errors and its callback's errors are told apart as in a pipeline.
+func TestLoneAutocommitStatementIsAPlainQuery(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := dbtest.NewDB(t)
+	_, err := db.Pool.Exec(ctx, `CREATE TABLE item (id int PRIMARY KEY)`)
+	require.NoError(t, err)
+	kinds := &kindCounter{}
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	require.NoError(t, err)
+	cfg.MaxConns = 1
+	cfg.ConnConfig.Tracer = kinds
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+
+	tx, err := pgpipe.Begin(ctx, pool, nil)
+	require.NoError(t, err)
+	var got int
+	require.NoError(t, tx.CommitWith(ctx, keyWrite(`INSERT INTO item (id) VALUES (1) RETURNING id`, &got)))
+	require.Equal(t, 1, got)
+	require.EqualValues(t, 1, kinds.queries.Load())
+	require.EqualValues(t, 0, kinds.batches.Load())
+
+	for _, c := range []struct {
+		name, sql string
+		rows      int // rows in item afterwards
+		committed bool
+	}{
+		{"raises", `INSERT INTO item (id) VALUES (1) RETURNING id`, 1, false},
+		{"not decodable", `INSERT INTO item (id) VALUES (2) RETURNING 'x'::text`, 2, true},
+		{"no row", `UPDATE item SET id = id WHERE id = 99 RETURNING id`, 2, true},
+	} {
+		tx, err := pgpipe.Begin(ctx, pool, nil)
+		require.NoError(t, err)
+		b := &pgx.Batch{}
+		b.Queue(c.sql).QueryRow(func(row pgx.Row) error {
+			if err := row.Scan(&got); err != nil {
+				return errors.New("could not read: " + err.Error()) // reworded, not wrapped
+			}
+			return nil
+		})
+		err = tx.CommitWith(ctx, b)
+		require.Error(t, err, c.name)
+		var committed *pgpipe.CommittedError
+		require.Equal(t, c.committed, errors.As(err, &committed), "%s: %v", c.name, err)
+		if !c.committed {
+			var pgErr *pgconn.PgError
+			require.ErrorAs(t, err, &pgErr, c.name)
+			require.Equal(t, "23505", pgErr.Code)
+		}
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM item`).Scan(&n))
+		require.Equal(t, c.rows, n, c.name)
+	}
+	require.EqualValues(t, 0, kinds.batches.Load())
 }
