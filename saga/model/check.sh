@@ -38,9 +38,10 @@ failed=0
 S1_DUPLICATE="-DOPRESUMES=0 -DTRIES_B=2 -DNO_INPROC -DMAXCRASH=1"
 S2_OPERATOR="-DNO_B -DOP_ANYTIME -DNO_INPROC -DMAXCRASH=1 -DHBMAX=0"
 S3_MARGIN="-DOPRESUMES=0 -DNO_B -DNO_INPROC -DL=4 -DINFLIGHT=2 -DM=1"
-S4_ROW_IN_TAKEOVER="-DOPRESUMES=0 -DNO_B -DNO_INPROC -DROW_IN_TAKEOVER"
+S4_RENEWAL="-DOPRESUMES=0 -DTRIES_B=2 -DNO_INPROC -DMAXCRASH=1 -DRENEW_ON_RESUME"
 S5_IN_PROCESS="-DOPRESUMES=0 -DHBMAX=0 -DL=3 -DMAXCRASH=1"
 SEED="-DOPRESUMES=0 -DNO_B -DNO_INPROC"
+SEED_RENEWAL="$SEED -DRENEW_ON_RESUME"
 SEED_IN_PROCESS="-DOPRESUMES=0 -DNO_B -DHBMAX=0 -DL=3 -DMAXCRASH=1"
 L1_POISON_DUPLICATE="-DCRASH_ANY -DNO_INPROC -DOPRESUMES=0"
 L2_POISON_FAIR="-DCRASH_ANY -DNO_INPROC -DNO_B -DOPRESUMES=0"
@@ -162,33 +163,34 @@ WITNESS_NAMES=(- "a send after a quiet, empty inquiry" "an inquiry found the cha
 	"parked outcome_unknown" "parked attempts_exhausted" "parked permanent" "settled by the operator"
 	"the operator's resume completed" "a heartbeat renewed the lease"
 	"a superseded execution's request landed" "an in-process round sent again after its own unknown"
-	"a pending charge read back final and taken")
+	"a pending charge read back final and taken" "a resumed call's own renewal committed")
 
 SAFETY_CFLAGS="-Og -DSAFETY -DCOLLAPSE"
 LIVE_CFLAGS="-Og -DCOLLAPSE -DNFAIR=3"
 QUICK_CFLAGS="-O0 -DSAFETY -DCOLLAPSE"
 QUICK_LIVE_CFLAGS="-O0 -DCOLLAPSE -DNFAIR=3"
 
-# The checks of each group, one per line: a function and its arguments (eval'd). The two largest
-# come first so that the pool of MODEL_JOBS runs ends together.
+# The checks of each group, one per line: a function and its arguments (eval'd). The largest come
+# first so that the pool of MODEL_JOBS runs ends together.
 safety_tasks() {
 	echo "clean S5-in-process \"$S5_IN_PROCESS\" \"$SAFETY_CFLAGS\" ''"
 	echo "clean S1-duplicate \"$S1_DUPLICATE\" \"$SAFETY_CFLAGS\" ''"
+	echo "clean S4-renewal \"$S4_RENEWAL\" \"$SAFETY_CFLAGS\" ''"
 	echo "clean S2-operator \"$S2_OPERATOR\" \"$SAFETY_CFLAGS\" ''"
 	echo "clean S3-margin \"$S3_MARGIN\" \"$QUICK_CFLAGS\" ''"
-	echo "clean S4-row-in-takeover \"$S4_ROW_IN_TAKEOVER\" \"$QUICK_CFLAGS\" ''"
 }
 liveness_tasks() {
 	echo "clean L2-poison-weak-fairness \"-DLIVENESS $L2_POISON_FAIR\" \"$LIVE_CFLAGS\" '-a -f'"
 }
 seeded_tasks() {
 	local b
-	for b in BUG_NO_FENCE BUG_NOW_LEASE BUG_NO_RENEWAL BUG_EMPTY_INQUIRY BUG_COMP_SPLIT BUG_POISON \
-		BUG_STALE_INQUIRY BUG_PENDING_RESEND BUG_HB_NO_ROW; do
+	for b in BUG_NO_FENCE BUG_NOW_LEASE BUG_EMPTY_INQUIRY BUG_COMP_SPLIT BUG_POISON \
+		BUG_STALE_INQUIRY BUG_PENDING_RESEND BUG_HB_NO_ROW BUG_RESUMER_LATE; do
 		echo "found $b \"$SEED -D$b\" \"$QUICK_CFLAGS\" ''"
 	done
+	# the renewal is only written when the takeover journaled no row
+	echo "found BUG_NO_RENEWAL \"$SEED_RENEWAL -DBUG_NO_RENEWAL\" \"$QUICK_CFLAGS\" ''"
 	echo "found BUG_INPROC_NO_WAIT \"$SEED_IN_PROCESS -DBUG_INPROC_NO_WAIT\" \"$QUICK_CFLAGS\" ''"
-	echo "found BUG_RESUMER_LATE \"$S4_ROW_IN_TAKEOVER -DBUG_RESUMER_LATE\" \"$QUICK_CFLAGS\" ''"
 	# the poison key as a liveness violation too (-A: the budget assertion would stop it first)
 	echo "found BUG_POISON-liveness \"-DLIVENESS $L2_POISON_FAIR -DBUG_POISON\" \"$QUICK_LIVE_CFLAGS\" '-a -f -A'"
 }
@@ -196,14 +198,16 @@ witness_tasks() {
 	echo "witnesses W-operator \"$S2_OPERATOR\" 1 2 3 4 5 6 7 8 9 10 12 14"
 	echo "witnesses W-duplicate \"$S1_DUPLICATE\" 1 2 3 5 11 12 14"
 	echo "witnesses W-margin \"$S3_MARGIN\" 1 12"
+	echo "witnesses W-renewal \"$S4_RENEWAL\" 1 3 11 12 15"
 	echo "witnesses W-in-process \"$S5_IN_PROCESS\" 1 13"
 }
 variant_tasks() {
 	# Liveness with the duplicate too, without fairness (every run of the model is finite, so no
 	# accepting run under -a proves the property for every schedule).
 	echo "clean L1-poison-duplicate \"-DLIVENESS $L1_POISON_DUPLICATE\" \"$LIVE_CFLAGS\" '-a'"
-	# With a fenced renewal before a resumed call, a resumer that starts late is fenced: harmless.
-	echo "clean BUG_RESUMER_LATE-renewed \"$S1_DUPLICATE -DBUG_RESUMER_LATE\" \"$QUICK_CFLAGS\" ''"
+	# With a fenced renewal before a resumed call (the takeover journaled no row), a resumer that
+	# measures its lease from its own start is harmless: its renewal is fenced, or fresh.
+	echo "clean BUG_RESUMER_LATE-renewed \"$S4_RENEWAL -DBUG_RESUMER_LATE\" \"$QUICK_CFLAGS\" ''"
 	# A takeover statement that parks by itself ends the poison key even when the process can
 	# crash between a takeover and a separate park write.
 	echo "clean L3-crash-before-park \"-DLIVENESS $L2_POISON_FAIR -DCRASH_PARK -DPARK_IN_TAKEOVER\" \"$QUICK_LIVE_CFLAGS\" '-a -f'"

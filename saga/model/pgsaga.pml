@@ -214,6 +214,7 @@ c_code {
                             * landed (the in-flight window at work) */
 #define W_INPROC_RESEND 13 /* an in-process round sent again after its own unanswered send */
 #define W_READ_BACK 14     /* a charge journaled pending was read back final and taken */
+#define W_RENEWED 15       /* a resumed call's own renewal committed its row (RENEW_ON_RESUME) */
 
 /* e is inside its sending window: its row is committed, its call not over, its deadline ahead */
 #define WINDOW(k) (incall[k] && dl[k] > 0)
@@ -275,7 +276,12 @@ inline record(res) {
 #define BUDGET_OK (attempts > MAXATT || execs <= MAXATT)
 
 /* a takeover statement (conditional UPDATE): new token, lease from the statement's own time,
- * attempt counted; it returns the recovery point and the decided outcome */
+ * attempt counted; it returns the recovery point and the decided outcome. At a recovery point
+ * right before the call, the same statement journals the call's row, the new lease's end as its
+ * deadline, unless the execution will park at once (its budget spent: a takeover past the budget
+ * journals nothing, and the operator's fresh budget never is). With RENEW_ON_RESUME it journals
+ * nothing and the execution renews the lease with the row in a write of its own (renew:), as the
+ * code does when the takeover journaled no row (README.md, "The protocol"). */
 inline takeover(e) {
 	tok = e;
 	lease = L;
@@ -296,9 +302,9 @@ inline takeover(e) {
 	cur_rp = rp;
 	d = decided;
 	havewin = 0;
-#ifdef ROW_IN_TAKEOVER
+#ifndef RENEW_ON_RESUME
 	if
-	:: rp == RP_P1 -> add_row(e); open_window(e); havewin = 1
+	:: status == STARTED && rp == RP_P1 && attempts <= MAXATT -> add_row(e); open_window(e); havewin = 1
 	:: else -> skip
 	fi
 #endif
@@ -359,7 +365,7 @@ renew:
 		need = ANYREACH; dl[e] = L - M; open_window(e)
 #else
 		if
-		:: FENCED(e) -> lease = L; dl[e] = L - M; add_row(e); open_window(e)
+		:: FENCED(e) -> SEEN(W_RENEWED); lease = L; dl[e] = L - M; add_row(e); open_window(e)
 		:: else -> FENCED_OUT
 		fi
 #endif
@@ -678,8 +684,8 @@ done:
 
 /*
  * The resumer: claims a due key (started, lease expired, next_attempt_at passed) with a
- * conditional UPDATE and starts it at once, as long as the key exists. A crash loses the
- * execution; the worker (restarted) goes on.
+ * conditional UPDATE and starts it, as long as the key exists. A crash loses the execution; the
+ * worker (restarted) goes on.
  */
 proctype resumer() {
 	LOCALS;
@@ -695,15 +701,11 @@ end_idle:
 			:: else -> skip
 			fi;
 #ifdef BUG_RESUMER_LATE
-			/* starts whenever a slot frees up, and measures its lease from its own start */
+			/* measures its lease from its own start, not from before its claim */
 			dl[e] = L - M;
-#else
-			/* never starts a key whose lease ran out */
-			if
-			:: dl[e] == 0 -> goto done
-			:: else -> skip
-			fi;
 #endif
+			/* starts at once (a pause here is a zombie's): its deadline is counted from before
+			 * the claim, so past it the call is not sent (send:, dl[e] == 0) */
 			enter(e)
 		}
 		steps(e);
