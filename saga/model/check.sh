@@ -235,7 +235,9 @@ run() {
 		(
 			out="$work/results/$(printf '%03d' "$i")" t0=$SECONDS
 			eval "$task" >"$out" 2>&1 </dev/null
-			if [ -n "${MODEL_TIMES:-}" ] && [ "${task%% *}" != echo ]; then echo "      (${task%% *} took $((SECONDS - t0))s)" >>"$out"; fi
+			if [ -n "${MODEL_TIMES:-}" ] && [ "${task%% *}" != echo ]; then
+				echo "      ($(awk '{print $2}' <<<"$task"): $((SECONDS - t0))s)" >>"$out"
+			fi
 		) &
 	done
 	wait
