@@ -357,7 +357,8 @@ inline enter(e) {
 inline steps(e) {
 	skip;     /* (spin places no label first in an inline) */
 renew:
-	/* a fenced renewal carrying the call's journal row, before the call */
+	/* a fenced renewal carrying the call's journal row, before the call (only when the takeover
+	 * journaled none: RENEW_ON_RESUME) */
 	atomic {
 		CRASH;
 #ifdef BUG_NO_RENEWAL
