@@ -84,22 +84,12 @@ const keyDetailSQL = `SELECT
 			'outcome', a.outcome, 'note', a.note, 'reference', a.reference) ORDER BY a.id), '[]'::json)
 		FROM pgsaga_key_action a WHERE a.tenant_id = $1 AND a.actor_id = $2 AND a.key = $3)`
 
-type callRow struct {
-	Step       string     `json:"step"`
-	Attempt    int        `json:"attempt"`
-	Reference  *string    `json:"reference"`
-	StartedAt  time.Time  `json:"started_at"`
-	EndedAt    *time.Time `json:"ended_at"`
-	Outcome    *string    `json:"outcome"`
-	ProviderID *string    `json:"provider_id"`
-}
-
 func getKeyDetail(ctx context.Context, q pgxQuerier, k *Key) error {
 	var calls, history []byte
 	if err := q.QueryRow(ctx, keyDetailSQL, k.Scope.Tenant, k.Scope.Actor, k.Key).Scan(&calls, &history); err != nil {
 		return fmt.Errorf("error reading the key's calls and history: %w", err)
 	}
-	var rows []callRow
+	var rows []callJSON // without deadline, which an operator does not need
 	if err := json.Unmarshal(calls, &rows); err != nil {
 		return fmt.Errorf("error decoding the call journal: %w", err)
 	}
