@@ -24,6 +24,12 @@ type Capabilities struct {
 	// it land that much later. An empty inquiry proves nothing before every earlier attempt
 	// has been quiet this long. Defaults to 0: a request that got no answer has either acted
 	// already or never will.
+	//
+	// Keep it well under a third of the engine's lease: Execute waits for an earlier attempt
+	// to go quiet only while the wait fits in half of the call's time, and otherwise gives the
+	// lease back (phases.RetryAfter), which spends one of the key's attempts. With a MaxInFlight
+	// near the lease, every resolution costs an attempt, and a small MaxAttempts parks keys
+	// that the next attempt would have resolved (saga/model/README.md, finding 3).
 	MaxInFlight time.Duration
 }
 
