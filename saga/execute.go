@@ -169,14 +169,13 @@ func (e *execution) advance(name string, resp *Response) *keyWrite {
 	}
 	if !e.persisted {
 		w.kind = writeClaim
-		if w.status != KeyStatusCompleted {
-			e.claiming()
-		}
+		e.claiming()
 	}
 	return w
 }
 
-// claiming gives a new key the fencing token of its first lease.
+// claiming gives a new key the fencing token of its first lease (a key finished by its first
+// phase keeps it too: it tells this execution's commit from a duplicate's).
 func (e *execution) claiming() {
 	if !e.h.token.Valid {
 		e.h.token = newToken()

@@ -81,8 +81,15 @@ func rejectResponse(r *phases.RejectError) *storedResponse {
 func (e *execution) transient(ctx context.Context, err error) (*Result, error) {
 	e.c.cfg.Logger.WarnContext(ctx, "transient failure", "operation", e.op.Name, "key", e.req.Key, "attempt", e.st.Attempt(), "error", err)
 	if !e.persisted {
-		// Nothing was stored. If a duplicate stored the key meanwhile, answer from it.
+		// Nothing was stored, or the claim's COMMIT reached the database and its answer was
+		// lost. If the key is stored, answer from it: as this request's own answer when its
+		// commit stored it, as a duplicate's otherwise.
 		if found, lookErr := readHead(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.head); lookErr == nil && found {
+			if e.head.Status == KeyStatusCompleted && e.h.token.Valid {
+				if ours, err := keyWrittenBy(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.h.token); err == nil && ours {
+					e.held = true
+				}
+			}
 			return e.decide(ctx, &e.head, false)
 		}
 		e.c.observer.Request(e.op.Name, OutcomeUnavailable)

@@ -196,3 +196,18 @@ func decodeCalls(raw []byte, keep func(*callJSON) bool) ([]runstate.CallRecord, 
 	}
 	return out, nil
 }
+
+// keyWrittenBySQL tells whether the key's row was last written under token.
+const keyWrittenBySQL = `SELECT coalesce(lease_token = $4, false) FROM pgsaga_key
+	WHERE tenant_id = $1 AND actor_id = $2 AND key = $3`
+
+// keyWrittenBy reports whether the key's row was last written by the execution holding token:
+// for a key finished by its first phase, whether that execution's claim is the one that stored
+// it. Only an execution that lost its COMMIT's answer asks.
+func keyWrittenBy(ctx context.Context, q queryer, scope Scope, key string, token *pgtype.UUID) (bool, error) {
+	var ours bool
+	if err := q.QueryRow(ctx, keyWrittenBySQL, scope.Tenant, scope.Actor, key, token).Scan(&ours); err != nil {
+		return false, fmt.Errorf("error reading the key's writer: %w", err)
+	}
+	return ours, nil
+}

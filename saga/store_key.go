@@ -199,6 +199,7 @@ func (w *keyWrite) statement(h *holder, req *Request, hash []byte, a *args) (*ke
 			a.add(header)
 			a.bytea(body)
 			a.int(millis(w.retention))
+			a.add(&h.token)
 		case KeyStatusFailed:
 			if !w.orNothing {
 				return nil, errors.New("saga: a parked key is claimed only outside a phase")

@@ -10,12 +10,14 @@ package saga
 const (
 	// claimCompletedSQL stores a key finished by its first phase (a single-transaction
 	// operation): its response, no lease, no copy of the request body (only resuming needs it,
-	// and a finished key is never resumed).
+	// and a finished key is never resumed). The execution's token marks the row as its own, so
+	// that an execution whose COMMIT's answer was lost can tell its own commit from a
+	// duplicate's when it reads the key back (keyWrittenBy).
 	claimCompletedSQL = `INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
 		request_hash, request_body, status, recovery_point, state, response_status, response_headers,
-		response_body, completed_at, expires_at)
+		response_body, completed_at, expires_at, lease_token)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, '', 'completed', 'finished', $8, $9, $10, $11, clock_timestamp(),
-		clock_timestamp() + $12::bigint * interval '1 millisecond')`
+		clock_timestamp() + $12::bigint * interval '1 millisecond', $13)`
 
 	// claimStartedSQL stores a started key, leased, at the recovery point its first phase
 	// reached.
