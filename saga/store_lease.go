@@ -225,14 +225,20 @@ SELECT ` + takenColumns
 func claimDue(ctx context.Context, db DB, ops []string, calls *resumeCalls, lease time.Duration, limit int) ([]*takenKey, error) {
 	rows, err := db.Query(ctx, claimDueSQL, ops, lease.Milliseconds(), limit,
 		calls.operations, calls.recoveryPoints, calls.steps, calls.maxAttempts, calls.maxAgeMs, true)
-	if err != nil {
-		return nil, fmt.Errorf("error claiming due keys: %w", err)
+	return collectTaken(rows, err, "error claiming due keys")
+}
+
+// collectTaken reads the keys a claim statement took (rows and err from its Query), wrapping
+// any error in what.
+func collectTaken(rows pgx.Rows, err error, what string) ([]*takenKey, error) {
+	if err == nil {
+		var taken []*takenKey
+		taken, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (*takenKey, error) { return scanTaken(row) })
+		if err == nil {
+			return taken, nil
+		}
 	}
-	keys, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*takenKey, error) { return scanTaken(row) })
-	if err != nil {
-		return nil, fmt.Errorf("error claiming due keys: %w", err)
-	}
-	return keys, nil
+	return nil, fmt.Errorf("%s: %w", what, err)
 }
 
 // claimKeysSQL takes the leases of those of the keys $3/$10/$11 (tenants, actors, keys) that are
@@ -272,14 +278,7 @@ func claimKeys(ctx context.Context, db DB, ops []string, calls *resumeCalls, lea
 	}
 	rows, err := db.Query(ctx, claimKeysSQL, ops, lease.Milliseconds(), tenants,
 		calls.operations, calls.recoveryPoints, calls.steps, calls.maxAttempts, calls.maxAgeMs, true, actors, keys)
-	if err != nil {
-		return nil, fmt.Errorf("error claiming keys: %w", err)
-	}
-	taken, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*takenKey, error) { return scanTaken(row) })
-	if err != nil {
-		return nil, fmt.Errorf("error claiming keys: %w", err)
-	}
-	return taken, nil
+	return collectTaken(rows, err, "error claiming keys")
 }
 
 // reserveDueSQL hands up to $3 due keys to resume jobs for $2 ms, so that the next sweeps do not
