@@ -86,7 +86,8 @@ func (e *execution) transient(ctx context.Context, err error) (*Result, error) {
 		// commit stored it, as a duplicate's otherwise.
 		if found, lookErr := readHead(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.head); lookErr == nil && found {
 			if e.head.Status == KeyStatusCompleted && e.h.token.Valid {
-				if ours, err := keyWrittenBy(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.h.token); err == nil && ours {
+				// If the question fails too, the answer is the stored one, marked as a replay.
+				if ours, askErr := keyWrittenBy(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.h.token); askErr == nil && ours {
 					e.held = true
 				}
 			}

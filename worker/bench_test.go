@@ -17,8 +17,8 @@ import (
 // BenchmarkWorkerResume measures resumed keys per second through River (the sweep inserts resume
 // jobs of up to ResumeBatchSize keys each) with 1, 2 and 4 workers over 10,000 crashed keys, each
 // key running a no-op call and one atomic phase. Compare with recovery's BenchmarkResume (the
-// direct resumer, no job queue) in the same run. The workers are running (and idle) when the keys appear; the clock starts once the seed
-// (one statement) has committed them.
+// direct resumer, no job queue) in the same run. The workers are running (and idle) when the
+// keys appear; the clock starts once the seed (one statement) has committed them.
 func BenchmarkWorkerResume(b *testing.B) {
 	const keys = 10_000
 	for _, n := range []int{1, 2, 4} {
