@@ -75,26 +75,32 @@ func rejectResponse(r *phases.RejectError) *storedResponse {
 		Body: errorBody(r.Code, r.Message)}
 }
 
-// transient handles a failure a retry may fix: nothing is stored, the lease is given back early
-// with the next attempt scheduled in SQL (and the outcome of the call just made journaled), and
-// the key is parked once its attempt budget is spent. A pending call spends no budget.
+// transient handles a failure a retry may fix. A key this execution holds gets its lease back
+// early with the next attempt scheduled in SQL (and the outcome of the call just made
+// journaled), or is parked once its attempt budget is spent; a pending call spends no budget.
+// Before its claim is known to have committed, the key is read back: not there, nothing was
+// stored; stored by a duplicate, the request is answered as a retry; stored by this execution's
+// own claim (the COMMIT's answer was lost), it is this request's answer, or its lease to give
+// back.
 func (e *execution) transient(ctx context.Context, err error) (*Result, error) {
 	e.c.cfg.Logger.WarnContext(ctx, "transient failure", "operation", e.op.Name, "key", e.req.Key, "attempt", e.st.Attempt(), "error", err)
 	if !e.persisted {
-		// Nothing was stored, or the claim's COMMIT reached the database and its answer was
-		// lost. If the key is stored, answer from it: as this request's own answer when its
-		// commit stored it, as a duplicate's otherwise.
-		if found, lookErr := readHead(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.head); lookErr == nil && found {
-			if e.head.Status == KeyStatusCompleted && e.h.token.Valid {
-				// If the question fails too, the answer is the stored one, marked as a replay.
-				if ours, askErr := keyWrittenBy(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.h.token); askErr == nil && ours {
-					e.held = true
-				}
-			}
+		found, lookErr := readHead(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.head)
+		if lookErr != nil || !found {
+			e.c.observer.Request(e.op.Name, OutcomeUnavailable)
+			return nil, transient(err, 0)
+		}
+		// The key is stored: by a duplicate, or by this execution's claim, whose COMMIT reached
+		// the database while its answer was lost. A duplicate's key answers as a retry would.
+		if !e.claimedByUs(ctx) {
 			return e.decide(ctx, &e.head, false)
 		}
-		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
-		return nil, transient(err, 0)
+		e.held, e.persisted = true, true
+		if e.head.Status != KeyStatusStarted {
+			return e.decide(ctx, &e.head, false) // finished by this request: its answer, no replay
+		}
+		// Started under this execution's lease (its first phase committed): give the lease back
+		// now, as after any transient failure, rather than leave the key held until it runs out.
 	}
 	pending := e.done != nil && e.done.outcome == phases.CallOutcomePending
 	if limit := e.c.maxAttempts(e.op); !pending && e.spent >= limit {
@@ -116,6 +122,16 @@ func (e *execution) transient(ctx context.Context, err error) (*Result, error) {
 	e.done = nil
 	e.c.observer.Request(e.op.Name, OutcomeUnavailable)
 	return nil, transient(err, delay)
+}
+
+// claimedByUs reports whether the stored key (e.head) is the one this execution's claim wrote,
+// under its token. If the question fails, it is not: the key is answered as a duplicate's.
+func (e *execution) claimedByUs(ctx context.Context) bool {
+	if !e.h.token.Valid || (e.head.Status != KeyStatusStarted && e.head.Status != KeyStatusCompleted) {
+		return false
+	}
+	ours, err := keyWrittenBy(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.h.token)
+	return err == nil && ours
 }
 
 // leaseLost stops an execution whose lease another took over (a zombie): it writes nothing more.

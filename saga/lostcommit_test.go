@@ -1,13 +1,13 @@
 package saga_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -38,19 +38,7 @@ func TestLostCommitIsNotAReplay(t *testing.T) {
 			require.NoError(t, err)
 
 			var armed atomic.Bool
-			cfg, err := pgxpool.ParseConfig(db.URL)
-			require.NoError(t, err)
-			cfg.MaxConns = 1 // the warm-up prepares the statements on the connection that loses the answer
-			cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-				c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-				if err != nil {
-					return nil, err
-				}
-				return &answerLosingConn{Conn: c, armed: &armed}, nil
-			}
-			pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-			require.NoError(t, err)
-			t.Cleanup(pool.Close)
+			pool := answerLosingPool(t, db, &armed)
 
 			op := &phases.Operation{Name: "single", Steps: []phases.Step{
 				phases.Atomic("only", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
@@ -91,9 +79,78 @@ func TestLostCommitIsNotAReplay(t *testing.T) {
 	}
 }
 
-// answerLosingConn passes everything through until armed; then, once a write carrying a COMMIT
-// has gone to the server, the next read fails and the connection closes: the server commits,
-// the client never hears it.
+// TestLostCommitOfAClaimGivesTheLeaseBack: a phased key's claim commits with its first phase,
+// and the COMMIT's answer is lost. The request finds the key started under its own token: it
+// gives the lease back at once and answers 503, so that the client's retry takes the key over
+// and finishes it (its own answer, not a replay) instead of meeting a 409 until the lease ends.
+func TestLostCommitOfAClaimGivesTheLeaseBack(t *testing.T) {
+	db := dbtest.NewDB(t)
+	_, err := db.Pool.Exec(t.Context(), `CREATE TABLE lost_claim (k text NOT NULL)`)
+	require.NoError(t, err)
+	var armed atomic.Bool
+	pool := answerLosingPool(t, db, &armed)
+	op := &phases.Operation{Name: "phased", Steps: []phases.Step{
+		phases.Atomic("reserved", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+			_, err := tx.Exec(ctx, `INSERT INTO lost_claim (k) VALUES ($1)`, run.Key())
+			if run.Key() != "lost-claim-0" && !run.Resumed() {
+				armed.Store(true) // the claim's COMMIT answer is lost
+			}
+			return err
+		}),
+		phases.Atomic("recorded", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+			return run.Respond(http.StatusCreated, map[string]string{"key": run.Key()})
+		}),
+	}}
+	c, err := saga.NewClient(&saga.Config{DB: pool, Operations: []*phases.Operation{op}, Lease: time.Minute,
+		RetryDelay: func(int) time.Duration { return 0 }})
+	require.NoError(t, err)
+	req := func(key string) *saga.Request {
+		return &saga.Request{Scope: saga.Scope{Tenant: "t", Actor: "a"}, Key: key, Method: http.MethodPost,
+			Path: "/phased", Body: []byte(`{}`)}
+	}
+	_, err = c.Run(t.Context(), "phased", req("lost-claim-0")) // warm-up: prepares the statements
+	require.NoError(t, err)
+
+	_, err = c.Run(t.Context(), "phased", req("lost-claim-1"))
+	var te *saga.TransientError
+	require.ErrorAs(t, err, &te, "the request that lost its claim's answer gives the key back (not a 409 on its own lease)")
+	require.False(t, armed.Load(), "the COMMIT's answer was lost (the test's fault fired)")
+	var leased bool
+	require.NoError(t, db.Pool.QueryRow(t.Context(),
+		`SELECT locked_until > clock_timestamp() FROM pgsaga_key WHERE key = 'lost-claim-1'`).Scan(&leased))
+	require.False(t, leased, "the lease was given back at once, not left to its minute")
+
+	res, err := c.Run(t.Context(), "phased", req("lost-claim-1"))
+	require.NoError(t, err)
+	require.False(t, res.Replayed, "the retry took the key over and finished it: its own answer")
+	require.Equal(t, http.StatusCreated, res.Response.Status)
+	require.Equal(t, 2, countRows(t, db, `SELECT count(*) FROM lost_claim`), "each key's first phase committed once")
+}
+
+// answerLosingPool is a one-connection pool on db whose connection loses the answer to the
+// next write once armed is set.
+func answerLosingPool(t *testing.T, db *dbtest.DB, armed *atomic.Bool) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	require.NoError(t, err)
+	cfg.MaxConns = 1 // the warm-up prepares the statements on the connection that loses the answer
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &answerLosingConn{Conn: c, armed: armed}, nil
+	}
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// answerLosingConn passes everything through until armed; then the next write goes to the
+// server (the step has run its statements: that write is the claim with the COMMIT), and the
+// read of its answer fails and closes the connection: the server commits, the client never
+// hears it.
 type answerLosingConn struct {
 	net.Conn
 	armed *atomic.Bool
@@ -102,8 +159,7 @@ type answerLosingConn struct {
 
 func (c *answerLosingConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
-	if err == nil && c.armed.Load() && bytes.Contains(p, []byte("commit")) {
-		c.armed.Store(false)
+	if err == nil && c.armed.CompareAndSwap(true, false) {
 		c.lose.Store(true)
 	}
 	return n, err
