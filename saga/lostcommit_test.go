@@ -48,7 +48,7 @@ func TestLostCommitIsNotAReplay(t *testing.T) {
 						}
 					}
 					if run.Key() != "lost-commit-0" {
-						armed.Store(true) // the next COMMIT's answer is lost
+						armed.Store(true) // the answer to the next write (the claim and its COMMIT) is lost
 					}
 					return run.Respond(http.StatusCreated, map[string]string{"key": run.Key()})
 				}),
