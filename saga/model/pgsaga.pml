@@ -215,6 +215,7 @@ c_code {
 #define W_INPROC_RESEND 13 /* an in-process round sent again after its own unanswered send */
 #define W_READ_BACK 14     /* a charge journaled pending was read back final and taken */
 #define W_RENEWED 15       /* a resumed call's own renewal committed its row (RENEW_ON_RESUME) */
+#define W_LOST_CLAIM 16    /* the first request lost its claim's answer and gave the lease back */
 
 /* e is inside its sending window: its row is committed, its call not over, its deadline ahead */
 #define WINDOW(k) (incall[k] && dl[k] > 0)
@@ -643,9 +644,24 @@ proctype first() {
 		add_row(e);
 		open_window(e);
 		cur_rp = RP_P1; havewin = 1;
+#ifndef NO_LOST_CLAIM
+		/* or the claim's answer is lost: the execution learns that its claim committed only by
+		 * reading the key back (its token), never sends, and gives the lease back in a write of
+		 * its own (transient:) that records nothing of the call: the row stays as the claim
+		 * wrote it, in flight until its deadline */
+		if
+		:: skip
+		:: leave_call(e); hasrow = 0; goto lost_claim
+		fi;
+#endif
 		enter(e)
 	}
 	steps(e);
+#ifndef NO_LOST_CLAIM
+lost_claim:
+	SEEN(W_LOST_CLAIM);
+	goto transient;
+#endif
 crashed:
 stop:
 done:
