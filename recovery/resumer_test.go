@@ -380,3 +380,61 @@ func TestZombieResumerIsFenced(t *testing.T) {
 	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`))
 	require.Equal(t, 2, eff.Count("zombie-00000"), "both calls ran: fencing protects the commit, not the call")
 }
+
+// A resume job's batch holds keys in every state a batch can meet by the time its job runs: due,
+// taken by a client's retry (leased), finished by it, not due yet (a retry failed and
+// scheduled the next attempt), unknown (deleted by GC), of an operation this client does not
+// run, and past its attempt budget. ResumeKeys claims the due ones in one statement and answers
+// each ref in order: only the due key runs its effect; the spent one parks without running any.
+func TestResumeKeysBatchOfMixedKeys(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	createEffectTable(t, db.Pool)
+	ctx := t.Context()
+	for _, prefix := range []string{"due", "leased", "finished", "later", "other", "spent"} {
+		seedCrashed(t, db.Pool, prefix, 1)
+	}
+	for _, sql := range []string{
+		`UPDATE pgsaga_key SET locked_until = now() + interval '1 minute' WHERE key = 'leased-00000'`,
+		`UPDATE pgsaga_key SET status = 'completed', recovery_point = 'finished', locked_until = NULL,
+			response_status = 201, response_body = '{}', completed_at = now(), expires_at = now() + interval '1 day'
+		 WHERE key = 'finished-00000'`,
+		`UPDATE pgsaga_key SET next_attempt_at = now() + interval '1 hour' WHERE key = 'later-00000'`,
+		`UPDATE pgsaga_key SET operation = 'not_registered' WHERE key = 'other-00000'`,
+		`UPDATE pgsaga_key SET attempts = 2 WHERE key = 'spent-00000'`,
+	} {
+		_, err := db.Pool.Exec(ctx, sql)
+		require.NoError(t, err)
+	}
+
+	eff := newEffects()
+	c := newClient(t, db.Pool, &saga.Config{MaxAttempts: 2, Operations: []*phases.Operation{eff.Operation(nil)}})
+	r, err := recovery.New(&recovery.Config{Client: c})
+	require.NoError(t, err)
+
+	keys := []string{"due-00000", "leased-00000", "finished-00000", "later-00000", "gone-00000", "other-00000", "spent-00000"}
+	refs := make([]saga.KeyRef, len(keys))
+	for i, k := range keys {
+		refs[i] = saga.KeyRef{Scope: scope, Key: k}
+	}
+	out, err := r.ResumeKeys(ctx, refs)
+	require.NoError(t, err)
+	require.Equal(t, []recovery.Outcome{
+		recovery.OutcomeCompleted, recovery.OutcomeSkipped, recovery.OutcomeSkipped, recovery.OutcomeSkipped,
+		recovery.OutcomeSkipped, recovery.OutcomeSkipped, recovery.OutcomeParked,
+	}, out)
+
+	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`), "only the due key ran its effect")
+	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM effect_rows WHERE key = 'due-00000'`))
+	spent := keyRow(t, c, "spent-00000")
+	require.Equal(t, saga.KeyStatusFailed, spent.Status)
+	require.Equal(t, saga.ParkedAttemptsExhausted, spent.ParkedReason)
+	for _, k := range []string{"leased-00000", "later-00000", "other-00000"} {
+		require.Equal(t, 1, keyRow(t, c, k).Attempts, "%s: a key not taken spends no attempt", k)
+	}
+	require.Equal(t, saga.KeyStatusCompleted, keyRow(t, c, "finished-00000").Status)
+
+	none, err := r.ResumeKeys(ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, none, "an empty batch claims nothing")
+}
