@@ -14,13 +14,11 @@ import (
 // An atomic phase runs in a lazy transaction (internal/pgpipe) whose transaction control costs
 // no round trip of its own:
 //
-//   - BEGIN travels with the phase's first statement (and, for the first phase of a request
-//     whose operation's first phase writes nothing, the read of the key travels with it too).
+//   - BEGIN travels with the phase's first statement.
 //   - The key's write travels with COMMIT (CommitWith): the claim of a new key, or the advance
 //     fenced by the lease token.
-//   - A phase that sends no statement has no BEGIN and no COMMIT at all: the key's write (with
-//     the read of the key before it, if any) goes as one pipeline, which PostgreSQL runs as one
-//     implicit transaction, all or nothing.
+//   - A phase that sends no statement has no BEGIN and no COMMIT at all: the key's write goes
+//     alone, autocommitted (one implicit transaction, all or nothing).
 //
 // So a phase costs the round trips of its own statements, plus one: a phase of one statement
 // costs two round trips (BEGIN + statement; key write + COMMIT), a phase of none costs one.

@@ -5,12 +5,11 @@
 // engine's key write + COMMIT: two round trips more than the statements. With a Tx from Begin:
 //
 //   - BEGIN is not sent by Begin. It is pipelined in front of the first statement the phase
-//     sends (Exec, Query, QueryRow, SendBatch), together with any statements the engine queued
-//     with Prepend (a read of the key, say). CopyFrom, LargeObjects and Prepare send the
-//     pending statements in a round trip of their own first.
+//     sends (Exec, Query, QueryRow, SendBatch). CopyFrom, LargeObjects and Prepare send it (and
+//     any pending savepoint statements) in a round trip of their own first.
 //   - CommitWith pipelines the engine's final statements with COMMIT: one round trip. When the
-//     phase sent no statement at all, there is no BEGIN and no COMMIT: the final statements (and
-//     any prepended ones) go as one pipeline, which PostgreSQL runs as one implicit transaction
+//     phase sent no statement at all, there is no BEGIN and no COMMIT: the final statements go
+//     as one pipeline, which PostgreSQL runs as one implicit transaction
 //     (atomic: all of them or none), in one round trip.
 //   - Savepoints (Begin on a Tx) are deferred the same way: SAVEPOINT, RELEASE SAVEPOINT and
 //     ROLLBACK TO SAVEPOINT ride with the next statement or with COMMIT. A Commit or Rollback of
@@ -22,8 +21,8 @@
 //     statement that merely returns no rows is not an error: a write that must stop the commit
 //     has to raise (for example `SELECT 1 / count(*) FROM written`). Checking a row count in Go
 //     cannot stop a COMMIT already pipelined behind it.
-//   - An error in the first round trip (BEGIN, a prepended statement, the phase's statement)
-//     is returned by the call that sent it. The transaction is then in PostgreSQL's aborted
+//   - An error in the first round trip (BEGIN, the phase's statement) is returned by the call
+//     that sent it. The transaction is then in PostgreSQL's aborted
 //     state, as with pgx's Tx; Rollback ends it. When nothing reached the server (pgx refused
 //     the batch before sending it, or a statement failed to prepare), BEGIN is still pending and
 //     the transaction can go on.
@@ -33,7 +32,4 @@
 //     (transaction status 'I'), so the pool keeps it. One it cannot clean (a cancelled context
 //     closes pgx's connection mid-query) is closed, and the pool replaces it. A transaction that
 //     was open on it is then rolled back by the server when the session ends.
-//   - A prepended statement is sent once, with the first round trip the transaction sends; its
-//     callbacks (pgx.QueuedQuery's QueryRow, Query, Exec) run when that round trip is read, and
-//     see its error if it failed. A Tx rolled back before sending anything never sends them.
 package pgpipe

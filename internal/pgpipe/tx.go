@@ -34,9 +34,9 @@ type Tx struct {
 	// begun is true once BEGIN ran on the server; inner is pgx's transaction it opened.
 	begun bool
 	inner pgx.Tx
-	// pending are statements waiting for the next round trip: prepended ones and savepoint
-	// control, in order. BEGIN is not among them: it goes first while begun is false.
-	pending []pending
+	// pending are the savepoint statements waiting for the next round trip, in order. BEGIN is
+	// not among them: it goes first while begun is false.
+	pending []string
 	// open are the rows or batch results of the last call, until they are closed.
 	open       closer
 	savepoints int64
@@ -45,14 +45,6 @@ type Tx struct {
 
 // closer is what a Tx closes before its next call: rows or batch results left open.
 type closer interface{ closeForTx() }
-
-// pending is a statement waiting for the next round trip.
-type pending struct {
-	qq *pgx.QueuedQuery
-	// control marks savepoint statements: they mean nothing without a transaction and are
-	// dropped when the Tx ends without having begun one.
-	control bool
-}
 
 var _ pgx.Tx = (*Tx)(nil)
 
@@ -67,17 +59,6 @@ func Begin(ctx context.Context, db Acquirer, opts *BeginOpts) (*Tx, error) {
 		return nil, fmt.Errorf("error acquiring a connection: %w", err)
 	}
 	return &Tx{pooled: pooled, conn: pooled.Conn(), opts: opts.TxOptions}, nil
-}
-
-// Prepend queues a statement to send in the transaction's first round trip, after BEGIN and
-// before the first statement of the transaction's own (or, when there is none, before
-// CommitWith's statements, in the same implicit transaction). Set a callback on the returned
-// QueuedQuery (QueryRow, Query, Exec) to read its result; it runs when that round trip is read.
-// After the first round trip, a prepended statement rides with the next one.
-func (tx *Tx) Prepend(sql string, args ...any) *pgx.QueuedQuery {
-	qq := &pgx.QueuedQuery{SQL: sql, Arguments: args}
-	tx.pending = append(tx.pending, pending{qq: qq})
-	return qq
 }
 
 // Begun reports whether BEGIN has run on the server: false while the transaction has sent
@@ -108,8 +89,8 @@ func (tx *Tx) head() (*pgx.Batch, head) {
 	if h.begin {
 		b.BeginTx(tx.opts)
 	}
-	for _, p := range tx.pending {
-		b.QueuedQueries = append(b.QueuedQueries, p.qq)
+	for _, sql := range tx.pending {
+		b.Queue(sql)
 	}
 	tx.pending = nil
 	return b, h
@@ -118,11 +99,11 @@ func (tx *Tx) head() (*pgx.Batch, head) {
 // head is what a batch carries before the caller's statements.
 type head struct {
 	begin bool
-	items []pending
+	items []string
 }
 
-// readHead reads the results of a batch's head, running the callbacks of prepended statements,
-// and records that BEGIN ran. It returns the first error.
+// readHead reads the results of a batch's head and records that BEGIN ran. It returns the first
+// error.
 func (tx *Tx) readHead(br pgx.BatchResults, h head) error {
 	var first error
 	if h.begin {
@@ -132,8 +113,8 @@ func (tx *Tx) readHead(br pgx.BatchResults, h head) error {
 			tx.begun, tx.inner = true, br.Tx()
 		}
 	}
-	for _, p := range h.items {
-		if err := readOne(br, p.qq); err != nil && first == nil {
+	for range h.items {
+		if _, err := br.Exec(); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -291,16 +272,14 @@ func (tx *Tx) Begin(ctx context.Context) (pgx.Tx, error) {
 }
 
 // control queues a savepoint statement.
-func (tx *Tx) control(sql string) {
-	tx.pending = append(tx.pending, pending{qq: &pgx.QueuedQuery{SQL: sql}, control: true})
-}
+func (tx *Tx) control(sql string) { tx.pending = append(tx.pending, sql) }
 
 // Commit commits: COMMIT (with any pending statements) in one round trip, or nothing at all
 // when the transaction never sent a statement. It is CommitWith(ctx, nil).
 func (tx *Tx) Commit(ctx context.Context) error { return tx.CommitWith(ctx, nil) }
 
 // CommitWith sends b's statements and COMMIT in one round trip and ends the transaction. When
-// the transaction never sent a statement, b's statements (after any prepended ones) are sent
+// the transaction never sent a statement, b's statements are sent
 // without BEGIN and COMMIT, as one implicit transaction: the same all-or-nothing, no more round
 // trips than one. b may be nil.
 //
@@ -316,9 +295,10 @@ func (tx *Tx) CommitWith(ctx context.Context, b *pgx.Batch) error {
 	}
 	defer tx.end(ctx)
 	full := &pgx.Batch{}
-	for _, p := range tx.pending {
-		if tx.begun || !p.control {
-			full.QueuedQueries = append(full.QueuedQueries, p.qq)
+	if tx.begun {
+		// Savepoints mean nothing in a transaction that never began: they are dropped.
+		for _, sql := range tx.pending {
+			full.Queue(sql)
 		}
 	}
 	tx.pending = nil
