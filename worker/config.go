@@ -135,5 +135,11 @@ func (c *Config) validate() error {
 			return fmt.Errorf("worker: Config.WebhookURL must be an http or https URL, got %q", c.WebhookURL)
 		}
 	}
+	for i, secret := range c.WebhookSecrets {
+		// A receiver refuses shorter secrets (VerifyWebhook's callers): every delivery would fail.
+		if len(secret) < MinWebhookSecretLength {
+			return fmt.Errorf("worker: Config.WebhookSecrets[%d] must be at least %d bytes, got %d", i, MinWebhookSecretLength, len(secret))
+		}
+	}
 	return nil
 }
