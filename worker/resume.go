@@ -50,6 +50,16 @@ type ResumeArgs struct {
 // Kind is the River job kind.
 func (ResumeArgs) Kind() string { return "pgsaga_resume" }
 
+// ref is the key a's job resumes.
+func (a ResumeArgs) ref() saga.KeyRef {
+	return saga.KeyRef{Scope: saga.Scope{Tenant: a.Tenant, Actor: a.Actor}, Key: a.Key}
+}
+
+// resumeArgsOf names ref in a job's arguments.
+func resumeArgsOf(ref saga.KeyRef) ResumeArgs {
+	return ResumeArgs{Tenant: ref.Scope.Tenant, Actor: ref.Scope.Actor, Key: ref.Key}
+}
+
 // InsertOpts makes resume jobs unique per key among unfinished jobs (a finished job does not
 // block the next one: a key that failed again is enqueued again when it is next due). A job
 // retries only when the database was unreachable; the saga's own retries are scheduled in SQL.
@@ -126,7 +136,7 @@ func (w *Worker) sweep(ctx context.Context) (int, error) {
 	for batch := range slices.Chunk(refs, w.resumeBatch) {
 		args := ResumeBatchArgs{Keys: make([]ResumeArgs, len(batch))}
 		for i, ref := range batch {
-			args.Keys[i] = ResumeArgs{Tenant: ref.Scope.Tenant, Actor: ref.Scope.Actor, Key: ref.Key}
+			args.Keys[i] = resumeArgsOf(ref)
 		}
 		params = append(params, river.InsertManyParams{Args: args})
 	}
@@ -150,7 +160,7 @@ type resumeBatchWorker struct {
 func (r *resumeBatchWorker) Work(ctx context.Context, job *river.Job[ResumeBatchArgs]) error {
 	refs := make([]saga.KeyRef, len(job.Args.Keys))
 	for i, k := range job.Args.Keys {
-		refs[i] = saga.KeyRef{Scope: saga.Scope{Tenant: k.Tenant, Actor: k.Actor}, Key: k.Key}
+		refs[i] = k.ref()
 	}
 	outs, err := r.w.resumer.ResumeKeys(ctx, refs)
 	if err != nil {
@@ -172,7 +182,7 @@ type resumeWorker struct {
 // failed and rescheduled, parked, superseded, skipped) completes the job; only a failure to
 // reach the database returns an error for River to retry.
 func (r *resumeWorker) Work(ctx context.Context, job *river.Job[ResumeArgs]) error {
-	ref := saga.KeyRef{Scope: saga.Scope{Tenant: job.Args.Tenant, Actor: job.Args.Actor}, Key: job.Args.Key}
+	ref := job.Args.ref()
 	out, err := r.w.resumer.ResumeKey(ctx, ref)
 	r.w.metrics.resume(out, err)
 	return err
