@@ -12,21 +12,6 @@ import (
 	"github.com/pgsaga/pgsaga/internal/pgpipe"
 )
 
-// tripCounter counts round trips and nothing else, so that it costs nothing in the figures.
-type tripCounter struct{ n atomic.Int64 }
-
-func (c *tripCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.n.Add(1)
-	return ctx
-}
-func (c *tripCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (c *tripCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	c.n.Add(1)
-	return ctx
-}
-func (c *tripCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (c *tripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
-
 // BenchmarkPhase compares one phase's transaction with pgx's Tx and with pgpipe's, in the same
 // run: a phase with one statement (an INSERT) and a phase with none, each ending with the
 // engine's key write. With pgx's Tx the key write already rides with COMMIT (as saga/phasetx.go
@@ -39,7 +24,7 @@ func BenchmarkPhase(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	trips := &tripCounter{}
+	trips := &kindCounter{}
 	cfg := db.Pool.Config()
 	cfg.ConnConfig.Tracer = trips
 	pool, err := pgxpoolNew(ctx, cfg)
@@ -117,7 +102,8 @@ func BenchmarkPhase(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			trips.n.Store(0)
+			trips.queries.Store(0)
+			trips.batches.Store(0)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
@@ -125,7 +111,7 @@ func BenchmarkPhase(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(trips.n.Load())/float64(b.N), "trips/op")
+			b.ReportMetric(float64(trips.trips())/float64(b.N), "trips/op")
 		})
 	}
 }
