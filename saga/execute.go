@@ -7,9 +7,6 @@ import (
 	"maps"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/pgsaga/pgsaga/internal/pgpipe"
 	"github.com/pgsaga/pgsaga/internal/runstate"
 	"github.com/pgsaga/pgsaga/phases"
 )
@@ -226,5 +223,3 @@ func (c *Client) storedResponse(op *phases.Operation, r *runstate.Response) *Res
 	resp.Header = kept
 	return resp
 }
-
-var _ pgx.Tx = (*pgpipe.Tx)(nil)
