@@ -76,6 +76,9 @@ type Charge struct {
 	Reference string `json:"reference"`
 	// Status is the provider's verdict, as it stands.
 	Status ChargeStatus `json:"status"`
+	// CreatedAt is when the provider created the charge, on its clock; zero when the adapter
+	// does not know it.
+	CreatedAt time.Time `json:"created_at,omitzero"`
 }
 
 // matches reports whether c is the charge p asked for: same amount, currency and reference.
