@@ -38,10 +38,10 @@ type Partition struct {
 	// Node is the frozen node.
 	Node *Node
 
-	c          *Cluster
+	c        *Cluster
 	patroni  int   // Patroni's pid, which leads its process group
 	postgres []int // the postmaster and its children
-	at         time.Time
+	at       time.Time
 }
 
 // PartitionPrimary cuts the primary node off: its Patroni and every PostgreSQL process are
