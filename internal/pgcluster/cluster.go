@@ -570,3 +570,28 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// WaitReplayed waits until the standby has replayed everything the primary has written so far,
+// so that a read on it sees what was committed. Synchronous replication waits for the standby
+// to flush a commit, not to replay it: a database just created may not be there yet, and pgx
+// tries no further host of a multi-host URL after "database does not exist" from the first.
+func (c *Cluster) WaitReplayed(ctx context.Context) error {
+	primary, standby, err := c.WaitHealthy(ctx)
+	if err != nil {
+		return err
+	}
+	lsn, err := queryLSN(ctx, primary, "SELECT pg_current_wal_lsn()::text")
+	if err != nil {
+		return fmt.Errorf("error reading the primary's WAL position: %w", err)
+	}
+	for {
+		var replayed bool
+		err := queryRow(ctx, standby, "SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", []any{lsn}, &replayed)
+		if err == nil && replayed {
+			return nil
+		}
+		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+			return fmt.Errorf("error waiting for %s to replay up to %s: %w", standby.Name, lsn, err)
+		}
+	}
+}

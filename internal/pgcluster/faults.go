@@ -82,6 +82,17 @@ func (c *Cluster) Partition(n *Node) (*Partition, error) {
 	return part, nil
 }
 
+// HealPostgres resumes the frozen node's PostgreSQL only: its clients' statements run, and it
+// still believes it is the primary, for as long as its Patroni stays frozen (a Patroni that hangs
+// while its PostgreSQL serves). What such a zombie primary does with a commit can be watched
+// before Heal lets its Patroni demote it.
+func (p *Partition) HealPostgres() {
+	p.c.mu.Lock()
+	defer p.c.mu.Unlock()
+	signalAll(p.postgres, syscall.SIGCONT)
+	p.postgres = nil
+}
+
 // Heal resumes the frozen node: PostgreSQL first (its clients' statements run, as when a
 // network comes back), then Patroni. Healing a healed partition does nothing.
 func (p *Partition) Heal() error {
@@ -92,6 +103,7 @@ func (p *Partition) Heal() error {
 	}
 	delete(p.c.frozen, p)
 	signalAll(p.postgres, syscall.SIGCONT)
+	p.postgres = nil
 	if err := signalGroup(p.patroni, syscall.SIGCONT, nil); err != nil {
 		return fmt.Errorf("error healing the partition of %s: %w", p.Node.Name, err)
 	}
