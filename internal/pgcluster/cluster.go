@@ -208,6 +208,7 @@ func (c *Cluster) startEtcd(ctx context.Context, peerPort int) error {
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 		"--initial-cluster", "etcd0="+peer, "--initial-cluster-state", "new",
+		"--enable-v2=true", // Patroni speaks the v2 API (see patroniConfig)
 		"--logger", "zap", "--log-level", "warn", "--log-outputs", "stderr",
 	)
 	cmd.Dir = c.dir

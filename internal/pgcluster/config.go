@@ -41,7 +41,7 @@ type Config struct {
 
 	// TTL is the leader lock's time to live: how long a primary that stopped renewing it (frozen,
 	// cut off) keeps it, so the floor of a failover's duration after a partition.
-	// Defaults to 8s.
+	// Defaults to 5s.
 	TTL time.Duration
 
 	// LoopWait is how long Patroni sleeps between two runs of its HA loop: how soon a node notices
@@ -50,7 +50,7 @@ type Config struct {
 
 	// RetryTimeout bounds Patroni's retries of the DCS and PostgreSQL operations; a primary that
 	// cannot reach the DCS for that long demotes itself. Patroni needs TTL >= LoopWait +
-	// 2*RetryTimeout. Defaults to 3s.
+	// 2*RetryTimeout. Defaults to 2s.
 	RetryTimeout time.Duration
 
 	// MaximumLagOnFailover is how far behind the primary's last known WAL position (in bytes) a
@@ -88,13 +88,13 @@ func (c *Config) WithDefaults() *Config {
 		out.Logger = slog.New(slog.DiscardHandler)
 	}
 	if out.TTL == 0 {
-		out.TTL = 8 * time.Second
+		out.TTL = 5 * time.Second
 	}
 	if out.LoopWait == 0 {
 		out.LoopWait = time.Second
 	}
 	if out.RetryTimeout == 0 {
-		out.RetryTimeout = 3 * time.Second
+		out.RetryTimeout = 2 * time.Second
 	}
 	if out.MaximumLagOnFailover == 0 {
 		out.MaximumLagOnFailover = 1 << 20

@@ -329,7 +329,7 @@ func TestBadConfig(t *testing.T) {
 		want string
 	}{
 		{Config{TTL: 1500 * time.Millisecond}, "TTL must be a whole number of seconds"},
-		{Config{TTL: 3 * time.Second}, "TTL (3s) must be at least LoopWait + 2*RetryTimeout (7s)"},
+		{Config{TTL: 3 * time.Second}, "TTL (3s) must be at least LoopWait + 2*RetryTimeout (5s)"},
 		{Config{SynchronousStrict: true}, "SynchronousStrict needs Synchronous"},
 		{Config{MaximumLagOnFailover: -1}, "MaximumLagOnFailover must not be negative"},
 		{Config{Patroni: "/nonexistent/patroni"}, "apt-get install patroni etcd-server"},
