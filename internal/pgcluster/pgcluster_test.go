@@ -110,6 +110,13 @@ func TestStartStop(t *testing.T) {
 	require.NotEqual(t, primary, standby)
 
 	require.NoError(t, exec1(t, c.URL("postgres"), "CREATE TABLE t (v text); INSERT INTO t VALUES ('one')"))
+	for _, n := range []*Node{primary, standby} {
+		// A server killed with SIGKILL leaves its segments in its data directory, not in /dev/shm.
+		require.NoError(t, exec1(t, n.URL("postgres"), `DO $$ BEGIN
+			IF current_setting('dynamic_shared_memory_type') <> 'mmap' THEN RAISE 'dynamic_shared_memory_type'; END IF;
+			IF current_setting('synchronous_commit') <> 'on' THEN RAISE 'synchronous_commit'; END IF;
+		END $$`))
+	}
 	waitCount(t, standby.URL("postgres"), "t", "one", 1)
 	require.ErrorContains(t, exec1(t, standby.URL("postgres"), "INSERT INTO t VALUES ('two')"), "25006",
 		"the standby is read-only")
