@@ -132,6 +132,9 @@ type intent struct {
 	mu              sync.Mutex
 	answers         []*answer
 	statuses        map[int]int // every status seen, definite or not
+	// bad503 are the 503s that were not temporarily_unavailable with a Retry-After (a parked key,
+	// an answer without a hint).
+	bad503 []*answer
 }
 
 func (in *intent) final() *answer {
@@ -178,6 +181,14 @@ func (l *load) send(ctx context.Context, in *intent) *answer {
 			case a.header.Get("Retry-After") != "":
 				if s, err := strconv.Atoi(a.header.Get("Retry-After")); err == nil {
 					wait = min(time.Duration(s)*time.Second, 500*time.Millisecond)
+				}
+			}
+			if a.status == http.StatusServiceUnavailable {
+				var e struct{ Error string }
+				if json.Unmarshal(a.body, &e) != nil || e.Error != "temporarily_unavailable" || a.header.Get("Retry-After") == "" {
+					in.mu.Lock()
+					in.bad503 = append(in.bad503, a)
+					in.mu.Unlock()
 				}
 			}
 		}
@@ -234,9 +245,11 @@ func (l *load) waitSettled(n int64, timeout time.Duration) {
 // The real pgsaga serve and worker, given the cluster's multi-host URL, ride out a kill -9 of the
 // primary's postmaster, a partition of the primary (longer than the leader lock's TTL) and a
 // switchover, with clients paying invoices all along. After each fault the standby is promoted;
-// at the end every intent has its answer (retried to completion), every answer any client got
-// replays byte for byte, the gateway charged every payment once (its ledger by reference), every
-// key is completed, and neither process exited.
+// during the failovers requests answer 503 temporarily_unavailable with Retry-After (or 409
+// while a key's execution is in flight), never anything else; at the end every intent has its
+// answer (retried to completion), every answer any client got replays byte for byte, the
+// gateway charged every payment once (its ledger by reference), every key is completed, and
+// neither process exited.
 func TestServeRidesOutFailovers(t *testing.T) {
 	healthyIn(t, true)
 	url, pool := newDatabase(t)
@@ -324,6 +337,7 @@ func TestServeRidesOutFailovers(t *testing.T) {
 			require.Contains(t, []int{http.StatusCreated, http.StatusConflict, http.StatusServiceUnavailable}, status,
 				"%s %s was answered %d", in.path, in.key, status)
 		}
+		require.Empty(t, in.bad503, "%s %s: a 503 that is not temporarily_unavailable with Retry-After", in.path, in.key)
 		if in.path == "/payments" {
 			payments++
 		}
@@ -391,4 +405,3 @@ func statusCounts(intents []*intent) map[int]int {
 	}
 	return out
 }
-
