@@ -153,6 +153,7 @@ type load struct {
 	mu      sync.Mutex
 	intents []*intent
 	settled atomic.Int64 // intents with a definite answer
+	times   []time.Time  // when each definite answer came, under mu
 	stop    chan struct{}
 	wg      sync.WaitGroup
 }
@@ -176,6 +177,9 @@ func (l *load) send(ctx context.Context, in *intent) *answer {
 				in.mu.Lock()
 				in.answers = append(in.answers, a)
 				in.mu.Unlock()
+				l.mu.Lock()
+				l.times = append(l.times, time.Now())
+				l.mu.Unlock()
 				l.settled.Add(1)
 				return a
 			case a.header.Get("Retry-After") != "":
@@ -280,6 +284,9 @@ func TestServeRidesOutFailovers(t *testing.T) {
 	defer stopLoad()
 	l.waitSettled(12, time.Minute)
 
+	// Each fault returns the old primary once the standby has been promoted; a partitioned node
+	// is healed after that.
+	var part *pgcluster.Partition
 	faults := []struct {
 		name   string
 		inject func() (*pgcluster.Node, error)
@@ -297,12 +304,10 @@ func TestServeRidesOutFailovers(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			defer func() { _ = p.Heal() }()
+			part = p
+			t.Cleanup(func() { _ = p.Heal() })
 			_, err = cluster.WaitForPrimary(ctx, p.Node)
-			if err != nil {
-				return nil, err
-			}
-			return p.Node, p.Heal()
+			return p.Node, err
 		}},
 		{"switchover", func() (*pgcluster.Node, error) {
 			old, err := cluster.Primary(ctx)
@@ -317,15 +322,21 @@ func TestServeRidesOutFailovers(t *testing.T) {
 		begin := time.Now()
 		old, err := f.inject()
 		require.NoError(t, err, f.name)
+		promoted := time.Since(begin)
+		if part != nil {
+			require.NoError(t, part.Heal())
+			part = nil
+		}
 		primary, standby, err := cluster.WaitHealthy(ctx)
 		require.NoError(t, err)
 		require.NotEqual(t, old, primary, "%s: the standby was promoted", f.name)
 		require.Equal(t, old, standby, "%s: the old primary is the standby again", f.name)
-		t.Logf("%s: %s is the primary, healthy again after %s; %d answers so far", f.name, primary,
-			time.Since(begin).Round(time.Millisecond), l.settled.Load())
+		t.Logf("%s: %s promoted after %s, healthy again after %s; %d answers so far", f.name, primary,
+			promoted.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond), l.settled.Load())
 		l.waitSettled(12, time.Minute) // the service answers again, through the new primary
 	}
 	stopLoad()
+	t.Logf("the longest the clients went without an answer: %s", l.longestGap().Round(time.Millisecond))
 
 	// Every intent has its answer; no answer was a server error.
 	var payments, settledPayments int
@@ -383,6 +394,17 @@ func TestServeRidesOutFailovers(t *testing.T) {
 	require.True(t, serve.running() && worker.running(), "serve and worker are still running")
 	require.Equal(t, 0, serve.stop(t))
 	require.Equal(t, 0, worker.stop(t))
+}
+
+// longestGap is the longest time between two definite answers.
+func (l *load) longestGap() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var gap time.Duration
+	for i := 1; i < len(l.times); i++ {
+		gap = max(gap, l.times[i].Sub(l.times[i-1]))
+	}
+	return gap
 }
 
 // requireAllCompleted checks that the database holds n keys, all completed.
