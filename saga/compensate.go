@@ -85,7 +85,10 @@ func (e *execution) compensate(ctx context.Context, from int, out *outcome) (*Re
 			next = &keyWrite{kind: writeAdvance, status: KeyStatusStarted, recoveryPoint: compensatePoint(e.op, undo[n+1]),
 				state: e.committed, lease: e.c.cfg.Lease}
 		}
-		if err := e.undo(ctx, j, next); err != nil {
+		undoCtx, span := e.traceCompensate(ctx, e.op.Steps[j].Name())
+		err := e.undo(undoCtx, j, next)
+		endSpan(span, err)
+		if err != nil {
 			return e.failCompensation(ctx, err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/pgsaga/pgsaga/internal/runstate"
 	"github.com/pgsaga/pgsaga/phases"
 )
@@ -50,6 +52,11 @@ type execution struct {
 	head keyHead
 	// args hold the arguments of the key write being built.
 	args args
+	// span is the request's span, nil when tracing is off; traceparent is its W3C trace
+	// context, stored with the key the request claims. by is the operator who resumes the key.
+	span        trace.Span
+	traceparent string
+	by          string
 }
 
 // journaledCall is a call whose journal row a write committed, with what it said of the call's
@@ -90,7 +97,9 @@ func (e *execution) execute(ctx context.Context, from int) (*Result, error) {
 		var err error
 		start := time.Now()
 		if step.Atomic() != nil {
-			err = e.atomic(ctx, i)
+			phaseCtx, span := e.tracePhase(ctx, step.Name())
+			err = e.atomic(phaseCtx, i)
+			endSpan(span, err)
 		} else {
 			err = e.call(ctx, i)
 		}

@@ -150,6 +150,9 @@ type takenKey struct {
 	// prior are the key's earlier journal rows (JSON, every step) when it did.
 	call  *callStart
 	prior []byte
+	// traceContext is the W3C traceparent of the request that claimed the key ("" when it was
+	// claimed without tracing).
+	traceContext string
 }
 
 func scanTaken(row pgx.Row) (*takenKey, error) {
