@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/pgsaga/pgsaga/recovery"
 )
@@ -23,6 +24,8 @@ type Worker struct {
 	metrics *metrics
 	// resumeBatch is how many keys one resume job takes.
 	resumeBatch int
+	// traced is the middleware of the jobs traced when tracing is on (jobMiddleware).
+	traced []rivertype.WorkerMiddleware
 }
 
 // New checks the config and builds the worker and its River client. Nothing runs until Start.
@@ -38,7 +41,8 @@ func New(cfg *Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, resumer: resumer, resumeBatch: min(cfg.ResumeBatchSize, cfg.ResumeConcurrency)}
+	w := &Worker{cfg: cfg, resumer: resumer, resumeBatch: min(cfg.ResumeBatchSize, cfg.ResumeConcurrency),
+		traced: jobMiddleware(cfg.TracerProvider)}
 	if cfg.Registerer != nil {
 		if w.metrics, err = newMetrics(cfg.Registerer, cfg.Client); err != nil {
 			return nil, fmt.Errorf("error registering worker metrics: %w", err)
