@@ -36,11 +36,15 @@ func TestWorkerResumeJoinsTheRequestsTrace(t *testing.T) {
 	require.NoError(t, err)
 	var invoice struct{ ID string }
 	require.NoError(t, json.Unmarshal(inv.Response.Body, &invoice))
+	_, err = gw.SetFaults(func(s *sim.Settings) { s.Inquiry = false })
+	require.NoError(t, err)
 	gw.LoseNext(2)
 	_, err = c.Run(ctx, payments.OpCreatePayment, &saga.Request{Scope: scope, Key: "payment-key-1", Method: "POST", Path: "/payments",
 		Body: []byte(`{"invoice_id": "` + invoice.ID + `", "amount": 2000}`)})
 	var transient *saga.TransientError
 	require.ErrorAs(t, err, &transient)
+	_, err = gw.SetFaults(func(s *sim.Settings) { s.Inquiry = true })
+	require.NoError(t, err)
 	_, err = db.Pool.Exec(ctx, `UPDATE pgsaga_key SET next_attempt_at = now() WHERE key = 'payment-key-1'`)
 	require.NoError(t, err)
 
