@@ -20,6 +20,10 @@ import (
 // workerStopTimeout bounds a clean stop: keys being resumed finish their current steps.
 const workerStopTimeout = 30 * time.Second
 
+// pauseWorkerStart is the point between the database checks and the worker's start where test
+// binaries can be held (see pause).
+const pauseWorkerStart = "worker/start"
+
 type workerFlags struct {
 	daemonFlags
 	sweepInterval time.Duration
@@ -151,6 +155,10 @@ func (c *cli) startWorker(ctx context.Context, p *workerParams) (*runningWorker,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error creating the worker: %w", err)
+	}
+	// The database answered the start-up checks; it may go away again right now.
+	if err := c.pause(ctx, pauseWorkerStart); err != nil {
+		return nil, err
 	}
 	if err := w.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, err
