@@ -4,11 +4,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -202,4 +204,67 @@ func TestWorkerExitsOnAnUnmigratedDatabase(t *testing.T) {
 	require.Equal(t, chaos.PausedLine(pointWorkerStart), lines[0])
 	require.Contains(t, lines[1], "pgsaga worker: error starting worker:")
 	require.Contains(t, lines[1], "river_queue")
+}
+
+// SIGTERM stops a worker still trying to start, at once and cleanly.
+func TestWorkerStopsWhileItCannotStart(t *testing.T) {
+	t.Parallel()
+	d := newDroppedDB(t)
+	env, release := pauseEnv(t, pointWorkerStart)
+	p := start(t, env, false, "worker", "--database-url", d.url, "--gateway-url", d.simURL)
+	waitRunning(t, p, 20*time.Second, "the worker to stand between its checks and its start", func() bool {
+		return strings.Contains(p.stderr.String(), chaos.PausedLine(pointWorkerStart))
+	})
+	d.down()
+	release()
+	waitRunning(t, p, 20*time.Second, "the worker to fail to start", func() bool {
+		return strings.Contains(p.stderr.String(), startFailed)
+	})
+	begin := time.Now()
+	require.Equal(t, 0, p.stop(syscall.SIGTERM), p.stderr.String())
+	require.Less(t, time.Since(begin), 5*time.Second, p.stderr.String())
+}
+
+// A database that only reads (a standby, while a replicated pair fails over) refuses River's
+// start with SQLSTATE 25006: the worker waits that out as an outage, and works once writes are
+// accepted again. The database is made read-only and its sessions ended, as a failover ends the
+// old primary's.
+func TestWorkerWaitsOutAReadOnlyDatabase(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	readOnly := func(on bool) {
+		setting := `ALTER DATABASE ` + pgx.Identifier{w.db.Name}.Sanitize() + ` RESET default_transaction_read_only`
+		if on {
+			setting = `ALTER DATABASE ` + pgx.Identifier{w.db.Name}.Sanitize() + ` SET default_transaction_read_only = on`
+		}
+		// Read-write explicitly: the test's own sessions are read-only too while it is on.
+		err := pgx.BeginTxFunc(t.Context(), w.db.Pool, pgx.TxOptions{AccessMode: pgx.ReadWrite}, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(t.Context(), setting); err != nil {
+				return err
+			}
+			_, err := tx.Exec(t.Context(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+				WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+			return err
+		})
+		require.NoError(t, err)
+		w.db.Pool.Reset()
+	}
+	key, _ := w.stuckPayment("t1", "alice")
+	w.exec(`UPDATE pgsaga_key SET locked_until = now() - interval '1 second', next_attempt_at = now() WHERE key = $1`, key)
+	env, release := pauseEnv(t, pointWorkerStart)
+	p := start(t, env, false, "worker", "--database-url", w.db.URL, "--gateway-url", w.simURL, "--sweep-interval", "100ms")
+	waitRunning(t, p, 20*time.Second, "the worker to stand between its checks and its start", func() bool {
+		return strings.Contains(p.stderr.String(), chaos.PausedLine(pointWorkerStart))
+	})
+	readOnly(true)
+	release()
+	refusedRetried := regexp.MustCompile(startFailed + `.*SQLSTATE 25006`)
+	waitRunning(t, p, 20*time.Second, "the worker to retry a start the read-only database refused", func() bool {
+		return refusedRetried.MatchString(p.stderr.String())
+	})
+	readOnly(false)
+	waitRunning(t, p, 20*time.Second, "the worker to resume a crashed key once writes are accepted", func() bool {
+		return w.count(`SELECT count(*) FROM pgsaga_key WHERE key = $1 AND status = 'completed'`, key) == 1
+	})
+	require.Equal(t, 0, p.stop(syscall.SIGTERM), p.stderr.String())
 }
