@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,24 +101,71 @@ func TestStartWhileTheDatabaseIsDown(t *testing.T) {
 	require.Contains(t, logs.String(), `msg="worker started"`)
 }
 
-// Stop abandons a start still being retried, at once.
+// Stop abandons a start still being retried at once, even while an attempt waits for a
+// database that does not answer (a host gone from the network).
 func TestStopWhileStartIsRetried(t *testing.T) {
 	t.Parallel()
-	db := newHaltedDB(t)
+	// A "database" that hangs up on every connection until it is told to say nothing at all.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	var silent atomic.Bool
+	held := make(chan net.Conn, 16)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if !silent.Load() {
+				_ = conn.Close()
+				continue
+			}
+			select {
+			case held <- conn:
+			default:
+				_ = conn.Close()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		for {
+			select {
+			case conn := <-held:
+				_ = conn.Close()
+			default:
+				return
+			}
+		}
+	})
+	pool, err := pgxpool.New(t.Context(), "postgres://nobody@"+ln.Addr().String()+"/none?sslmode=disable")
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+
 	logs := &logBuffer{}
 	w, err := worker.New(&worker.Config{
-		Pool:   db.pool,
-		Client: newClient(t, db.pool, &saga.Config{Operations: []*phases.Operation{newEffects().Operation(nil)}}),
+		Pool:   pool,
+		Client: newClient(t, pool, &saga.Config{Operations: []*phases.Operation{newEffects().Operation(nil)}}),
 		Logger: logs.logger(),
 	})
 	require.NoError(t, err)
 	require.NoError(t, w.Start(context.WithoutCancel(t.Context())))
 	waitFor(t, "a failed start", 20*time.Second, func() bool { return strings.Contains(logs.String(), startFailed) })
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	silent.Store(true)
+	var conn net.Conn
+	select {
+	case conn = <-held:
+		held <- conn // closed by the cleanup
+	case <-time.After(20 * time.Second):
+		t.Fatal("no start attempt reached the silent database")
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	begin := time.Now()
 	require.NoError(t, w.Stop(ctx))
-	require.Less(t, time.Since(begin), time.Second, "Stop waited for the database")
+	// An attempt left to itself waits 10s for the ping.
+	require.Less(t, time.Since(begin), 5*time.Second, "Stop waited for the attempt under way")
 	require.NotContains(t, logs.String(), `msg="worker started"`)
 }
 
