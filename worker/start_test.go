@@ -152,10 +152,9 @@ func TestStopWhileStartIsRetried(t *testing.T) {
 	require.NoError(t, w.Start(context.WithoutCancel(t.Context())))
 	waitFor(t, "a failed start", 20*time.Second, func() bool { return strings.Contains(logs.String(), startFailed) })
 	silent.Store(true)
-	var conn net.Conn
 	select {
-	case conn = <-held:
-		held <- conn // closed by the cleanup
+	case conn := <-held:
+		defer conn.Close()
 	case <-time.After(20 * time.Second):
 		t.Fatal("no start attempt reached the silent database")
 	}
