@@ -97,11 +97,13 @@ type callDone struct {
 }
 
 // callStart is the journal row of a call about to be sent: its step (with the step's former
-// names, under which earlier attempts may be journaled) and its downstream reference.
+// names, under which earlier attempts may be journaled), its downstream reference and the
+// provider's in-flight window journaled with it (the last this client saw for the step).
 type callStart struct {
 	step      string
 	aliases   []string
 	reference string
+	window    time.Duration
 }
 
 // written is what a key write reports back.
@@ -110,9 +112,10 @@ type written struct {
 	createdAt time.Time
 	// leaseLeft is the lease the write left, measured by the database after writing it.
 	leaseLeft time.Duration
-	// prior and quietIn describe the earlier attempts of the call w.next journaled.
-	prior   []runstate.CallRecord
-	quietIn time.Duration
+	// prior are the earlier attempts of the call w.next journaled, their times on the
+	// database's clock, which read dbNow at the write.
+	prior []runstate.CallRecord
+	dbNow time.Time
 }
 
 // emptyObject is the encoding of no saved values, the common case of a first phase.
@@ -156,6 +159,9 @@ func nullIfEmpty(s string) *string {
 }
 
 func millis(d time.Duration) int64 { return d.Milliseconds() }
+
+// ceilMillis is d in whole milliseconds, rounded up: for windows that must not shrink.
+func ceilMillis(d time.Duration) int64 { return (d + time.Millisecond - 1).Milliseconds() }
 
 // keyStatement is one key write, ready to send: its SQL, its arguments and how to read its row.
 type keyStatement struct {
@@ -230,6 +236,7 @@ func (w *keyWrite) statement(h *holder, req *Request, hash []byte, a *args) (*ke
 			if w.next != nil {
 				a.text(w.next.step)
 				a.textOrNull(w.next.reference)
+				a.int(ceilMillis(w.next.window))
 			}
 		}
 		s.args = a.slice()
@@ -268,7 +275,9 @@ func (w *keyWrite) statement(h *holder, req *Request, hash []byte, a *args) (*ke
 			a.text(n.step)
 			a.textOrNull(n.reference)
 			a.add(append([]string{n.step}, n.aliases...))
+			a.int(ceilMillis(n.window))
 		} else {
+			a.add(nil)
 			a.add(nil)
 			a.add(nil)
 			a.add(nil)
@@ -324,15 +333,13 @@ func readFenced(row pgx.Row, _ *written) error {
 
 func readAdvanced(row pgx.Row, out *written) error {
 	var (
-		leftMs  pgtype.Int8
-		prior   []byte
-		quietMs int64
+		leftMs pgtype.Int8
+		prior  []byte
 	)
-	if err := row.Scan(nil, &leftMs, &prior, &quietMs); err != nil {
+	if err := row.Scan(nil, &leftMs, &prior, &out.dbNow); err != nil {
 		return err
 	}
 	out.leaseLeft = time.Duration(leftMs.Int64) * time.Millisecond
-	out.quietIn = time.Duration(quietMs) * time.Millisecond
 	var err error
 	out.prior, err = decodeCalls(prior, nil)
 	return err

@@ -30,17 +30,18 @@ const (
 
 	// claimStartedJournalSQL is claimStartedSQL with the journal row of the call about to be
 	// sent (the key's first attempt), whose latest moment to send is the lease's end.
+	// ($13-$15: the call's step, reference and the in-flight window journaled with it).
 	claimStartedJournalSQL = `WITH k AS (` + claimStartedInsertSQL + `
 	RETURNING created_at, locked_until),
 journaled AS (
-	INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline)
-	SELECT $1, $2, $3, $13, 1, $14, clock_timestamp(), k.locked_until FROM k)
+	INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline, max_in_flight_ms)
+	SELECT $1, $2, $3, $13, 1, $14, clock_timestamp(), k.locked_until, $15 FROM k)
 SELECT k.created_at, (extract(epoch FROM k.locked_until - clock_timestamp()) * 1000)::bigint FROM k`
 	claimStartedJournalOrNothingSQL = `WITH k AS (` + claimStartedInsertSQL + ` ON CONFLICT DO NOTHING
 	RETURNING created_at, locked_until),
 journaled AS (
-	INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline)
-	SELECT $1, $2, $3, $13, 1, $14, clock_timestamp(), k.locked_until FROM k)
+	INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline, max_in_flight_ms)
+	SELECT $1, $2, $3, $13, 1, $14, clock_timestamp(), k.locked_until, $15 FROM k)
 SELECT k.created_at, (extract(epoch FROM k.locked_until - clock_timestamp()) * 1000)::bigint FROM k`
 
 	// claimParkedOrNothingSQL stores a key parked before any phase committed (a permanent
@@ -85,10 +86,10 @@ SELECT ` + fenceSQL + `, ` + notifyWaitersSQL + ` FROM k`
 
 	// advanceSQL moves the key to the recovery point of the phase that committed (or of a
 	// compensation), renewing the lease; with the outcome of the call just made ($8 not NULL)
-	// and the journal row of the call about to be made ($12 not NULL), with what the journal
-	// says of that call's earlier attempts and how long until every one that may have reached
-	// the provider has certainly stopped sending (its ended_at, or at the latest its deadline).
-	// It changes no indexed column: a HOT update.
+	// and the journal row of the call about to be made ($12 not NULL, with its reference $13 and
+	// in-flight window $15), with what the journal says of that call's earlier attempts and the
+	// database's clock, which the engine converts their times from. It changes no indexed
+	// column: a HOT update.
 	advanceSQL = `WITH k AS (
 	UPDATE pgsaga_key SET recovery_point = $5, state = $6,
 		locked_until = clock_timestamp() + $7::bigint * interval '1 millisecond', updated_at = clock_timestamp()
@@ -99,18 +100,14 @@ done AS (
 	WHERE $8::text IS NOT NULL AND tenant_id = $1 AND actor_id = $2 AND key = $3 AND step = $8 AND attempt = $11
 	  AND EXISTS (SELECT FROM k)),
 journaled AS (
-	INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline)
-	SELECT $1, $2, $3, $12, $11, $13, clock_timestamp(), k.locked_until FROM k WHERE $12::text IS NOT NULL)
+	INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline, max_in_flight_ms)
+	SELECT $1, $2, $3, $12, $11, $13, clock_timestamp(), k.locked_until, $15 FROM k WHERE $12::text IS NOT NULL)
 SELECT ` + fenceSQL + `, max((extract(epoch FROM k.locked_until - clock_timestamp()) * 1000)::bigint),
 	(SELECT ` + priorCallsJSONSQL + `
 	 FROM pgsaga_call c
 	 WHERE $12::text IS NOT NULL AND c.tenant_id = $1 AND c.actor_id = $2 AND c.key = $3
 	   AND c.step = ANY($14::text[]) AND c.attempt < $11),
-	(SELECT coalesce((extract(epoch FROM max(CASE WHEN c.outcome IS DISTINCT FROM 'failed_before'
-			THEN coalesce(c.ended_at, c.deadline) END) - clock_timestamp()) * 1000)::bigint, 0)
-	 FROM pgsaga_call c
-	 WHERE $12::text IS NOT NULL AND c.tenant_id = $1 AND c.actor_id = $2 AND c.key = $3
-	   AND c.step = ANY($14::text[]) AND c.attempt < $11)
+	clock_timestamp()
 FROM k`
 
 	// releaseSQL gives the lease back at once after a transient failure and schedules the next
@@ -144,5 +141,6 @@ SELECT ` + fenceSQL + `, ` + notifyWaitersSQL + ` FROM k`
 	// priorCallsJSONSQL aggregates journal rows c, oldest attempt first.
 	priorCallsJSONSQL = `coalesce(json_agg(json_build_object('step', c.step, 'attempt', c.attempt,
 		'reference', c.reference, 'started_at', c.started_at, 'ended_at', c.ended_at, 'deadline', c.deadline,
-		'outcome', c.outcome, 'provider_id', c.provider_id) ORDER BY c.attempt), '[]'::json)`
+		'max_in_flight_ms', c.max_in_flight_ms, 'outcome', c.outcome, 'provider_id', c.provider_id)
+		ORDER BY c.attempt), '[]'::json)`
 )
