@@ -18,8 +18,9 @@ const (
 	startRetryMax   = 5 * time.Second
 )
 
-// startPingTimeout bounds the ping before each background attempt: a database that does not
-// answer (a host gone from the network) must not hold the loop, and Stop, for minutes.
+// startPingTimeout bounds the ping before each attempt to start: a database that does not
+// answer (a host gone from the network) must hold neither Start nor the loop, nor Stop, for
+// minutes.
 const startPingTimeout = 10 * time.Second
 
 // startLoop is a start being retried in the background; cancel ends it, done is closed when it
@@ -27,6 +28,16 @@ const startPingTimeout = 10 * time.Second
 type startLoop struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+}
+
+// ended reports whether the loop has ended: River started, or the loop's context ended.
+func (l *startLoop) ended() bool {
+	select {
+	case <-l.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // startRiver starts River on ctx, the worker's lifetime context, and notes that it runs.

@@ -123,7 +123,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.retrying == nil {
+	if w.retrying == nil || w.retrying.ended() {
 		w.retrying = w.keepStarting(ctx, err)
 	}
 	return nil
