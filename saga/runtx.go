@@ -22,6 +22,11 @@ var ErrNotSingleTransaction = errors.New("RunTx runs single-transaction operatio
 // Use READ COMMITTED: a duplicate that commits while tx waits on the key is read by a new
 // statement snapshot.
 func (c *Client) RunTx(ctx context.Context, tx pgx.Tx, operation string, req *Request) (*Result, error) {
+	res, err := c.runTx(ctx, tx, operation, req)
+	return c.observed(operation, res, err)
+}
+
+func (c *Client) runTx(ctx context.Context, tx pgx.Tx, operation string, req *Request) (*Result, error) {
 	op, hash, err := c.prepare(operation, req)
 	if err != nil {
 		return nil, err
@@ -52,7 +57,6 @@ func (e *execution) runTx(ctx context.Context, tx pgx.Tx) (*Result, error) {
 		var reject *phases.RejectError
 		msg, isData := dataError(err)
 		if isData {
-			e.c.observer.Request(e.op.Name, OutcomeRejected)
 			return nil, &InvalidRequestError{Err: errors.New(msg)}
 		}
 		if !errors.As(err, &reject) {
@@ -89,7 +93,6 @@ func (e *execution) runTx(ctx context.Context, tx pgx.Tx) (*Result, error) {
 	if err := savepoint.Commit(ctx); err != nil {
 		return nil, err
 	}
-	e.c.observer.Request(e.op.Name, OutcomeExecuted)
 	return &Result{Response: resp}, nil
 }
 

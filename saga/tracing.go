@@ -161,46 +161,41 @@ func (t *tracer) followClaim(ctx context.Context, stored string, asChild bool) (
 	return ctx, []trace.SpanStartOption{trace.WithLinks(trace.Link{SpanContext: claimed})}
 }
 
-// endExecution ends a request's or a resume's span with how it was answered.
+// endExecution ends a request's or a resume's span with how it was answered (requestOutcome):
+// error.type is the code the HTTP handler answers, and the status is Error for a failure of the
+// service (a 5xx: unavailable, parked, an error), not for a refused request.
 func endExecution(span trace.Span, res *Result, err error) {
-	outcome, errType, failed := classify(res, err)
+	outcome := requestOutcome(res, err)
 	span.SetAttributes(attrOutcome.String(string(outcome)))
-	if errType != "" {
-		span.SetAttributes(semconv.ErrorTypeKey.String(errType))
-	}
-	if failed {
-		span.SetStatus(codes.Error, err.Error())
+	if err != nil {
+		code, failed := outcomeCode(outcome)
+		if errors.Is(err, ErrLeaseLost) {
+			code = "lease_lost"
+		}
+		span.SetAttributes(semconv.ErrorTypeKey.String(code))
+		if failed {
+			span.SetStatus(codes.Error, err.Error())
+		}
 	}
 	span.End()
 }
 
-// classify is an answer's outcome, its error code ("" for none), and whether it is a failure of
-// the service (a 5xx) rather than of the request.
-func classify(res *Result, err error) (outcome RequestOutcome, errType string, failed bool) {
-	var (
-		inProgress *InProgressError
-		invalid    *InvalidRequestError
-		temporary  *TransientError
-	)
-	switch {
-	case err == nil && res.Replayed:
-		return OutcomeReplayed, "", false
-	case err == nil:
-		return OutcomeExecuted, "", false
-	case errors.Is(err, ErrKeyReused):
-		return OutcomeMismatch, CodeKeyReused, false
-	case errors.As(err, &inProgress):
-		return OutcomeInProgress, CodeRequestInProgress, false
-	case errors.Is(err, ErrParked):
-		return OutcomeParked, CodeOperationParked, true
-	case errors.As(err, &invalid), errors.Is(err, ErrInvalidJSON):
-		return OutcomeRejected, CodeInvalidRequest, false
-	case errors.As(err, &temporary):
-		return OutcomeUnavailable, CodeTemporarilyUnavailable, true
-	case errors.Is(err, ErrLeaseLost):
-		return OutcomeUnavailable, "lease_lost", true
+// outcomeCode is the error code the HTTP handler answers for outcome, and whether it is a
+// failure of the service rather than of the request.
+func outcomeCode(outcome RequestOutcome) (code string, failed bool) {
+	switch outcome {
+	case OutcomeMismatch:
+		return CodeKeyReused, false
+	case OutcomeInProgress:
+		return CodeRequestInProgress, false
+	case OutcomeRejected:
+		return CodeInvalidRequest, false
+	case OutcomeParked:
+		return CodeOperationParked, true
+	case OutcomeUnavailable:
+		return CodeTemporarilyUnavailable, true
 	}
-	return OutcomeUnavailable, CodeInternal, true
+	return CodeInternal, true
 }
 
 // tracePhase starts the span of atomic phase name, which commits recovery point name.
