@@ -124,8 +124,8 @@ func (e *execution) journal(ctx context.Context, step runstate.Step) (*journaled
 		w.state = e.st.Values()
 	}
 	if !e.persisted {
-		e.claiming()
-		w.kind, w.orNothing = writeClaim, true
+		e.claiming(w)
+		w.orNothing = true
 	}
 	sent := time.Now()
 	out, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args)

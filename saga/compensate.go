@@ -179,9 +179,9 @@ func (e *execution) finished(out *outcome) (*Result, error) {
 
 // finishUnstored stores an outcome decided before any phase committed, claiming the key with it.
 func (e *execution) finishUnstored(ctx context.Context, out *outcome) (*Result, error) {
-	e.claiming()
 	w := e.final(out)
-	w.kind, w.orNothing, w.recoveryPoint = writeClaim, true, e.rp
+	e.claiming(w)
+	w.orNothing, w.recoveryPoint = true, e.rp
 	if out.Response != nil {
 		w.recoveryPoint = phases.RecoveryPointFinished
 	}

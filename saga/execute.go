@@ -173,18 +173,19 @@ func (e *execution) advance(name string, resp *Response) *keyWrite {
 		w.response, w.retention, w.lease = resp, e.c.retention(e.op), 0
 	}
 	if !e.persisted {
-		w.kind = writeClaim
-		e.claiming()
+		e.claiming(w)
 	}
 	return w
 }
 
-// claiming gives a new key the fencing token of its first lease (a key finished by its first
-// phase keeps it too: it tells this execution's commit from a duplicate's).
-func (e *execution) claiming() {
+// claiming makes w the claim of a new key, under the fencing token of its first lease (a key
+// finished by its first phase keeps it too: it tells this execution's commit from a
+// duplicate's), with the trace context of the request that claims it.
+func (e *execution) claiming(w *keyWrite) {
 	if !e.h.token.Valid {
 		e.h.token = newToken()
 	}
+	w.kind, w.traceContext = writeClaim, e.traceparent
 }
 
 // wrote records that w committed: the key is held and stored, its values and recovery point are

@@ -64,11 +64,10 @@ func (c *Client) Settle(ctx context.Context, scope Scope, key string, p *SettleP
 
 // settleTx settles the key in tx; span is set to the settlement's span when the hook runs.
 func (c *Client) settleTx(ctx context.Context, tx pgx.Tx, scope Scope, key string, p *SettleParams, span *trace.Span) (*Result, error) {
-	k, err := scanKey(tx.QueryRow(ctx, lookupKeySQL+` FOR UPDATE`, scope.Tenant, scope.Actor, key))
+	k, stored, err := lockKeyToSettle(ctx, tx, scope, key)
 	if err != nil {
 		return nil, err
 	}
-	stored := ""
 	op, err := c.operation(k.Operation)
 	if err != nil {
 		return nil, err
