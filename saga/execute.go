@@ -52,11 +52,10 @@ type execution struct {
 	head keyHead
 	// args hold the arguments of the key write being built.
 	args args
-	// span is the request's span, nil when tracing is off; traceparent is its W3C trace
-	// context, stored with the key the request claims. by is the operator who resumes the key.
-	span        trace.Span
-	traceparent string
-	by          string
+	// span is the request's span, nil when tracing is off (or for a resume, whose span is its
+	// own). by is the operator who resumes the key.
+	span trace.Span
+	by   string
 }
 
 // journaledCall is a call whose journal row a write committed, with what it said of the call's
@@ -185,7 +184,7 @@ func (e *execution) claiming(w *keyWrite) {
 	if !e.h.token.Valid {
 		e.h.token = newToken()
 	}
-	w.kind, w.traceContext = writeClaim, e.traceparent
+	w.kind, w.traceContext = writeClaim, e.claimTraceContext()
 }
 
 // wrote records that w committed: the key is held and stored, its values and recovery point are

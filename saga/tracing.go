@@ -109,8 +109,16 @@ func (e *execution) traceRequest(ctx context.Context) context.Context {
 		return ctx
 	}
 	ctx, e.span = e.c.tr.t.Start(ctx, spanRequest, trace.WithAttributes(scopeAttrs(e.op.Name, e.req.Scope, e.req.Key)...))
-	e.traceparent = traceparent(e.span.SpanContext())
 	return ctx
+}
+
+// claimTraceContext is the trace context a claim by this request stores: its span's W3C
+// traceparent, "" when the request is not traced.
+func (e *execution) claimTraceContext() string {
+	if e.span == nil {
+		return ""
+	}
+	return traceparent(e.span.SpanContext())
 }
 
 // traced ends the request's span with its answer, and passes the answer on.
