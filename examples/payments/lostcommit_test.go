@@ -76,3 +76,47 @@ func TestReexecutionAfterLostCommitsChargesOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryAfterRetentionFindsTheSameRows: a key deleted after its retention (its rows stay)
+// is run again by a late retry. The ids derive from the intent, so the retry finds the invoice
+// and the settled payment it made before and answers them as they stand, charging nothing; the
+// same key sent for another payment is refused.
+func TestRetryAfterRetentionFindsTheSameRows(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	forget := func(key string) {
+		t.Helper()
+		tag, err := e.db.Pool.Exec(t.Context(), `DELETE FROM pgsaga_key WHERE key = $1 AND status = 'completed'`, key)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, tag.RowsAffected())
+	}
+	invKey, invBody := newKey(), `{"amount": 5000, "currency": "USD"}`
+	created := e.do("POST", "/invoices", alice, invKey, invBody)
+	require.Equal(t, http.StatusCreated, created.status, string(created.body))
+	inv := created.json(t)["id"].(string)
+
+	key, body := newKey(), paymentBody(inv, 2000)
+	first := e.do("POST", "/payments", alice, key, body)
+	require.Equal(t, http.StatusCreated, first.status, string(first.body))
+	forget(key)
+	again := e.do("POST", "/payments", alice, key, body)
+	require.Equal(t, http.StatusCreated, again.status, string(again.body))
+	require.Equal(t, first.body, again.body, "the payment as it stands")
+	require.Equal(t, 1, e.sim.TotalCharges())
+	require.Equal(t, 1, e.count(`SELECT count(*) FROM payments`))
+	invoice := e.do("GET", "/invoices/"+inv, alice, "", "").json(t)
+	require.Equal(t, float64(2000), invoice["paid"], "paid once")
+
+	forget(key)
+	other := e.do("POST", "/payments", alice, key, paymentBody(inv, 1000))
+	require.Equal(t, http.StatusUnprocessableEntity, other.status, string(other.body))
+	require.Equal(t, "idempotency_key_reused", other.code(t))
+	require.Equal(t, 1, e.sim.TotalCharges())
+
+	forget(invKey)
+	invAgain := e.do("POST", "/invoices", alice, invKey, invBody)
+	require.Equal(t, http.StatusCreated, invAgain.status, string(invAgain.body))
+	require.Equal(t, inv, invAgain.json(t)["id"])
+	require.Equal(t, float64(2000), invAgain.json(t)["paid"], "rendered as it stands now")
+	require.Equal(t, 1, e.count(`SELECT count(*) FROM invoices`))
+}
