@@ -1,9 +1,7 @@
 package reconcile_test
 
 import (
-	"context"
 	"fmt"
-	"iter"
 	"strings"
 	"testing"
 	"time"
@@ -18,29 +16,6 @@ import (
 	"github.com/pgsaga/pgsaga/reconcile"
 	"github.com/pgsaga/pgsaga/saga"
 )
-
-// ledgerLister lists the simulator's ledger, every charge created at the time it was first
-// listed (the simulator keeps no creation time of its own).
-type ledgerLister struct {
-	s    *sim.Simulator
-	seen map[string]time.Time
-}
-
-func (l *ledgerLister) ListCharges(_ context.Context, since time.Time) iter.Seq2[gateway.Charge, error] {
-	return func(yield func(gateway.Charge, error) bool) {
-		for _, c := range l.s.Ledger().Charges {
-			if c.CreatedAt.IsZero() {
-				if _, ok := l.seen[c.ID]; !ok {
-					l.seen[c.ID] = time.Now()
-				}
-				c.CreatedAt = l.seen[c.ID]
-			}
-			if !c.CreatedAt.Before(since) && !yield(c, nil) {
-				return
-			}
-		}
-	}
-}
 
 // env is the payments service on its own database and simulator, with a reconciler.
 type env struct {
@@ -58,7 +33,7 @@ func newEnv(t *testing.T) *env {
 	s := sim.New(nil)
 	svc, err := payments.New(&payments.Config{Pool: db.Pool, Gateway: s.Gateway()})
 	require.NoError(t, err)
-	rec, err := reconcile.New(&reconcile.Config{Client: svc.Client(), Lister: &ledgerLister{s: s, seen: map[string]time.Time{}}})
+	rec, err := reconcile.New(&reconcile.Config{Client: svc.Client(), Lister: s})
 	require.NoError(t, err)
 	return &env{t: t, db: db, sim: s, client: svc.Client(), rec: rec, scope: saga.Scope{Tenant: "tenant-1", Actor: "alice"}}
 }

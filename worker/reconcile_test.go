@@ -1,9 +1,7 @@
 package worker_test
 
 import (
-	"context"
 	"fmt"
-	"iter"
 	"strings"
 	"testing"
 	"time"
@@ -13,29 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/examples/payments"
-	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/gateway/sim"
 	"github.com/pgsaga/pgsaga/internal/dbtest"
 	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/worker"
 )
-
-// ledger lists a simulator's charges, each created when the test made the lister.
-type ledger struct {
-	s       *sim.Simulator
-	created time.Time
-}
-
-func (l ledger) ListCharges(_ context.Context, since time.Time) iter.Seq2[gateway.Charge, error] {
-	return func(yield func(gateway.Charge, error) bool) {
-		for _, c := range l.s.Ledger().Charges {
-			c.CreatedAt = l.created
-			if !c.CreatedAt.Before(since) && !yield(c, nil) {
-				return
-			}
-		}
-	}
-}
 
 // TestWorkerReconciles: with a Lister, the worker's periodic reconciliation stores the charge a
 // failover left without a key (and not the one whose key completed) and sets the gauge.
@@ -70,7 +50,7 @@ func TestWorkerReconciles(t *testing.T) {
 
 	reg := prometheus.NewRegistry()
 	startWorker(t, &worker.Config{Pool: db.Pool, Client: client, Registerer: reg,
-		Lister: ledger{s: s, created: time.Now()}, ReconcileInterval: time.Second, ReconcileWindow: time.Minute})
+		Lister: s, ReconcileInterval: time.Second, ReconcileWindow: time.Minute})
 	waitFor(t, "the unmatched charge stored", 30*time.Second, func() bool {
 		return countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_unmatched_charge`) == 1
 	})
