@@ -71,7 +71,7 @@ func TestMigrateTwiceIsANoOp(t *testing.T) {
 
 	var n int
 	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM pgsaga_migration`).Scan(&n))
-	require.Equal(t, 6, n) // pgsaga 001, 002, 003, 004, payments 001, 002
+	require.Equal(t, 10, n) // pgsaga 001 to 008, payments 001, 002
 }
 
 func TestUnreachableDatabaseIsAFailure(t *testing.T) {
