@@ -27,10 +27,12 @@
 //   - Crash and resume: whether an earlier attempt may have reached the provider comes from the
 //     journal, not from the step. When one may have, Execute asks the provider by reference
 //     first (when it supports inquiry) and takes a charge it finds only if amount, currency and
-//     reference match the intent. An empty answer is trusted only once the gateway's in-flight
-//     window (Capabilities.MaxInFlight) has passed since every earlier attempt went quiet
-//     (Journal.QuietAt, the end of the last one, or this attempt's own send): a request sent
-//     by an execution that lost its lease can land after the next one asked. Before that it
+//     reference match the intent. An empty answer is trusted only once every earlier attempt
+//     (and every send of this one) has been quiet — its outcome recorded, or, for an execution
+//     that died, its lease's end — for the longer of the in-flight window it was sent under
+//     (journaled before the send: Journal.DeclareInFlight) and the gateway's window now
+//     (Capabilities.MaxInFlight): a request sent by an execution that lost its lease can land
+//     after the next one asked, and a provider's declared window may shrink meanwhile. Before that it
 //     waits when the wait fits in ctx, else returns ErrInFlight as phases.RetryAfter, having
 //     sent nothing. Without inquiry it re-sends the same key only while the provider still
 //     remembers it (Capabilities.KeyRetention).

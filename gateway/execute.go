@@ -12,11 +12,12 @@ import (
 
 // Journal is the engine's record of a call's attempts; *phases.Run implements it for a call step.
 type Journal interface {
-	// PriorCalls returns the earlier attempts of this call, oldest first.
+	// PriorCalls returns the earlier attempts of this call, oldest first, on this process's
+	// clock.
 	PriorCalls() []phases.CallRecord
-	// QuietAt returns the local time after which no earlier attempt can still be sending (its
-	// process stopped sending before its lease ended); zero when none could.
-	QuietAt() time.Time
+	// DeclareInFlight journals, before a request is sent, the provider's in-flight window in
+	// force (Capabilities.MaxInFlight); when it returns an error, nothing may be sent.
+	DeclareInFlight(ctx context.Context, window time.Duration) error
 	// RecordCall records what this attempt came to, and the provider's id for its charge when
 	// it knows one.
 	RecordCall(outcome phases.CallOutcome, providerID string)
@@ -96,9 +97,12 @@ func defaultRetryDelay(n int) time.Duration {
 //     certainly not done, or opts.MayHaveReached) and the provider has inquiry, it asks by
 //     reference first. A charge found is taken only if it matches the intent (amount, currency,
 //     reference; ErrMismatch otherwise), a pending one is followed as above. An empty answer
-//     counts only once Capabilities.MaxInFlight has passed since every earlier attempt went
-//     quiet (j.QuietAt, the end of the last one): before that it waits when the wait fits in
-//     ctx (at most half of the time left), else returns ErrInFlight in phases.RetryAfter.
+//     counts only once every earlier attempt (and every send of this one) that may have
+//     reached the provider has been quiet for the longer of the in-flight window it was sent
+//     under and Capabilities.MaxInFlight now: before that it waits when the wait fits in ctx
+//     (at most half of the time left), else returns ErrInFlight in phases.RetryAfter.
+//   - Before every send it journals the in-flight window in force (j.DeclareInFlight); when
+//     that fails it sends nothing.
 //   - Without inquiry it re-sends the same key only if the provider honours keys
 //     (ErrCannotResolve otherwise) and the key is within Capabilities.KeyRetention
 //     (ErrKeyExpired otherwise). Both satisfy phases.IsOutcomeUnknown: park, never compensate.
@@ -128,9 +132,12 @@ type execution struct {
 	params ChargeParams
 	opts   ExecuteOpts
 
-	// quietAt is when the last attempt that may have reached the provider stopped sending; an
-	// empty inquiry is conclusive from quietAt + caps.MaxInFlight.
-	quietAt time.Time
+	// j is the call's journal; nil when Execute was given none.
+	j Journal
+	// attempts are the earlier attempts and this attempt's own sends whose outcome is unknown,
+	// each with the window it sent under: what an empty inquiry must outwait
+	// (emptyInquiryConclusiveAt).
+	attempts []phases.CallRecord
 	// unresolved is true while some attempt may have charged and nothing has told.
 	unresolved bool
 	// pendingID is the provider's id of a charge known to be pending, read back, never re-sent.
@@ -148,13 +155,13 @@ type execution struct {
 }
 
 func newExecution(j Journal, gw Gateway, params ChargeParams, o ExecuteOpts) *execution {
-	x := &execution{gw: gw, caps: gw.Capabilities(), params: params, opts: o, outcome: phases.CallOutcomeFailedBefore}
+	x := &execution{j: j, gw: gw, caps: gw.Capabilities(), params: params, opts: o, outcome: phases.CallOutcomeFailedBefore}
 	x.unresolved = o.MayHaveReached
 	if j == nil {
 		return x
 	}
-	x.quietAt = j.QuietAt()
 	prior := j.PriorCalls()
+	x.attempts = prior
 	for _, c := range prior {
 		if x.opts.KeyCreatedAt.IsZero() || c.StartedAt.Before(x.opts.KeyCreatedAt) {
 			x.opts.KeyCreatedAt = c.StartedAt
@@ -163,9 +170,6 @@ func newExecution(j Journal, gw Gateway, params ChargeParams, o ExecuteOpts) *ex
 			continue
 		}
 		x.unresolved = true
-		if c.EndedAt != nil && c.EndedAt.After(x.quietAt) {
-			x.quietAt = *c.EndedAt
-		}
 		if c.Outcome == phases.CallOutcomePending && x.pendingSince.IsZero() {
 			x.pendingSince = c.StartedAt
 			if c.EndedAt != nil {
@@ -269,8 +273,15 @@ func (x *execution) followPending(charge *Charge) error {
 	return nil
 }
 
-// send sends the charge once.
+// send sends the charge once, after journaling the in-flight window it is sent under.
 func (x *execution) send(ctx context.Context) result {
+	window := x.caps.MaxInFlight
+	if x.j != nil {
+		if err := x.j.DeclareInFlight(ctx, window); err != nil {
+			// Unjournaled, a request that lands late could be taken for no charge: not sent.
+			return failed(x.classed(fmt.Errorf("error journaling the in-flight window of charge %q, not sent: %w", x.params.Reference, err)))
+		}
+	}
 	charge, err := x.gw.Charge(ctx, x.params)
 	switch Classify(charge, err) {
 	case phases.CallOutcomeSucceeded, phases.CallOutcomeDeclined, phases.CallOutcomePending:
@@ -279,9 +290,10 @@ func (x *execution) send(ctx context.Context) result {
 	case phases.CallOutcomeFailedBefore:
 		return retryable(fmt.Errorf("error charging %q: %w", x.params.Reference, err))
 	}
-	// It may have charged, and may still land until it has been quiet for MaxInFlight.
+	// It may have charged, and may still land until it has been quiet for its window.
 	x.outcome, x.unresolved = phases.CallOutcomeUnknown, true
-	x.quietAt = x.opts.Now()
+	now := x.opts.Now()
+	x.attempts = append(x.attempts, phases.CallRecord{StartedAt: now, EndedAt: &now, MaxInFlight: window})
 	if err == nil {
 		err = &UnknownError{Err: fmt.Errorf("charge %s has status %q", charge.ID, charge.Status)}
 	}
@@ -306,7 +318,7 @@ func (x *execution) resolve(ctx context.Context) result {
 	if held || r.err != nil {
 		return x.unlessUnsupported(ctx, r)
 	}
-	if wait := x.quietAt.Add(x.caps.MaxInFlight).Sub(x.opts.Now()); wait > 0 {
+	if wait := emptyInquiryConclusiveAt(x.attempts, x.caps.MaxInFlight).Sub(x.opts.Now()); wait > 0 {
 		// Nothing found yet, and an earlier request may still land: ask again after the window.
 		inFlight := fmt.Errorf("charge %q: %w (%s left)", x.params.Reference, ErrInFlight, wait.Round(time.Millisecond))
 		if !fits(ctx, wait) {

@@ -14,7 +14,8 @@ import (
 )
 
 // crashed is a prior attempt whose execution died after sending: no outcome, may have reached.
-func crashed(at time.Time) phases.CallRecord { return phases.CallRecord{StartedAt: at} }
+// crashed is an attempt whose execution died after sending at `at`, its lease ending then too.
+func crashed(at time.Time) phases.CallRecord { return phases.CallRecord{StartedAt: at, Deadline: at} }
 
 var (
 	succeeded    = phases.CallOutcomeSucceeded

@@ -1,6 +1,7 @@
 package phases
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -89,21 +90,22 @@ func (r *Run) PriorCalls() []CallRecord {
 	out := make([]CallRecord, len(c.Prior))
 	for i, p := range c.Prior {
 		out[i] = CallRecord{Step: p.Step, Attempt: p.Attempt, Reference: p.Reference, StartedAt: p.StartedAt,
-			EndedAt: p.EndedAt, Outcome: CallOutcome(p.Outcome), ProviderID: p.ProviderID}
+			EndedAt: p.EndedAt, Deadline: p.Deadline, MaxInFlight: p.MaxInFlight, Outcome: CallOutcome(p.Outcome),
+			ProviderID: p.ProviderID}
 	}
 	return out
 }
 
-// QuietAt is when (on this process's clock) every earlier attempt of the call step under way
-// has certainly stopped sending: each one's execution stopped before its lease ended. A request
-// sent just before then may still be travelling to the provider for the provider's in-flight
-// time, so an empty inquiry is conclusive only after QuietAt plus that time. Zero when no
-// earlier attempt may have reached the provider.
-func (r *Run) QuietAt() time.Time {
-	if c := r.state().Call(); c != nil {
-		return c.QuietAt
-	}
-	return time.Time{}
+// DeclareInFlight journals, before the call step under way sends a request, the provider's
+// in-flight window in force (how long a request sent may take to land): the attempt's journal
+// row then holds the longest window it sent under, and a later attempt waits by the larger of
+// that and the window declared then before it trusts an empty inquiry, even when the provider's
+// window shrank meanwhile or this process dies mid-call. It writes only when the window is
+// longer than the one already journaled for the attempt (the engine journals the last window
+// this client saw for the step with the attempt's row). When it returns an error the request
+// must not be sent. Outside a call step it does nothing.
+func (r *Run) DeclareInFlight(ctx context.Context, window time.Duration) error {
+	return r.state().DeclareInFlight(ctx, window)
 }
 
 // RecordCall records what the call step under way came to, and the provider's identifier for

@@ -28,7 +28,7 @@ func newMetrics(reg prometheus.Registerer, client *saga.Client) (*metrics, error
 		}, []string{"result"}),
 		resumes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pgsaga_worker_resume_jobs_total",
-			Help: "Keys worked by resume jobs, one per key, by result (completed, failed, parked, superseded, skipped; error: a job whose claim failed).",
+			Help: "Keys worked by resume jobs, one per key, by result (completed, rescheduled, parked, superseded, skipped; error: a job whose claim failed).",
 		}, []string{"result"}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pgsaga_outbox_deliveries_total",

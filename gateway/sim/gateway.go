@@ -19,9 +19,10 @@ func (s *Simulator) Gateway() gateway.Gateway {
 
 type inProcess struct{ s *Simulator }
 
-// Capabilities reflects the current settings; KeyRetention is 0 (keys are kept forever).
+// Capabilities reflects the current settings (see Simulator.Capabilities); KeyRetention is 0
+// (keys are kept forever).
 func (g inProcess) Capabilities() gateway.Capabilities {
-	return g.s.Settings().capabilities()
+	return g.s.Capabilities()
 }
 
 func (g inProcess) Charge(ctx context.Context, params gateway.ChargeParams) (*gateway.Charge, error) {

@@ -185,8 +185,8 @@ type info struct {
 const notProcessed = "not_processed"
 
 func (s *Simulator) handleInfo(w http.ResponseWriter, _ *http.Request) {
-	st := s.Settings()
-	writeJSON(w, http.StatusOK, info{Idempotency: st.Idempotency, Inquiry: st.Inquiry, MaxInFlightMS: ceilMS(st.MaxInFlight())})
+	caps := s.Capabilities()
+	writeJSON(w, http.StatusOK, info{Idempotency: caps.IdempotencyKeys, Inquiry: caps.Inquiry, MaxInFlightMS: ceilMS(caps.MaxInFlight)})
 }
 
 // ceilMS is d in whole milliseconds, rounded up: a window reported short would let a client
