@@ -59,6 +59,6 @@
 // provider that breaks either, a charge sent again after an empty inquiry can be a second one.
 //
 // Subpackages: sim is a stateful, fault-injecting provider (in-process and over HTTP),
-// stripe an adapter on the Stripe API, and gatewaytest the conformance suite every adapter
-// runs and an in-memory Journal for tests.
+// stripe an adapter on Stripe's PaymentIntents API, and gatewaytest the conformance suite every
+// adapter runs and an in-memory Journal for tests. Both adapters list their charges (Lister).
 package gateway
