@@ -1,35 +1,25 @@
 package saga
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pgsaga/pgsaga/phases"
 )
 
-// DB is what the client needs from a database handle: *pgxpool.Pool. Phases take a connection
-// of their own so that their BEGIN and COMMIT can travel with pgsaga's statements.
-type DB interface {
-	Acquire(ctx context.Context) (*pgxpool.Conn, error)
-	Begin(ctx context.Context) (pgx.Tx, error)
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 // Config configures a Client.
 type Config struct {
-	// DB is the database holding pgsaga's tables (migrated by the migrations package). Required.
-	DB DB
+	// DB is the pool of the database holding pgsaga's tables (migrated by the migrations
+	// package). Phases take a connection of their own from it, so that their BEGIN and COMMIT
+	// travel with pgsaga's statements. Required.
+	DB *pgxpool.Pool
 	// Operations are the operations this client can run and resume. A stored key whose
 	// operation is not here cannot be resumed by this client.
 	Operations []*phases.Operation
@@ -73,6 +63,12 @@ type Config struct {
 	// Registerer, when set (and Observer is not), receives pgsaga's Prometheus metrics.
 	// Defaults to none.
 	Registerer prometheus.Registerer
+	// TracerProvider, when set, receives the engine's OpenTelemetry spans (pgsaga.request,
+	// pgsaga.phase, pgsaga.call, pgsaga.compensate, pgsaga.resume, pgsaga.settle: see the
+	// package documentation), and each new key stores the trace context of the request that
+	// claimed it, so that a resume after a crash joins that request's trace. Defaults to none:
+	// no spans, no trace context stored, and nothing spent on tracing.
+	TracerProvider trace.TracerProvider
 }
 
 // WithDefaults returns a copy of the config with every unset field given its default.

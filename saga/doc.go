@@ -47,6 +47,24 @@
 // Settle, which record who did what in the key's history; KeyDeleteExpired is retention GC.
 // Package sagatest lets users check their own operations against crashes at every point.
 //
+// Tracing. With Config.TracerProvider set, every request that reaches the engine (Run, RunTx) is
+// a pgsaga.request span, a child of the caller's (the HTTP server's: wrap the handler with
+// otelhttp to honour an incoming traceparent), with one pgsaga.phase span per atomic phase
+// (pgsaga.recovery_point), one pgsaga.call span per external call attempt (pgsaga.attempt,
+// pgsaga.call.outcome, pgsaga.call.reference, pgsaga.call.provider_id) and one
+// pgsaga.compensate span per compensation; the request's span names the key (pgsaga.operation,
+// pgsaga.tenant, pgsaga.actor, pgsaga.key) and how it was answered (pgsaga.outcome). A key stores the
+// W3C traceparent of the request that claimed it, written by the claim itself: a later
+// execution of the key is a pgsaga.resume span (pgsaga.resumed_by: retry, worker or operator)
+// that is a child of that request when no client waits for it (the worker's, an operator's),
+// linked to the span it runs under (a River job's), and a child of the retry's request, linked
+// to the first one, for a retry; an operator's settlement is a pgsaga.settle span, likewise a
+// child of the first request. So one trace holds a payment's story across a crash. Parking (the
+// reason), a scheduled retry and a takeover are events on the execution's span; a parked or
+// failed execution's span has status Error and error.type. A process that dies mid-request never
+// ends its spans: the trace keeps what it exported before. Without a TracerProvider the engine
+// makes no span, stores no trace context and allocates nothing for tracing.
+//
 // Costs. A retry of any kind (replay, 422, 409, parked, not due) is answered from one read of the
 // key, alone, with no transaction: one round trip. A phase runs in a lazy transaction whose BEGIN
 // travels with its first statement and whose COMMIT travels with the key's write, so a phase
@@ -58,4 +76,28 @@
 // per atomic phase (the claim, then fenced advances), carrying the call journal's rows; when the
 // first phase sends no statement (as the client learns by running it) the key is not read first.
 // A takeover whose recovery point comes right before a call journals that call itself.
+//
+// # Files
+//
+// A request reads top to bottom through:
+//
+//   - http.go: the net/http handler (Idempotency-Key, body limits, errors); request.go and
+//     keyformat.go: a Request and its checks; fingerprint.go: the body's fingerprint.
+//   - admit.go: Run, and answering a retry from one read of the key; decide.go: what an
+//     existing key means (replay, 422, 409, parked, not due, takeover).
+//   - execute.go: the step loop; phasetx.go: a phase's lazy transaction; call.go: an external
+//     call under its lease, journal and heartbeats; failure.go: transient failures and parking;
+//     compensate.go: compensations; runtx.go: RunTx inside the caller's transaction.
+//   - resume.go: resuming a key (Resume, the worker's ResumeDue/ResumeNextDue); settle.go: an
+//     operator's settlement; wait.go: the bounded wait for an execution in flight.
+//
+// The key store, the only SQL on pgsaga_key, pgsaga_call and pgsaga_key_action:
+// store_write_sql.go (the claims and fenced writes, with their parameters), store_key.go
+// (choosing and sending them; args.go keeps their arguments allocation-free), store_head.go
+// (reads of one key), store_lease.go (takeovers, heartbeats, the worker's claims),
+// store_read.go and store_action.go (the operators' reads, deletions and history).
+//
+// Around them: client.go and config.go (Client, Config), key.go (Key, states), keyread.go (the
+// operators' read API), errors.go, header.go (stored response headers), metrics.go (Observer),
+// inbox.go (RecordInboxTx).
 package saga

@@ -65,7 +65,7 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 		return nil, err
 	}
 	e := c.newResumption(op, taken.Key)
-	e.operator = !opts.Due
+	e.operator, e.by = !opts.Due, opts.By
 	return e.resume(ctx, taken, sent)
 }
 
@@ -154,10 +154,20 @@ func (c *Client) newResumption(op *phases.Operation, k *Key) *execution {
 	return e
 }
 
-// resume continues the key this execution just took over (its takeover sent at sent): it
-// checks the attempt budget and the key's age, then falls through the remaining phases from the
-// recovery point, or on with the compensations under way.
+// resume continues the key this execution just took over (its takeover sent at sent), in a
+// pgsaga.resume span when tracing is on.
 func (e *execution) resume(ctx context.Context, t *takenKey, sent time.Time) (*Result, error) {
+	ctx, span := e.traceResume(ctx, t)
+	res, err := e.resumeFrom(ctx, t, sent)
+	if span != nil {
+		endExecution(span, res, err)
+	}
+	return res, err
+}
+
+// resumeFrom checks the attempt budget and the key's age, then falls through the remaining
+// phases from the key's recovery point, or on with the compensations under way.
+func (e *execution) resumeFrom(ctx context.Context, t *takenKey, sent time.Time) (*Result, error) {
 	k := t.Key
 	e.held, e.persisted, e.rp, e.committed = true, true, k.RecoveryPoint, k.State
 	e.h = holder{scope: k.Scope, key: k.Key, token: t.token, attempt: k.Attempts}
@@ -229,28 +239,14 @@ func (e *execution) journaledByTakeover(t *takenKey) error {
 	}
 	step := runstate.Step(e.op.Steps[i])
 	t.call.aliases = step.Aliases()
-	out := &written{leaseLeft: deref(t.LockedUntil).Sub(t.DBNow)}
-	var quietAt time.Time
+	out := &written{leaseLeft: deref(t.LockedUntil).Sub(t.DBNow), dbNow: t.DBNow}
 	prior, err := decodeCalls(t.prior, func(c *callJSON) bool {
-		if !step.Is(c.Step) || c.Attempt >= t.Attempts {
-			return false
-		}
-		if c.Outcome == nil || *c.Outcome != string(phases.CallOutcomeFailedBefore) {
-			if end := deref(c.EndedAt); c.EndedAt != nil && end.After(quietAt) {
-				quietAt = end
-			} else if c.EndedAt == nil && c.Deadline.After(quietAt) {
-				quietAt = c.Deadline
-			}
-		}
-		return true
+		return step.Is(c.Step) && c.Attempt < t.Attempts
 	})
 	if err != nil {
 		return err
 	}
 	out.prior = prior
-	if !quietAt.IsZero() {
-		out.quietIn = quietAt.Sub(t.DBNow)
-	}
 	e.journaled = &journaledCall{start: t.call, written: out, at: time.Now()}
 	return nil
 }

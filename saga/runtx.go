@@ -22,6 +22,11 @@ var ErrNotSingleTransaction = errors.New("RunTx runs single-transaction operatio
 // Use READ COMMITTED: a duplicate that commits while tx waits on the key is read by a new
 // statement snapshot.
 func (c *Client) RunTx(ctx context.Context, tx pgx.Tx, operation string, req *Request) (*Result, error) {
+	res, err := c.runTx(ctx, tx, operation, req)
+	return c.observed(operation, res, err)
+}
+
+func (c *Client) runTx(ctx context.Context, tx pgx.Tx, operation string, req *Request) (*Result, error) {
 	op, hash, err := c.prepare(operation, req)
 	if err != nil {
 		return nil, err
@@ -30,8 +35,14 @@ func (c *Client) RunTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 		return nil, fmt.Errorf("%w: %q", ErrNotSingleTransaction, op.Name)
 	}
 	e := c.newExecution(op, req, hash)
-	if op.Validate != nil {
-		if verr := op.Validate(req.Body); verr != nil {
+	ctx = e.traceRequest(ctx)
+	return e.traced(e.runTx(ctx, tx))
+}
+
+// runTx is RunTx's execution, in tx.
+func (e *execution) runTx(ctx context.Context, tx pgx.Tx) (*Result, error) {
+	if e.op.Validate != nil {
+		if verr := e.op.Validate(e.req.Body); verr != nil {
 			return e.refuseInvalid(ctx, tx, verr, false)
 		}
 	}
@@ -46,7 +57,6 @@ func (c *Client) RunTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 		var reject *phases.RejectError
 		msg, isData := dataError(err)
 		if isData {
-			c.observer.Request(op.Name, OutcomeRejected)
 			return nil, &InvalidRequestError{Err: errors.New(msg)}
 		}
 		if !errors.As(err, &reject) {
@@ -63,7 +73,7 @@ func (c *Client) RunTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 	}
 	w := e.advance("", resp)
 	w.orNothing = true
-	_, won, err := writeKey(ctx, savepoint, &e.h, req, hash, w, &e.args)
+	_, won, err := writeKey(ctx, savepoint, &e.h, e.req, e.hash, w, &e.args)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +81,7 @@ func (c *Client) RunTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 		if err := savepoint.Rollback(ctx); err != nil {
 			return nil, err
 		}
-		found, err := readHead(ctx, tx, req.Scope, req.Key, &e.head)
+		found, err := readHead(ctx, tx, e.req.Scope, e.req.Key, &e.head)
 		switch {
 		case err != nil:
 			return nil, err
@@ -83,13 +93,16 @@ func (c *Client) RunTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 	if err := savepoint.Commit(ctx); err != nil {
 		return nil, err
 	}
-	c.observer.Request(op.Name, OutcomeExecuted)
 	return &Result{Response: resp}, nil
 }
 
 // effectTx runs a single-transaction operation's phase in tx and returns the response to store.
 func (e *execution) effectTx(ctx context.Context, tx pgx.Tx) (*Response, error) {
-	if err := runstate.Step(e.op.Steps[0]).Atomic()(ctx, tx, e.state()); err != nil {
+	step := runstate.Step(e.op.Steps[0])
+	phaseCtx, span := e.tracePhase(ctx, step.Name())
+	err := step.Atomic()(phaseCtx, tx, e.state())
+	endSpan(span, err)
+	if err != nil {
 		return nil, err
 	}
 	resp := e.stored()

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The statements that take and keep leases on pgsaga_key: heartbeats, takeovers, the worker's
@@ -20,21 +21,25 @@ func newToken() pgtype.UUID { return pgtype.UUID{Bytes: uuid.New(), Valid: true}
 
 // heartbeatSQL extends the lease of a key whose call is under way, and the latest moment the
 // call may be sent (its journal row's deadline) with it, fenced like every write ($6: the call's
-// step, $7: the execution's attempt).
+// step, $7: the execution's attempt); it raises the in-flight window journaled for the attempt
+// to $8 when that is longer.
 const heartbeatSQL = `WITH k AS (
 	UPDATE pgsaga_key SET locked_until = clock_timestamp() + $5::bigint * interval '1 millisecond',
 		updated_at = clock_timestamp()
 	` + fencedKeySQL + `
 	RETURNING locked_until),
 journal AS (
-	UPDATE pgsaga_call SET deadline = (SELECT locked_until FROM k)
+	UPDATE pgsaga_call SET deadline = (SELECT locked_until FROM k),
+		max_in_flight_ms = greatest(coalesce(max_in_flight_ms, 0), $8)
 	WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND step = $6 AND attempt = $7 AND EXISTS (SELECT FROM k))
 SELECT ` + fenceSQL + `, max((extract(epoch FROM k.locked_until - clock_timestamp()) * 1000)::bigint) FROM k`
 
-// heartbeat renews the lease of a key whose call step runs, and returns the lease left.
-func heartbeat(ctx context.Context, q queryer, h *holder, lease time.Duration, step string) (time.Duration, error) {
+// heartbeat renews the lease of a key whose call step runs, journals window as the attempt's
+// in-flight window when it is longer than the one journaled, and returns the lease left.
+func heartbeat(ctx context.Context, q queryer, h *holder, lease time.Duration, step string, window time.Duration) (time.Duration, error) {
 	var leftMs int64
-	err := q.QueryRow(ctx, heartbeatSQL, h.scope.Tenant, h.scope.Actor, h.key, &h.token, lease.Milliseconds(), step, h.attempt).Scan(nil, &leftMs)
+	err := q.QueryRow(ctx, heartbeatSQL, h.scope.Tenant, h.scope.Actor, h.key, &h.token, lease.Milliseconds(), step, h.attempt,
+		window.Milliseconds()).Scan(nil, &leftMs)
 	if isFence(err) {
 		return 0, ErrLeaseLost
 	}
@@ -96,14 +101,14 @@ const journalResumedCallSQL = `INSERT INTO pgsaga_call (tenant_id, actor_id, key
 		ORDER BY c.attempt LIMIT 1) f
 	RETURNING tenant_id, actor_id, key, step, reference`
 
-// takenColumns are what a takeover returns of each key it took: the key, its fencing token, and
-// the call it journaled with every earlier journal row of the key (the engine keeps those of
-// that call's step and its aliases).
+// takenColumns are what a takeover returns of each key it took: the key, its fencing token, the
+// trace context of the request that claimed it, and the call it journaled with every earlier
+// journal row of the key (the engine keeps those of that call's step and its aliases).
 const takenColumns = `t.tenant_id, t.actor_id, t.key, t.operation, t.method, t.path, t.request_hash, t.request_body,
 	t.status, t.recovery_point, t.state, t.locked_until, t.attempts, t.attempts_unspent,
 	t.last_error, t.next_attempt_at, t.parked_reason, t.response_status,
 	t.response_headers, t.response_body, t.completed_at, t.expires_at, t.created_at, t.updated_at,
-	t.leased, t.db_now, t.lease_token, j.step, j.reference,
+	t.leased, t.db_now, t.lease_token, t.trace_context, j.step, j.reference,
 	CASE WHEN j.step IS NOT NULL THEN (SELECT ` + priorCallsJSONSQL + ` FROM pgsaga_call c
 		WHERE c.tenant_id = t.tenant_id AND c.actor_id = t.actor_id AND c.key = t.key AND c.attempt < t.attempts) END
 FROM t LEFT JOIN journaled j ON j.tenant_id = t.tenant_id AND j.actor_id = t.actor_id AND j.key = t.key`
@@ -113,7 +118,8 @@ const takenReturningSQL = `tenant_id, actor_id, key, operation, method, path, re
 	status, recovery_point, state, locked_until, attempts, attempts_unspent,
 	coalesce(last_error, '') AS last_error, next_attempt_at, coalesce(parked_reason, '') AS parked_reason,
 	response_status, response_headers, response_body, completed_at, expires_at, created_at, updated_at,
-	coalesce(locked_until > clock_timestamp(), false) AS leased, clock_timestamp() AS db_now, lease_token`
+	coalesce(locked_until > clock_timestamp(), false) AS leased, clock_timestamp() AS db_now, lease_token,
+	trace_context`
 
 // takeOverSQL takes the lease of a started key whose lease expired (and, when allowed, a parked
 // key) with a new fencing token, counting the execution as an attempt, in one conditional
@@ -146,19 +152,24 @@ type takenKey struct {
 	// prior are the key's earlier journal rows (JSON, every step) when it did.
 	call  *callStart
 	prior []byte
+	// traceContext is the W3C traceparent of the request that claimed the key ("" when it was
+	// claimed without tracing).
+	traceContext string
 }
 
 func scanTaken(row pgx.Row) (*takenKey, error) {
 	var (
 		t        takenKey
+		trace    pgtype.Text
 		step     pgtype.Text
 		ref      pgtype.Text
 		keyError error
 	)
-	t.Key, keyError = scanKey(row, &t.token, &step, &ref, &t.prior)
+	t.Key, keyError = scanKey(row, &t.token, &trace, &step, &ref, &t.prior)
 	if keyError != nil {
 		return nil, keyError
 	}
+	t.traceContext = trace.String
 	if step.Valid {
 		t.call = &callStart{step: step.String, reference: ref.String}
 	}
@@ -222,7 +233,7 @@ SELECT ` + takenColumns
 
 // claimDue claims up to limit due keys of ops. The caller must start every one at once: their
 // leases run from now.
-func claimDue(ctx context.Context, db DB, ops []string, calls *resumeCalls, lease time.Duration, limit int) ([]*takenKey, error) {
+func claimDue(ctx context.Context, db *pgxpool.Pool, ops []string, calls *resumeCalls, lease time.Duration, limit int) ([]*takenKey, error) {
 	rows, err := db.Query(ctx, claimDueSQL, ops, lease.Milliseconds(), limit,
 		calls.operations, calls.recoveryPoints, calls.steps, calls.maxAttempts, calls.maxAgeMs, true)
 	return collectTaken(rows, err, "error claiming due keys")
@@ -271,7 +282,7 @@ SELECT ` + takenColumns
 
 // claimKeys claims those of refs that are due. The caller must start every one at once: their
 // leases run from now.
-func claimKeys(ctx context.Context, db DB, ops []string, calls *resumeCalls, lease time.Duration, refs []KeyRef) ([]*takenKey, error) {
+func claimKeys(ctx context.Context, db *pgxpool.Pool, ops []string, calls *resumeCalls, lease time.Duration, refs []KeyRef) ([]*takenKey, error) {
 	tenants, actors, keys := make([]string, len(refs)), make([]string, len(refs)), make([]string, len(refs))
 	for i, r := range refs {
 		tenants[i], actors[i], keys[i] = r.Scope.Tenant, r.Scope.Actor, r.Key

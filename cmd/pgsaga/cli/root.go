@@ -83,6 +83,9 @@ type cli struct {
 	env         *Env
 	databaseURL string
 	logLevel    string
+	// tracing is the running command's tracing (startTracing); nil when off. The pools the
+	// command opens trace their statements with it, and the service it builds its operations.
+	tracing *tracing
 }
 
 func newRoot(app *App, env *Env) *cobra.Command {
@@ -127,6 +130,7 @@ value, missing required flag or argument, no database URL). Errors are one line 
 		c.resumeCmd(),
 		c.settleCmd(),
 		c.gcCmd(),
+		c.reconcileCmd(),
 		c.consoleCmd(),
 	)
 	if c.app.Commands != nil {

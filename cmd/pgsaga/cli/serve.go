@@ -46,10 +46,12 @@ answers a ping within 2s, else 503 with a JSON error) on the same listener. Prin
 127.0.0.1:0 picks a free port and that line says which. --worker also runs the recovery
 worker in this process.
 
-At start it waits up to --db-wait for a database that cannot be reached (down, starting up or
-shutting down), retrying with backoff and logging each failed attempt; while it runs, a
-database restart fails the requests it interrupts (503, the keys stay started) and the pool
-reconnects. It refuses to start on a database that lacks a migration.
+At start it waits up to --db-wait for a database that cannot be reached (down, starting up,
+shutting down, a standby refusing writes), retrying with backoff and logging each failed
+attempt, and exits 1 if it never answers. Once it has answered, serve never exits because it
+went away: a database outage fails the requests it interrupts (503, the keys stay started) and
+the pool reconnects; the --worker keeps trying to start if the outage meets its start. It
+refuses to start on a database that lacks a migration.
 
 Its doors are shut to slow and greedy clients: headers must arrive within 10s and fit in
 64 KiB (431 otherwise), a request body within 30s; a client that does not read its answer
@@ -92,7 +94,7 @@ func (c *cli) serve(cmd *cobra.Command, f *serveFlags) error {
 	var w *runningWorker
 	if f.worker {
 		w, err = c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg,
-			sweepInterval: time.Second, webhookSecrets: c.webhookSecrets()})
+			sweepInterval: time.Second, webhookSecrets: c.webhookSecrets(), lister: svc.Lister})
 		if err != nil {
 			return err
 		}
@@ -103,7 +105,7 @@ func (c *cli) serve(cmd *cobra.Command, f *serveFlags) error {
 		maxInFlight = inFlightPerConn * int(pool.Config().MaxConns)
 	}
 	mux := d.opsMux()
-	mux.Handle("/", limitInFlight(svc.Handler, maxInFlight))
+	mux.Handle("/", d.tracing.handler(limitInFlight(svc.Handler, maxInFlight)))
 
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -163,6 +165,7 @@ func (c *cli) build(ctx context.Context, cmd *cobra.Command, p *BuildParams) (*S
 		return nil, err
 	}
 	p.Command, p.Flags, p.Outbox, p.Getenv = cmd.Name(), cmd.Flags(), outbox, c.env.Getenv
+	p.TracerProvider = c.tracing.tracerProvider()
 	svc, err := c.app.Build(ctx, p)
 	if err != nil {
 		return nil, err
