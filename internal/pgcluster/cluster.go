@@ -244,7 +244,7 @@ func etcdHealthy(ctx context.Context, client string) bool {
 	if err != nil {
 		return false
 	}
-	resp, err := restClient.Do(req)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return false
 	}
