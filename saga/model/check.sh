@@ -225,8 +225,8 @@ witness_tasks() {
 	echo "witnesses W-margin \"$S3_MARGIN\" 1 12"
 	echo "witnesses W-renewal \"$S4_RENEWAL\" 1 3 11 12 15"
 	echo "witnesses W-in-process \"$S5_IN_PROCESS\" 1 13"
-	echo "witnesses W-lost-commits \"$S7_LOST_COMMITS\" 2 3 16 17 18 19 20 21"
-	echo "witnesses W-window \"$S8_WINDOW\" 1 12 13 22 23 24"
+	echo "witnesses W-lost-commits \"$S7_LOST_COMMITS\" 2 3 17 18 19 20 21"
+	echo "witnesses W-window \"$S8_WINDOW\" 1 13 22 23 24"
 }
 variant_tasks() {
 	# Liveness with the duplicate too, without fairness (every run of the model is finite, so no
