@@ -9,7 +9,9 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/pgsaga/pgsaga/internal/listencheck"
 	"github.com/pgsaga/pgsaga/recovery"
+	"github.com/pgsaga/pgsaga/saga"
 )
 
 // jobTimeout bounds each job's context.
@@ -73,6 +75,7 @@ func New(cfg *Config) (*Worker, error) {
 		CompletedJobRetentionPeriod: time.Hour,
 		Workers:                     workers,
 		PeriodicJobs:                periodic,
+		PollOnly:                    cfg.PollOnly,
 		Queues: map[string]river.QueueConfig{
 			// A job resumes a batch of keys at once: as many jobs as batches fit in
 			// ResumeConcurrency. Both queues look for jobs every 50ms as well as when River
@@ -95,7 +98,22 @@ func New(cfg *Config) (*Worker, error) {
 // and GC. It returns once started; Stop ends it. Cancelling ctx is an abrupt stop (River cancels
 // the running jobs' contexts; resumes are detached from cancellation and still run to their
 // end), so pass a context that outlives the worker and call Stop.
+//
+// Unless Config.PollOnly is set, it first checks that a notification sent through Config.Pool
+// reaches a session listening on it (within 5s), and returns an error matching
+// saga.ErrListenUnheard when it does not: River would otherwise LISTEN in vain behind a
+// transaction pooler.
 func (w *Worker) Start(ctx context.Context) error {
+	if !w.cfg.PollOnly {
+		heard, err := listencheck.Heard(ctx, w.cfg.Pool, w.cfg.Pool)
+		switch {
+		case err != nil:
+			return fmt.Errorf("error starting worker: %w", err)
+		case !heard:
+			return fmt.Errorf("error starting worker: River listens on Config.Pool for new jobs and leadership changes, and %w: "+
+				"Config.Pool goes through a pooler in transaction pooling mode? Set Config.PollOnly", saga.ErrListenUnheard)
+		}
+	}
 	if err := w.river.Start(ctx); err != nil {
 		return fmt.Errorf("error starting worker: %w", err)
 	}

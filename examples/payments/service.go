@@ -59,6 +59,12 @@ type Config struct {
 	// WebhookTolerance is how far a webhook signature's timestamp may be from now; older
 	// deliveries are refused as replays. Defaults to worker.DefaultWebhookTolerance (5 minutes).
 	WebhookTolerance time.Duration
+	// TransactionPooling declares that Pool goes through a pooler in transaction pooling mode
+	// (saga.Config.TransactionPooling). Defaults to false.
+	TransactionPooling bool
+	// ListenDB is where the saga client's bounded waits listen (saga.Config.ListenDB).
+	// Defaults to Pool, or with TransactionPooling to none.
+	ListenDB *pgxpool.Pool
 }
 
 // Service is the example payments API.
@@ -90,6 +96,9 @@ func New(cfg *Config) (*Service, error) {
 		Lease:      cfg.Lease,
 		Logger:     cfg.Logger,
 		Registerer: cfg.Registerer,
+
+		TransactionPooling: cfg.TransactionPooling,
+		ListenDB:           cfg.ListenDB,
 	})
 	if err != nil {
 		return nil, err
