@@ -153,9 +153,9 @@ func linesOf(opts *MigrateOpts) []Line {
 }
 
 // Migrate applies River's migrations (unless skipped), then every pending version of pgsaga's
-// line and of opts.Lines. Running it on a current database is a no-op. Its lock is a session's:
-// through a pooler in transaction pooling mode it refuses (ErrNoSession) before changing
-// anything.
+// line and of opts.Lines. Running it on a current database is a no-op that only reads. Applying
+// versions takes a session's lock: through a pooler in transaction pooling mode it then refuses
+// (ErrNoSession) before changing anything.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, opts *MigrateOpts) (*MigrateResult, error) {
 	if opts == nil {
 		opts = &MigrateOpts{}
@@ -169,6 +169,10 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts *MigrateOpts) (*Migra
 		lines = append(lines, migrations)
 	}
 
+	// An up-to-date database needs no lock, and only reads: that works through any pooler.
+	if Validate(ctx, pool, opts) == nil {
+		return &MigrateResult{}, nil
+	}
 	// The lock below is a session's: a LISTEN that hears its own notification is a session
 	// that lasts from one transaction to the next, which a transaction pooler's is not.
 	heard, err := listencheck.Heard(ctx, pool, pool)
