@@ -58,4 +58,10 @@
 // per atomic phase (the claim, then fenced advances), carrying the call journal's rows; when the
 // first phase sends no statement (as the client learns by running it) the key is not read first.
 // A takeover whose recovery point comes right before a call journals that call itself.
+//
+// Behind a pooler in transaction pooling mode (PgBouncer's pool_mode=transaction), set
+// Config.TransactionPooling and give DB's pool pgx's cache_describe mode: no statement then
+// depends on the server session of an earlier transaction. The bounded wait for a request in
+// flight listens on Config.ListenDB (a direct connection) or polls the key; CheckListen, called
+// at start, refuses a LISTEN that would hear nothing.
 package saga

@@ -27,6 +27,11 @@
 //     nothing. Resuming a completed key prints its stored response and changes nothing.
 //     resume --stuck resumes each stuck key so, one after the other, and exits 1 when any did
 //     not finish.
+//   - With --database-pooling=transaction (PgBouncer in transaction pooling mode) every command
+//     opens its pool in pgx's cache_describe mode, the worker's River polls, and migrate is
+//     refused (it needs a session). serve and worker refuse to start when a LISTEN they rely on
+//     hears nothing: a pooled --database-url without the flag, or a --listen-database-url
+//     through the pooler.
 //   - keys, show and gc --dry-run only read. gc deletes only completed keys past their window
 //     (with --older-than, older than that; --older-than 0s, every completed key); started and
 //     failed keys never.
