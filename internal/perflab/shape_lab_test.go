@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -206,7 +206,7 @@ func shapes() []shape {
 		{name: "row journal + ref index, CTE, HOT completion", schema: rowJournalSchema + rowJournalRefIndex + hotSchema, claim: rowClaimSQL, claimArgs: rowClaimArgs,
 			complete: rowCompleteCTESQL, doneArgs: rowDoneArgs, completeRe: true},
 		{name: "row journal + ref index, CTE, HOT + lazy removal", schema: rowJournalSchema + rowJournalRefIndex + lazySchema,
-			claim: strings.Replace(strings.Replace(rowClaimSQL, "call_deadline)", "call_deadline, resumable)", 1), "'1 millisecond')\n\tRETURNING", "'1 millisecond', true)\n\tRETURNING", 1),
+			claim:     strings.Replace(strings.Replace(rowClaimSQL, "call_deadline)", "call_deadline, resumable)", 1), "'1 millisecond')\n\tRETURNING", "'1 millisecond', true)\n\tRETURNING", 1),
 			claimArgs: rowClaimArgs, complete: rowCompleteCTESQL, doneArgs: rowDoneArgs, completeRe: true, removeEvery: 256},
 		{name: "row journal + ref index, CTE, HOT, open-key table", schema: rowJournalSchema + rowJournalRefIndex + openSchema,
 			claim: openClaimSQL, claimArgs: rowClaimArgs, complete: openCompleteSQL, doneArgs: rowDoneArgs, completeRe: true},
