@@ -85,7 +85,7 @@ func (e *env) loseKey(key string) {
 func (e *env) reference(key string) string {
 	e.t.Helper()
 	var ref string
-	require.NoError(e.t, e.db.Pool.QueryRow(e.t.Context(), `SELECT reference FROM pgsaga_call WHERE key = $1`, key).Scan(&ref))
+	require.NoError(e.t, e.db.Pool.QueryRow(e.t.Context(), `SELECT reference FROM pgsaga_call_journal WHERE key = $1`, key).Scan(&ref))
 	return ref
 }
 

@@ -72,14 +72,14 @@ func (e *execution) call(ctx context.Context, i int) error {
 	if !time.Now().Before(e.leaseEnd.Add(-e.c.cfg.Lease / 4)) {
 		// The write that renewed the lease took so long that it no longer covers a call: the
 		// call is not sent, and a retry renews the lease again.
-		e.done = &callDone{step: step.Name(), outcome: phases.CallOutcomeFailedBefore}
+		e.done = &callDone{step: step.Name(), outcome: phases.CallOutcomeFailedBefore, inRow: j.inRow}
 		e.endCall(span, errLeaseEnding)
 		return errLeaseEnding
 	}
 	e.st.BeginCall(call)
 
 	start := time.Now()
-	err := e.guarded(callCtx, call, j.start.window, step.Call())
+	err := e.guarded(callCtx, call, j, step.Call())
 	outcome, providerID, recorded := e.st.EndCall()
 	switch {
 	case !recorded:
@@ -94,7 +94,7 @@ func (e *execution) call(ctx context.Context, i int) error {
 			"operation", e.op.Name, "key", e.req.Key, "step", step.Name(), "outcome", outcome)
 		outcome = string(phases.CallOutcomeUnknown)
 	}
-	e.done = &callDone{step: step.Name(), outcome: phases.CallOutcome(outcome), providerID: providerID}
+	e.done = &callDone{step: step.Name(), outcome: phases.CallOutcome(outcome), providerID: providerID, inRow: j.inRow}
 	e.endCall(span, err)
 	e.c.observer.Call(e.op.Name, step.Name(), phases.CallOutcome(outcome), time.Since(start))
 	if err != nil {
@@ -142,11 +142,11 @@ func (e *execution) journal(ctx context.Context, step runstate.Step) (*journaled
 	return e.journaled, nil
 }
 
-// guarded runs call fn under guard, its in-flight window journaled through the guard (window is
-// the one its journal row holds). The guard is stopped however the call ends, also when its
-// goroutine ends mid-call (an in-process crash): a dead execution must not keep renewing its lease.
-func (e *execution) guarded(ctx context.Context, call *runstate.Call, window time.Duration, fn runstate.CallFunc) (err error) {
-	g := e.guard(ctx, call.Step, window)
+// guarded runs call fn under guard, its in-flight window journaled through the guard in the
+// call's journal entry j. The guard is stopped however the call ends, also when its goroutine
+// ends mid-call (an in-process crash): a dead execution must not keep renewing its lease.
+func (e *execution) guarded(ctx context.Context, call *runstate.Call, j *journaledCall, fn runstate.CallFunc) (err error) {
+	g := e.guard(ctx, call.Step, j)
 	call.Declare = g.declare
 	defer func() {
 		if cause := g.stop(); cause != nil && err != nil {
@@ -160,10 +160,10 @@ func (e *execution) guarded(ctx context.Context, call *runstate.Call, window tim
 // lease ends, kept leased by heartbeats every third of a lease, and cut at once when a heartbeat
 // finds the lease lost. Both the cut and the heartbeat are timers: a call shorter than a third of
 // a lease starts no goroutine.
-func (e *execution) guard(ctx context.Context, step string, window time.Duration) *callGuard {
+func (e *execution) guard(ctx context.Context, step string, j *journaledCall) *callGuard {
 	ctx, cancelTimeout := context.WithTimeout(ctx, e.c.cfg.CallTimeout)
 	ctx, cancel := context.WithCancelCause(ctx)
-	g := &callGuard{e: e, ctx: ctx, step: step, window: window, cancel: cancel, cancelTimeout: cancelTimeout}
+	g := &callGuard{e: e, ctx: ctx, step: step, window: j.start.window, inRow: j.inRow, cancel: cancel, cancelTimeout: cancelTimeout}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.cut = time.AfterFunc(time.Until(e.leaseEnd.Add(-e.c.cfg.Lease/4)), g.leaseEnding)
@@ -184,8 +184,10 @@ type callGuard struct {
 	stopped   bool
 	cause     error
 	cut, beat *time.Timer
-	// window is the in-flight window the call's journal row holds.
+	// window is the in-flight window the call's journal entry holds; inRow is true when that
+	// entry is in the key row.
 	window time.Duration
+	inRow  bool
 }
 
 // leaseEnding cuts the call: its lease could not be renewed before it would run out.
@@ -243,7 +245,7 @@ func (g *callGuard) declare(ctx context.Context, window time.Duration) error {
 func (g *callGuard) renew(ctx context.Context, window time.Duration) error {
 	e, lease := g.e, g.e.c.cfg.Lease
 	sent := time.Now()
-	left, err := heartbeat(ctx, e.c.cfg.DB, &e.h, lease, g.step, window)
+	left, err := heartbeat(ctx, e.c.cfg.DB, &e.h, lease, g.step, window, g.inRow)
 	switch {
 	case errors.Is(err, ErrLeaseLost):
 		g.end(ErrLeaseLost)

@@ -28,9 +28,9 @@ const callReferenceBatch = 1000
 
 // CallReferenceList reads which keys journaled calls under each of references: one
 // CallReference per (reference, key), none for a reference no key journaled. It reads the
-// journal a thousand references at a time, each batch one index scan
-// (pgsaga_call_reference_idx). Reconciliation calls it with the references of the provider's
-// charges.
+// journal a thousand references at a time, each batch two index scans (the key rows' entries,
+// pgsaga_key_call_reference_idx, and pgsaga_call's, pgsaga_call_reference_idx). Reconciliation
+// calls it with the references of the provider's charges.
 //
 // Completed keys are deleted with their journals after their retention (KeyDeleteExpired): a
 // reference older than that is found under no key.

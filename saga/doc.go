@@ -16,8 +16,10 @@
 //     the retry starts fresh. A phased operation leaves a started key whose lease expires; the
 //     next retry, the worker (package recovery, package worker) or an operator takes the lease
 //     over and falls through the remaining phases.
-//   - External calls: each attempt is journaled (pgsaga_call) in the same fenced write that
-//     renews the lease, before it is sent, and its outcome class is recorded after. A call runs
+//   - External calls: each attempt is journaled in the same fenced write that renews the lease
+//     (the call a key's claim journals in the key row itself, every other attempt in
+//     pgsaga_call; pgsaga_call_journal is both), before it is sent, and its outcome class is
+//     recorded after. A call runs
 //     only under a lease that covers it — leases are measured from the moment they are written,
 //     the call is cut a quarter of a lease before its lease ends, and heartbeats keep a long call
 //     leased — so one key's call never runs twice at once. On resume the call learns from the

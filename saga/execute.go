@@ -58,12 +58,14 @@ type execution struct {
 	by   string
 }
 
-// journaledCall is a call whose journal row a write committed, with what it said of the call's
+// journaledCall is a call whose journal entry a write committed, with what it said of the call's
 // earlier attempts.
 type journaledCall struct {
 	start   *callStart
 	written *written
 	at      time.Time // when the write returned
+	// inRow is true when the entry is in the key row: the key's claim journaled the call.
+	inRow bool
 }
 
 func (c *Client) newExecution(op *phases.Operation, req *Request, hash []byte) *execution {
@@ -202,7 +204,7 @@ func (e *execution) wrote(w *keyWrite, out *written, sent time.Time) {
 		e.leaseFrom(sent, out.leaseLeft)
 	}
 	if w.next != nil {
-		e.journaled = &journaledCall{start: w.next, written: out, at: time.Now()}
+		e.journaled = &journaledCall{start: w.next, written: out, at: time.Now(), inRow: w.kind == writeClaim}
 	}
 }
 

@@ -32,6 +32,7 @@ func TestKeyInvariantsCheckFindsEveryBrokenRow(t *testing.T) {
 		{"started", "t", "valid-00001", "started", "reserve", lease, nil, nil, nil, 1, ""},
 		{"completed", "t", "valid-00002", "completed", "finished", nil, 201, "{}", at, 2, ""},
 		{"failed", "t", "valid-00003", "failed", "reserve", lease, nil, nil, nil, 3, ""},
+		{"started at its first call", "t", "valid-00004", "started", "created", lease, nil, nil, nil, 1, ""},
 		{"started without a lease", "t", "key-00001", "started", "started", nil, nil, nil, nil, 1, "state machine"},
 		{"started with a response", "t", "key-00002", "started", "started", lease, 200, "{}", nil, 1, "state machine"},
 		{"completed without a response", "t", "key-00003", "completed", "finished", lease, nil, nil, at, 1, "state machine"},
@@ -64,6 +65,14 @@ func TestKeyInvariantsCheckFindsEveryBrokenRow(t *testing.T) {
 		VALUES ('t', 'a', 'valid-00003', 'charge', 1, now(), now(), 'succeeded'),
 		       ('t', 'a', 'valid-00003', 'refund', 1, now(), now(), 'maybe')`)
 	require.NoError(t, err)
+	// A key's first entry lives in its row (migration 009): valid, and a second entry for the same
+	// attempt, in pgsaga_call, is not.
+	_, err = db.Pool.Exec(t.Context(), `UPDATE pgsaga_key SET call_step = 'charge', call_started_at = now(), call_deadline = now()
+		WHERE key IN ('valid-00002', 'valid-00004')`)
+	require.NoError(t, err)
+	_, err = db.Pool.Exec(t.Context(), `INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, started_at, deadline)
+		VALUES ('t', 'a', 'valid-00002', 'charge', 2, now(), now()), ('t', 'a', 'valid-00004', 'charge', 1, now(), now())`)
+	require.NoError(t, err)
 
 	broken, err := dbtest.KeyInvariantViolations(t.Context(), db.Pool)
 	require.NoError(t, err)
@@ -77,9 +86,10 @@ func TestKeyInvariantsCheckFindsEveryBrokenRow(t *testing.T) {
 	} {
 		want["pgsaga_key ("+tc.tenant+", a, "+tc.key+")"] = tc.rule + ":"
 	}
-	want["pgsaga_call (t, a, gone-000001)"] = "journal: a call attempt"
-	want["pgsaga_call (t, a, valid-00001)"] = "journal: a call attempt" // attempt 2 of a key at its first attempt
-	want["pgsaga_call (t, a, valid-00003)"] = "journal: an outcome"
+	want["pgsaga_call_journal (t, a, gone-000001)"] = "journal: a call attempt"
+	want["pgsaga_call_journal (t, a, valid-00001)"] = "journal: a call attempt" // attempt 2 of a key at its first attempt
+	want["pgsaga_call_journal (t, a, valid-00003)"] = "journal: an outcome"
+	want["pgsaga_call_journal (t, a, valid-00004)"] = "journal: one entry per call attempt"
 	got := map[string]string{}
 	for _, line := range broken {
 		row, rest, ok := strings.Cut(line, ") ")

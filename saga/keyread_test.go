@@ -152,8 +152,8 @@ func TestKeyDeleteExpiredTakesTheJournalAlongAndKeepsOpenKeys(t *testing.T) {
 	require.Equal(t, 5, n)
 	require.Equal(t, []int{2, 4, 5}, batches)
 	require.Equal(t, 2, h.count(`SELECT count(*) FROM pgsaga_key`), "started and parked keys are never deleted")
-	require.Zero(t, h.count(`SELECT count(*) FROM pgsaga_call WHERE key LIKE 'done-%'`), "the journal goes with its key")
-	require.Equal(t, 2, h.count(`SELECT count(*) FROM pgsaga_call`), "the open keys keep theirs")
+	require.Zero(t, h.count(`SELECT count(*) FROM pgsaga_call_journal WHERE key LIKE 'done-%'`), "the journal goes with its key")
+	require.Equal(t, 2, h.count(`SELECT count(*) FROM pgsaga_call_journal`), "the open keys keep theirs")
 
 	negative := -time.Second
 	_, err = h.client.KeyDeleteExpired(ctx, &saga.KeyDeleteExpiredParams{OlderThan: &negative})

@@ -94,7 +94,7 @@ func TestQuietFirstPhaseClaimsWithoutReadingFirst(t *testing.T) {
 	require.NoError(t, err)
 	requireTripsLike(t, counter.Take(),
 		"SELECT operation, method, path",
-		"WITH k AS (INSERT INTO pgsaga_key", // the claim and the call's journal row, alone: no BEGIN, no COMMIT
+		"INSERT INTO pgsaga_key", // the claim, the call's journal entry in it, alone: no BEGIN, no COMMIT
 		"WITH k AS ( UPDATE pgsaga_key SET status = 'completed'",
 	)
 
@@ -103,7 +103,7 @@ func TestQuietFirstPhaseClaimsWithoutReadingFirst(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, res.Replayed)
 	requireTripsLike(t, counter.Take(),
-		"WITH k AS (INSERT INTO pgsaga_key", // claims, journaling the call: the key is new
+		"INSERT INTO pgsaga_key", // claims, journaling the call: the key is new
 		"WITH k AS ( UPDATE pgsaga_key SET status = 'completed'",
 	)
 
@@ -112,10 +112,10 @@ func TestQuietFirstPhaseClaimsWithoutReadingFirst(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Replayed)
 	require.Equal(t, http.StatusCreated, res.Response.Status)
-	requireTripsLike(t, counter.Take(), "WITH k AS (INSERT INTO pgsaga_key", "SELECT operation, method, path")
+	requireTripsLike(t, counter.Take(), "INSERT INTO pgsaga_key", "SELECT operation, method, path")
 	_, err = run("quiet-0002", `{"other":1}`)
 	require.ErrorIs(t, err, saga.ErrKeyReused)
-	requireTripsLike(t, counter.Take(), "WITH k AS (INSERT INTO pgsaga_key", "SELECT operation, method, path")
+	requireTripsLike(t, counter.Take(), "INSERT INTO pgsaga_key", "SELECT operation, method, path")
 	require.EqualValues(t, 2, calls.Load(), "a retry runs no call")
 
 	// The phase sends a statement after all: it is claimed as any other, and the client reads
@@ -132,7 +132,7 @@ func TestQuietFirstPhaseClaimsWithoutReadingFirst(t *testing.T) {
 	requireTripsLike(t, counter.Take(),
 		"SELECT operation, method, path",
 		"begin + INSERT INTO effects",
-		"WITH k AS (INSERT INTO pgsaga_key + commit",
+		"INSERT INTO pgsaga_key + commit",
 		"WITH k AS ( UPDATE pgsaga_key SET status = 'completed'",
 	)
 	require.Equal(t, 1, countEffects(t, db, "quiet-0003"))

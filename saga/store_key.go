@@ -92,11 +92,14 @@ type keyWrite struct {
 	traceContext string
 }
 
-// callDone is an external call's outcome, for its journal row.
+// callDone is an external call's outcome, for its journal entry.
 type callDone struct {
 	step       string
 	outcome    phases.CallOutcome
 	providerID string
+	// inRow is true when the call's journal entry is in the key row (the call the key's claim
+	// journaled), not a pgsaga_call row of its own.
+	inRow bool
 }
 
 // callStart is the journal row of a call about to be sent: its step (with the step's former
@@ -199,31 +202,40 @@ func (w *keyWrite) statement(h *holder, req *Request, hash []byte, a *args) (*ke
 		if err != nil {
 			return nil, err
 		}
-		s.sql, s.read = completeSQL, readFenced
+		s.sql, s.read = inRow(w.done, completeSQL, completeCallInRowSQL), readFenced
 		p := completeParams{fencedParams: fenced, state: state, status: status, headers: headers, body: body,
 			retentionMs: millis(w.retention)}
 		p.add(a)
 	case writeAdvance:
-		s.sql, s.read = advanceSQL, readAdvanced
+		s.sql, s.read = inRow(w.done, advanceSQL, advanceCallInRowSQL), readAdvanced
 		p := advanceParams{fencedParams: fenced, recoveryPoint: w.recoveryPoint, state: state, leaseMs: millis(w.lease)}
 		if n := w.next; n != nil {
 			p.next, p.steps = n, append([]string{n.step}, n.aliases...)
 		}
 		p.add(a)
 	case writeRelease:
-		s.sql, s.read = releaseSQL, readFenced
+		s.sql, s.read = inRow(w.done, releaseSQL, releaseCallInRowSQL), readFenced
 		p := releaseParams{fencedParams: fenced, lastError: w.lastError, retryInMs: millis(max(w.retryIn, 0))}
 		if w.unspent {
 			p.unspent = 1
 		}
 		p.add(a)
 	case writePark:
-		s.sql, s.read = parkSQL, readFenced
+		s.sql, s.read = inRow(w.done, parkSQL, parkCallInRowSQL), readFenced
 		p := parkParams{fencedParams: fenced, recoveryPoint: w.recoveryPoint, lastError: w.lastError, reason: w.reason}
 		p.add(a)
 	}
 	s.args = a.slice()
 	return s, nil
+}
+
+// inRow is the form of a fenced write that records done where its journal entry lives: inKeyRow
+// when that is the key row, otherwise sql (which also serves a write after no call).
+func inRow(done *callDone, sql, inKeyRow string) string {
+	if done != nil && done.inRow {
+		return inKeyRow
+	}
+	return sql
 }
 
 // claim prepares s as the claim of a key in the state w describes.

@@ -22,23 +22,42 @@ func newToken() pgtype.UUID { return pgtype.UUID{Bytes: uuid.New(), Valid: true}
 // heartbeatSQL extends the lease of a key whose call is under way, and the latest moment the
 // call may be sent (its journal row's deadline) with it, fenced like every write ($6: the call's
 // step, $7: the execution's attempt); it raises the in-flight window journaled for the attempt
-// to $8 when that is longer.
-const heartbeatSQL = `WITH k AS (
-	UPDATE pgsaga_key SET locked_until = clock_timestamp() + $5::bigint * interval '1 millisecond',
-		updated_at = clock_timestamp()
-	` + fencedKeySQL + `
-	RETURNING locked_until),
+// to $8 when that is longer. heartbeatCallInRowSQL does the same when the call's journal entry
+// is in the key row (the call its claim journaled), the deadline computed after the lease so
+// never earlier.
+const (
+	heartbeatSQL = `WITH k AS (` + heartbeatSetSQL + heartbeatTailSQL + `,
 journal AS (
 	UPDATE pgsaga_call SET deadline = (SELECT locked_until FROM k),
 		max_in_flight_ms = greatest(coalesce(max_in_flight_ms, 0), $8)
-	WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND step = $6 AND attempt = $7 AND EXISTS (SELECT FROM k))
+	WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND step = $6 AND attempt = $7 AND EXISTS (SELECT FROM k))` +
+		heartbeatSelectSQL
+	heartbeatCallInRowSQL = `WITH k AS (` + heartbeatSetSQL + `,
+		call_deadline = CASE WHEN $7::integer = 1 AND call_step = $6::text
+			THEN clock_timestamp() + $5::bigint * interval '1 millisecond' ELSE call_deadline END,
+		call_max_in_flight_ms = CASE WHEN $7::integer = 1 AND call_step = $6::text
+			THEN greatest(coalesce(call_max_in_flight_ms, 0), $8) ELSE call_max_in_flight_ms END` +
+		heartbeatTailSQL + heartbeatSelectSQL
+	heartbeatSetSQL = `
+	UPDATE pgsaga_key SET locked_until = clock_timestamp() + $5::bigint * interval '1 millisecond',
+		updated_at = clock_timestamp()`
+	heartbeatTailSQL = `
+	` + fencedKeySQL + `
+	RETURNING locked_until)`
+	heartbeatSelectSQL = `
 SELECT ` + fenceSQL + `, max((extract(epoch FROM k.locked_until - clock_timestamp()) * 1000)::bigint) FROM k`
+)
 
 // heartbeat renews the lease of a key whose call step runs, journals window as the attempt's
-// in-flight window when it is longer than the one journaled, and returns the lease left.
-func heartbeat(ctx context.Context, q queryer, h *holder, lease time.Duration, step string, window time.Duration) (time.Duration, error) {
+// in-flight window when it is longer than the one journaled (in the key row when inRow), and
+// returns the lease left.
+func heartbeat(ctx context.Context, q queryer, h *holder, lease time.Duration, step string, window time.Duration, inRow bool) (time.Duration, error) {
+	sql := heartbeatSQL
+	if inRow {
+		sql = heartbeatCallInRowSQL
+	}
 	var leftMs int64
-	err := q.QueryRow(ctx, heartbeatSQL, h.scope.Tenant, h.scope.Actor, h.key, &h.token, lease.Milliseconds(), step, h.attempt,
+	err := q.QueryRow(ctx, sql, h.scope.Tenant, h.scope.Actor, h.key, &h.token, lease.Milliseconds(), step, h.attempt,
 		window.Milliseconds()).Scan(nil, &leftMs)
 	if isFence(err) {
 		return 0, ErrLeaseLost
@@ -82,11 +101,13 @@ type resumeCalls struct {
 // before a call ($4-$8: resumeCalls, in every statement that takes keys over), that call's
 // attempt with the new lease's end as its deadline — unless the execution will park at once
 // ($9: the attempt budget applies, and it is spent or the key is older than the operation's
-// MaxAge), as resume checks again. Its downstream reference is copied from the call's first journal row, which the
-// write that reached this recovery point (the phase before the call, or the claim of a key that
-// begins with it) committed: the reference derives from the values saved up to that point, which
-// do not change until the next phase commits. A key with no such row (its step renamed since)
-// gets none here; the engine then journals the call in a write of its own, as before.
+// MaxAge), as resume checks again. Its downstream reference is copied from the call's first
+// journal entry (in the key row when the key's claim journaled the call, else a pgsaga_call row),
+// which the write that reached this recovery point (the phase before the call, or the claim of a
+// key that begins with it) committed: the reference derives from the values saved up to that
+// point, which do not change until the next phase commits. A key with no such entry (its step
+// renamed since) gets none here; the engine then journals the call in a write of its own, as
+// before. The attempts a takeover journals are pgsaga_call rows.
 const journalResumedCallSQL = `INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline)
 	SELECT t.tenant_id, t.actor_id, t.key, m.step, t.attempts, f.reference, clock_timestamp(), t.locked_until
 	FROM t
@@ -96,7 +117,7 @@ const journalResumedCallSQL = `INSERT INTO pgsaga_call (tenant_id, actor_id, key
 	 AND (NOT $9::bool OR (t.attempts - t.attempts_unspent <= m.max_attempts
 	      AND clock_timestamp() - t.created_at <= m.max_age_ms * interval '1 millisecond'))
 	CROSS JOIN LATERAL (
-		SELECT c.reference FROM pgsaga_call c
+		SELECT c.reference FROM pgsaga_call_journal c
 		WHERE c.tenant_id = t.tenant_id AND c.actor_id = t.actor_id AND c.key = t.key AND c.step = m.step
 		ORDER BY c.attempt LIMIT 1) f
 	RETURNING tenant_id, actor_id, key, step, reference`
@@ -109,7 +130,7 @@ const takenColumns = `t.tenant_id, t.actor_id, t.key, t.operation, t.method, t.p
 	t.last_error, t.next_attempt_at, t.parked_reason, t.response_status,
 	t.response_headers, t.response_body, t.completed_at, t.expires_at, t.created_at, t.updated_at,
 	t.leased, t.db_now, t.lease_token, t.trace_context, j.step, j.reference,
-	CASE WHEN j.step IS NOT NULL THEN (SELECT ` + priorCallsJSONSQL + ` FROM pgsaga_call c
+	CASE WHEN j.step IS NOT NULL THEN (SELECT ` + priorCallsJSONSQL + ` FROM pgsaga_call_journal c
 		WHERE c.tenant_id = t.tenant_id AND c.actor_id = t.actor_id AND c.key = t.key AND c.attempt < t.attempts) END
 FROM t LEFT JOIN journaled j ON j.tenant_id = t.tenant_id AND j.actor_id = t.actor_id AND j.key = t.key`
 

@@ -69,11 +69,12 @@ func listKeys(ctx context.Context, q pgxQuerier, p *KeyListParams, after *keyCur
 }
 
 // callReferencesSQL finds the keys that journaled calls under any of the references $1, with
-// the provider ids their attempts recorded: an index scan of pgsaga_call_reference_idx per
-// reference, then each key by its primary key.
+// the provider ids their attempts recorded: per reference, an index scan of the key rows'
+// entries (pgsaga_key_call_reference_idx) and one of pgsaga_call's (pgsaga_call_reference_idx),
+// then each key by its primary key.
 const callReferencesSQL = `SELECT c.reference, c.tenant_id, c.actor_id, c.key, k.status,
 	coalesce(array_agg(DISTINCT c.provider_id ORDER BY c.provider_id) FILTER (WHERE c.provider_id IS NOT NULL), '{}')
-FROM pgsaga_call c
+FROM pgsaga_call_journal c
 JOIN pgsaga_key k ON k.tenant_id = c.tenant_id AND k.actor_id = c.actor_id AND k.key = c.key
 WHERE c.reference = ANY($1::text[])
 GROUP BY c.reference, c.tenant_id, c.actor_id, c.key, k.status`
@@ -89,7 +90,7 @@ const keyDetailSQL = `SELECT
 	(SELECT coalesce(json_agg(json_build_object('step', c.step, 'attempt', c.attempt,
 			'reference', c.reference, 'started_at', c.started_at, 'ended_at', c.ended_at,
 			'outcome', c.outcome, 'provider_id', c.provider_id) ORDER BY c.started_at, c.attempt, c.step), '[]'::json)
-		FROM pgsaga_call c WHERE c.tenant_id = $1 AND c.actor_id = $2 AND c.key = $3),
+		FROM pgsaga_call_journal c WHERE c.tenant_id = $1 AND c.actor_id = $2 AND c.key = $3),
 	(SELECT coalesce(json_agg(json_build_object('at', a.at, 'by', a.by, 'action', a.action,
 			'outcome', a.outcome, 'note', a.note, 'reference', a.reference) ORDER BY a.id), '[]'::json)
 		FROM pgsaga_key_action a WHERE a.tenant_id = $1 AND a.actor_id = $2 AND a.key = $3)`

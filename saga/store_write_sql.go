@@ -50,20 +50,23 @@ const (
 		request_hash, request_body, status, recovery_point, state, lease_token, locked_until, trace_context)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'started', $9, $10, $11,
 		clock_timestamp() + $12::bigint * interval '1 millisecond', $13)`
-	claimStartedSQL = claimStartedInsertSQL + `
-	RETURNING created_at, (extract(epoch FROM locked_until - clock_timestamp()) * 1000)::bigint`
+	claimStartedSQL = claimStartedInsertSQL + claimStartedReturningSQL
 
-	// claimStartedJournalSQL is claimStartedSQL with the journal row of the call about to be
-	// sent (the key's first attempt), whose latest moment to send is the lease's end.
-	// Parameters: claimStartedParams and journalParams.
-	claimStartedJournalSQL          = `WITH k AS (` + claimStartedInsertSQL + claimStartedJournalTailSQL
-	claimStartedJournalOrNothingSQL = `WITH k AS (` + claimStartedInsertSQL + ` ON CONFLICT DO NOTHING` + claimStartedJournalTailSQL
-	claimStartedJournalTailSQL      = `
-	RETURNING created_at, locked_until),
-journaled AS (
-	INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline, max_in_flight_ms)
-	SELECT $1, $2, $3, $14, 1, $15, clock_timestamp(), k.locked_until, $16 FROM k)
-SELECT k.created_at, (extract(epoch FROM k.locked_until - clock_timestamp()) * 1000)::bigint FROM k`
+	// claimStartedJournalSQL is claimStartedSQL with the journal entry of the call about to be
+	// sent (the key's first attempt), in the key row itself (its call_* columns, migration 009):
+	// the call's step, its reference, the in-flight window it sends under, and its latest moment
+	// to send, the lease's end (computed after it, so never earlier). Parameters:
+	// claimStartedParams and callStart's.
+	claimStartedJournalInsertSQL = `INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
+		request_hash, request_body, status, recovery_point, state, lease_token, locked_until, trace_context,
+		call_step, call_reference, call_max_in_flight_ms, call_started_at, call_deadline)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'started', $9, $10, $11,
+		clock_timestamp() + $12::bigint * interval '1 millisecond', $13,
+		$14, $15, $16, clock_timestamp(), clock_timestamp() + $12::bigint * interval '1 millisecond')`
+	claimStartedJournalSQL          = claimStartedJournalInsertSQL + claimStartedReturningSQL
+	claimStartedJournalOrNothingSQL = claimStartedJournalInsertSQL + ` ON CONFLICT DO NOTHING` + claimStartedReturningSQL
+	claimStartedReturningSQL        = `
+	RETURNING created_at, (extract(epoch FROM locked_until - clock_timestamp()) * 1000)::bigint`
 
 	// claimParkedOrNothingSQL stores a key parked before any phase committed (a permanent
 	// failure of its first step), with the execution's token but no lease, and, as a finished
@@ -97,7 +100,7 @@ func (p *claimCompletedParams) add(a *args) {
 	a.textOrNull(p.traceContext)
 }
 
-// claimStartedParams are claimStartedSQL's, and, with journal set, claimStartedJournalSQL's.
+// claimStartedParams are claimStartedSQL's, and, with next set, claimStartedJournalSQL's.
 type claimStartedParams struct {
 	requestParams              // $1-$7
 	body          []byte       // $8: the request body, kept for resuming
@@ -122,7 +125,7 @@ func (p *claimStartedParams) add(a *args) {
 	}
 }
 
-// add adds the journal row of the call about to be sent: its step, its downstream reference
+// add adds the journal entry of the call about to be sent: its step, its downstream reference
 // (NULL when none) and the provider's in-flight window journaled with it.
 func (c *callStart) add(a *args) {
 	a.text(c.step)
@@ -181,6 +184,11 @@ func (p *fencedParams) add(a *args) {
 // The fenced writes of an execution holding a key (status started, its lease token), each
 // with the outcome of the call just made. $1-$8 are fencedParams in each; each statement's own
 // parameters follow from $9.
+//
+// Each comes in two forms, by where the journal entry of the call just made lives: its own
+// pgsaga_call row (the xSQL form, which also serves a write after no call), or the key row (the
+// xCallInRowSQL form: the call the key's claim journaled), where the key's own update records
+// the outcome and the statement touches no other table.
 const (
 	fencedKeySQL = `WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND lease_token = $4 AND status = 'started'`
 
@@ -193,6 +201,14 @@ const (
 	WHERE $6::text IS NOT NULL AND tenant_id = $1 AND actor_id = $2 AND key = $3 AND step = $6 AND attempt = $5
 	  AND EXISTS (SELECT FROM k))`
 
+	// recordCallInRowSQL records the outcome of the call the execution just made in the key
+	// row's journal entry, the tail of the key's SET list: only when that entry is the call's
+	// (its step, attempt 1), which the engine chose this form for.
+	recordCallInRowSQL = `,
+		call_outcome = CASE WHEN $5::integer = 1 AND call_step = $6::text THEN $7 ELSE call_outcome END,
+		call_provider_id = CASE WHEN $5::integer = 1 AND call_step = $6::text THEN $8 ELSE call_provider_id END,
+		call_ended_at = CASE WHEN $5::integer = 1 AND call_step = $6::text THEN clock_timestamp() ELSE call_ended_at END`
+
 	// notifyWaitersSQL wakes the duplicates waiting for this key (waitForKey), only when one
 	// set the key's waiters flag: NOTIFY takes a lock at COMMIT that serialises commits.
 	notifyWaitersSQL = `count(CASE WHEN k.waiters THEN pg_notify('` + notifyChannel + `',
@@ -201,13 +217,16 @@ const (
 	// completeSQL stores the response. The completion is never a HOT update (status is in the
 	// resumer's partial index), so it writes what it must and no more. Parameters:
 	// completeParams.
-	completeSQL = `WITH k AS (
+	completeSQL          = `WITH k AS (` + completeSetSQL + completeTailSQL + `,` + recordCallSQL + completeSelectSQL
+	completeCallInRowSQL = `WITH k AS (` + completeSetSQL + recordCallInRowSQL + completeTailSQL + completeSelectSQL
+	completeSetSQL       = `
 	UPDATE pgsaga_key SET status = 'completed', recovery_point = 'finished', state = $9, locked_until = NULL,
 		response_status = $10, response_headers = $11, response_body = $12, completed_at = clock_timestamp(),
-		expires_at = clock_timestamp() + $13::bigint * interval '1 millisecond', updated_at = clock_timestamp()
+		expires_at = clock_timestamp() + $13::bigint * interval '1 millisecond', updated_at = clock_timestamp()`
+	completeTailSQL = `
 	` + fencedKeySQL + `
-	RETURNING waiters),
-` + recordCallSQL + `
+	RETURNING waiters)`
+	completeSelectSQL = `
 SELECT ` + fenceSQL + `, ` + notifyWaitersSQL + ` FROM k`
 
 	// advanceSQL moves the key to the recovery point of the phase that committed (or of a
@@ -215,18 +234,21 @@ SELECT ` + fenceSQL + `, ` + notifyWaitersSQL + ` FROM k`
 	// ($12 not NULL), it returns what the journal says of that call's earlier attempts and the
 	// database's clock, which the engine converts their times from. It changes no indexed
 	// column: a HOT update. Parameters: advanceParams.
-	advanceSQL = `WITH k AS (
+	advanceSQL          = `WITH k AS (` + advanceSetSQL + advanceKeyTailSQL + `,` + recordCallSQL + `,` + advanceTailSQL
+	advanceCallInRowSQL = `WITH k AS (` + advanceSetSQL + recordCallInRowSQL + advanceKeyTailSQL + `,` + advanceTailSQL
+	advanceSetSQL       = `
 	UPDATE pgsaga_key SET recovery_point = $9, state = $10,
-		locked_until = clock_timestamp() + $11::bigint * interval '1 millisecond', updated_at = clock_timestamp()
+		locked_until = clock_timestamp() + $11::bigint * interval '1 millisecond', updated_at = clock_timestamp()`
+	advanceKeyTailSQL = `
 	` + fencedKeySQL + `
-	RETURNING locked_until),
-` + recordCallSQL + `,
+	RETURNING locked_until)`
+	advanceTailSQL = `
 journaled AS (
 	INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline, max_in_flight_ms)
 	SELECT $1, $2, $3, $12, $5, $13, clock_timestamp(), k.locked_until, $14 FROM k WHERE $12::text IS NOT NULL)
 SELECT ` + fenceSQL + `, max((extract(epoch FROM k.locked_until - clock_timestamp()) * 1000)::bigint),
 	(SELECT ` + priorCallsJSONSQL + `
-	 FROM pgsaga_call c
+	 FROM pgsaga_call_journal c
 	 WHERE $12::text IS NOT NULL AND c.tenant_id = $1 AND c.actor_id = $2 AND c.key = $3
 	   AND c.step = ANY($15::text[]) AND c.attempt < $5),
 	clock_timestamp()
@@ -235,26 +257,27 @@ FROM k`
 	// releaseSQL gives the lease back at once after a transient failure and schedules the next
 	// attempt. The recovery point and the saved values stay as the last phase committed them.
 	// Parameters: releaseParams.
-	releaseSQL = `WITH k AS (
+	releaseSQL          = `WITH k AS (` + releaseSetSQL + releaseTailSQL + `,` + recordCallSQL + releaseSelectSQL
+	releaseCallInRowSQL = `WITH k AS (` + releaseSetSQL + recordCallInRowSQL + releaseTailSQL + releaseSelectSQL
+	releaseSetSQL       = `
 	UPDATE pgsaga_key SET locked_until = clock_timestamp(), last_error = $9,
 		next_attempt_at = clock_timestamp() + $10::bigint * interval '1 millisecond',
-		attempts_unspent = attempts_unspent + $11::integer, updated_at = clock_timestamp()
+		attempts_unspent = attempts_unspent + $11::integer, updated_at = clock_timestamp()`
+	releaseTailSQL = `
 	` + fencedKeySQL + `
-	RETURNING 1),
-` + recordCallSQL + `
+	RETURNING 1)`
+	releaseSelectSQL = `
 SELECT ` + fenceSQL + `, count(*) FROM k`
 
 	// parkSQL parks the key for an operator, with its reason, at the recovery point where it
 	// stands (or "compensated"). Parameters: parkParams.
-	parkSQL = `WITH k AS (
+	parkSQL          = `WITH k AS (` + parkSetSQL + completeTailSQL + `,` + recordCallSQL + completeSelectSQL
+	parkCallInRowSQL = `WITH k AS (` + parkSetSQL + recordCallInRowSQL + completeTailSQL + completeSelectSQL
+	parkSetSQL       = `
 	UPDATE pgsaga_key SET status = 'failed', recovery_point = $9, locked_until = NULL, last_error = $10,
-		parked_reason = $11, updated_at = clock_timestamp()
-	` + fencedKeySQL + `
-	RETURNING waiters),
-` + recordCallSQL + `
-SELECT ` + fenceSQL + `, ` + notifyWaitersSQL + ` FROM k`
+		parked_reason = $11, updated_at = clock_timestamp()`
 
-	// priorCallsJSONSQL aggregates journal rows c, oldest attempt first.
+	// priorCallsJSONSQL aggregates journal entries c (pgsaga_call_journal), oldest attempt first.
 	priorCallsJSONSQL = `coalesce(json_agg(json_build_object('step', c.step, 'attempt', c.attempt,
 		'reference', c.reference, 'started_at', c.started_at, 'ended_at', c.ended_at, 'deadline', c.deadline,
 		'max_in_flight_ms', c.max_in_flight_ms, 'outcome', c.outcome, 'provider_id', c.provider_id)

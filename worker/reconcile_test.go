@@ -42,7 +42,7 @@ func TestWorkerReconciles(t *testing.T) {
 	pay()
 	lost := pay()
 	var lostRef string
-	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT reference FROM pgsaga_call WHERE key = $1`, lost).Scan(&lostRef))
+	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT reference FROM pgsaga_call_journal WHERE key = $1`, lost).Scan(&lostRef))
 	for _, sql := range []string{`DELETE FROM pgsaga_call WHERE key = $1`, `DELETE FROM pgsaga_key WHERE key = $1`} {
 		_, err := db.Pool.Exec(t.Context(), sql, lost)
 		require.NoError(t, err)

@@ -26,7 +26,7 @@ func TestReconcileAgainstTheSimulator(t *testing.T) {
 	pay()
 	lost := pay()
 	var ref string
-	require.NoError(t, w.db.Pool.QueryRow(t.Context(), `SELECT reference FROM pgsaga_call WHERE key = $1`, lost).Scan(&ref))
+	require.NoError(t, w.db.Pool.QueryRow(t.Context(), `SELECT reference FROM pgsaga_call_journal WHERE key = $1`, lost).Scan(&ref))
 
 	r := pgsaga(t, nil, "reconcile", url, "--gateway-url", w.simURL, "--since", "1h", "--json")
 	require.Equal(t, 0, r.code, r.String())

@@ -116,11 +116,14 @@ func (e *chaosEnv) key(as who, key string) *saga.Key {
 // expireLease ends a key's lease now, on the database clock, as waiting it out would.
 func (e *chaosEnv) expireLease(key string) {
 	e.t.Helper()
-	tag, err := e.db.Pool.Exec(e.t.Context(), `UPDATE pgsaga_key SET locked_until = now() - interval '1 second' WHERE key = $1 AND status = 'started'`, key)
+	// A call may be sent until its lease's end (its journal deadline, in the key row or in
+	// pgsaga_call): that time has passed too, or gateway.Execute would rightly wait for a request
+	// the dead execution may still send.
+	tag, err := e.db.Pool.Exec(e.t.Context(), `UPDATE pgsaga_key SET locked_until = now() - interval '1 second',
+		call_deadline = CASE WHEN call_ended_at IS NULL AND call_deadline > now() THEN now() - interval '1 second' ELSE call_deadline END
+		WHERE key = $1 AND status = 'started'`, key)
 	require.NoError(e.t, err)
 	require.EqualValues(e.t, 1, tag.RowsAffected(), "no started key %s to expire", key)
-	// A call may be sent until its lease's end (its journal deadline): that time has passed too,
-	// or gateway.Execute would rightly wait for a request the dead execution may still send.
 	_, err = e.db.Pool.Exec(e.t.Context(), `UPDATE pgsaga_call SET deadline = now() - interval '1 second' WHERE key = $1 AND ended_at IS NULL AND deadline > now()`, key)
 	require.NoError(e.t, err)
 }

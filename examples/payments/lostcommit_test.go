@@ -56,7 +56,7 @@ func TestReexecutionAfterLostCommitsChargesOnce(t *testing.T) {
 			paymentID := first.json(t)["id"].(string)
 			var reference string
 			require.NoError(t, e.db.Pool.QueryRow(t.Context(),
-				`SELECT reference FROM pgsaga_call WHERE key = $1`, key).Scan(&reference))
+				`SELECT reference FROM pgsaga_call_journal WHERE key = $1`, key).Scan(&reference))
 			require.Equal(t, 1, e.sim.TotalCharges())
 
 			e.loseCommits(alice, key, inv, paymentID)
@@ -68,7 +68,7 @@ func TestReexecutionAfterLostCommitsChargesOnce(t *testing.T) {
 			require.Equal(t, paymentID, again.json(t)["id"], "the same payment id")
 			var againReference string
 			require.NoError(t, e.db.Pool.QueryRow(t.Context(),
-				`SELECT reference FROM pgsaga_call WHERE key = $1`, key).Scan(&againReference))
+				`SELECT reference FROM pgsaga_call_journal WHERE key = $1`, key).Scan(&againReference))
 			require.Equal(t, reference, againReference, "the same downstream reference")
 			e.requirePaidOnce(alice, inv, 5000, again.json(t))
 			require.Equal(t, first.body, again.body, "the same answer")

@@ -134,7 +134,7 @@ func TestRoundTripBudget(t *testing.T) {
 			"SELECT operation, method, path", // the key is new
 			// payment_created
 			"begin + WITH reserved AS ( UPDATE invoices", // business: reserve the amount, insert the pending payment
-			"WITH k AS (INSERT INTO pgsaga_key + commit", // the claim at recovery point payment_created, journaling the charge
+			"INSERT INTO pgsaga_key + commit",            // the claim at recovery point payment_created, journaling the charge in the key row
 			// charged: the gateway call, no statement
 			// result_recorded
 			"begin + WITH settled AS ( UPDATE payments",                       // business: settle the payment and the invoice

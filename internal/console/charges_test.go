@@ -23,7 +23,7 @@ func TestUnmatchedCharges(t *testing.T) {
 	inv, _ := e.invoice(alice, 5000)
 	lost, _ := e.payment(alice, inv, 2000, http.StatusCreated)
 	var ref string
-	require.NoError(t, e.db.Pool.QueryRow(t.Context(), `SELECT reference FROM pgsaga_call WHERE key = $1`, lost).Scan(&ref))
+	require.NoError(t, e.db.Pool.QueryRow(t.Context(), `SELECT reference FROM pgsaga_call_journal WHERE key = $1`, lost).Scan(&ref))
 	for _, sql := range []string{`DELETE FROM pgsaga_call WHERE key = $1`, `DELETE FROM pgsaga_key WHERE key = $1`} {
 		_, err := e.db.Pool.Exec(t.Context(), sql, lost)
 		require.NoError(t, err)

@@ -118,19 +118,18 @@ func CreateEffectTable(t testing.TB, pool *pgxpool.Pool) {
 
 // SeedCrashed inserts n OpEffect keys as a process that died right after the first phase leaves
 // them: started at recovery point "created", with a lease that expired a second ago, and the
-// journal row of the "effect" call that the first phase committed with it (never sent). The
-// keys are "<prefix>-00000" onwards, in Scope.
+// journal entry of the "effect" call that the first phase's claim committed in the key row
+// (never sent). The keys are "<prefix>-00000" onwards, in Scope.
 func SeedCrashed(t testing.TB, pool *pgxpool.Pool, prefix string, n int) []string {
 	t.Helper()
-	_, err := pool.Exec(t.Context(), `WITH k AS (INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
-			request_hash, request_body, status, recovery_point, lease_token, locked_until, next_attempt_at)
+	_, err := pool.Exec(t.Context(), `INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
+			request_hash, request_body, status, recovery_point, lease_token, locked_until, next_attempt_at,
+			call_step, call_started_at, call_deadline)
 		SELECT $4, $5, $1 || '-' || lpad(i::text, 5, '0'), $3, 'POST', '/effects',
 			sha256('{}'::bytea), '{}'::bytea, 'started', 'created', gen_random_uuid(),
-			now() - interval '1 second', now() - interval '1 second'
-		FROM generate_series(0, $2 - 1) AS i
-		RETURNING tenant_id, actor_id, key, locked_until)
-		INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, started_at, deadline)
-		SELECT tenant_id, actor_id, key, 'effect', 1, locked_until - interval '30 seconds', locked_until FROM k`,
+			now() - interval '1 second', now() - interval '1 second',
+			'effect', now() - interval '31 seconds', now() - interval '1 second'
+		FROM generate_series(0, $2 - 1) AS i`,
 		prefix, n, OpEffect, Scope.Tenant, Scope.Actor)
 	require.NoError(t, err)
 	keys := make([]string, n)
