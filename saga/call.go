@@ -105,6 +105,7 @@ func (e *execution) call(ctx context.Context, i int) error {
 		return nil
 	}
 	w := e.advance("", resp)
+	w.alone = true
 	out, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args)
 	if err != nil {
 		return err

@@ -148,6 +148,7 @@ func (e *execution) atomic(ctx context.Context, i int) error {
 		}
 		w.next = start
 	}
+	w.alone = !tx.Begun()
 	s, err := w.statement(&e.h, e.req, e.hash, &e.args)
 	if err != nil {
 		e.st.Reset(e.committed)

@@ -79,6 +79,37 @@ func TestLostLeaseIsNeverAnsweredAsInvalidRequest(t *testing.T) {
 		})
 	}
 
+	// A completion that goes alone (its phase sent no statement) does not raise when its lease
+	// was taken over: it matches no row and commits nothing by itself, and that is the fence. The
+	// zombie answers from the key at once: its completion, then the read, and no release.
+	t.Run("a completion alone finds no row", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, nil, divideOps)
+		counter := &chaos.Counter{}
+		pool, err := chaos.CountingPool(t.Context(), h.db.URL, 4, counter)
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+		zombie, err := saga.NewClient(&saga.Config{DB: pool, Operations: chaos.WrapOperations(divideOps(h), h.points)})
+		require.NoError(t, err)
+		key := "alone-" + newID()
+		gate := h.points.Block(chaos.AfterStep(opDivide, "divided"))
+		var res *saga.Result
+		a := chaos.Start(func() { res, err = zombie.Run(t.Context(), opDivide, h.req(key, `{"quiet":true}`)) })
+		<-gate.Reached()
+		h.expireLease(key)
+		_, resumeErr := h.newClient(nil, divideOps).Resume(t.Context(), h.scope, key, nil)
+		require.NoError(t, resumeErr)
+		counter.Take()
+		gate.Release()
+		require.False(t, a.Wait())
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, res.Response.Status)
+		require.False(t, res.Replayed)
+		requireTripsLike(t, counter.Take(), "UPDATE pgsaga_key SET status = 'completed'", "SELECT operation, method, path")
+		require.Equal(t, 1, h.count(`SELECT count(*) FROM pgsaga_key WHERE key = $1 AND call_outcome IS NULL AND attempts = 2`, key),
+			"the zombie recorded nothing of its call")
+	})
+
 	t.Run("division by zero in the business statement", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, nil, divideOps)

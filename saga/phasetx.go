@@ -50,7 +50,7 @@ func commitPhase(ctx context.Context, tx *pgpipe.Tx, s *keyStatement, fenced boo
 	} else {
 		qq.QueryRow(func(row pgx.Row) error {
 			err := s.read(row, out)
-			lost = fenced && isFence(err)
+			lost = fenced && s.fence(err)
 			return err
 		})
 	}

@@ -95,7 +95,7 @@ func TestQuietFirstPhaseClaimsWithoutReadingFirst(t *testing.T) {
 	requireTripsLike(t, counter.Take(),
 		"SELECT operation, method, path",
 		"INSERT INTO pgsaga_key", // the claim, the call's journal entry in it, alone: no BEGIN, no COMMIT
-		"WITH k AS ( UPDATE pgsaga_key SET status = 'completed'",
+		"UPDATE pgsaga_key SET status = 'completed'", // alone: no row back would be the fence
 	)
 
 	// Now a new key costs two round trips, the floor of two writes.
@@ -104,7 +104,7 @@ func TestQuietFirstPhaseClaimsWithoutReadingFirst(t *testing.T) {
 	require.False(t, res.Replayed)
 	requireTripsLike(t, counter.Take(),
 		"INSERT INTO pgsaga_key", // claims, journaling the call: the key is new
-		"WITH k AS ( UPDATE pgsaga_key SET status = 'completed'",
+		"UPDATE pgsaga_key SET status = 'completed'", // alone: no row back would be the fence
 	)
 
 	// A retry: the claim finds the key stored (and writes nothing), the read answers.
@@ -133,7 +133,7 @@ func TestQuietFirstPhaseClaimsWithoutReadingFirst(t *testing.T) {
 		"SELECT operation, method, path",
 		"begin + INSERT INTO effects",
 		"INSERT INTO pgsaga_key + commit",
-		"WITH k AS ( UPDATE pgsaga_key SET status = 'completed'",
+		"UPDATE pgsaga_key SET status = 'completed'", // alone: no row back would be the fence
 	)
 	require.Equal(t, 1, countEffects(t, db, "quiet-0003"))
 }

@@ -87,6 +87,10 @@ type keyWrite struct {
 	// orNothing makes a claim return no row, rather than raise a unique violation, when the key
 	// exists: for claims that are not followed by a COMMIT of other writes.
 	orNothing bool
+	// alone is true when the write is its transaction's only statement (autocommitted: the phase
+	// sent none): a fenced write that matches no row then commits nothing by itself, and needs
+	// not raise.
+	alone bool
 	// traceContext is the claiming request's W3C traceparent, stored with the key ("" when the
 	// request is not traced: NULL).
 	traceContext string
@@ -178,6 +182,9 @@ type keyStatement struct {
 	// exec is set for statements that return no row (claims of finished keys): rows tells
 	// whether the statement wrote.
 	exec bool
+	// noRowIsFence is set for fenced writes that return no row, rather than raise, when the
+	// lease was taken over (they go alone: see keyWrite.alone).
+	noRowIsFence bool
 }
 
 // statement prepares w as h's write, its arguments in a; req and hash are those of a claim.
@@ -203,6 +210,9 @@ func (w *keyWrite) statement(h *holder, req *Request, hash []byte, a *args) (*ke
 			return nil, err
 		}
 		s.sql, s.read = inRow(w.done, completeSQL, completeCallInRowSQL), readFenced
+		if w.alone && w.done != nil && w.done.inRow {
+			s.sql, s.read, s.noRowIsFence = completeCallInRowAloneSQL, readAlone, true
+		}
 		p := completeParams{fencedParams: fenced, state: state, status: status, headers: headers, body: body,
 			retentionMs: millis(w.retention)}
 		p.add(a)
@@ -296,6 +306,12 @@ func readFenced(row pgx.Row, _ *written) error {
 	return row.Scan(nil, nil)
 }
 
+// readAlone reads the row of a fenced write that goes alone (noRowIsFence), which reports
+// nothing.
+func readAlone(row pgx.Row, _ *written) error {
+	return row.Scan(nil)
+}
+
 func readAdvanced(row pgx.Row, out *written) error {
 	var (
 		leftMs pgtype.Int8
@@ -332,7 +348,7 @@ func writeKey(ctx context.Context, q queryer, h *holder, req *Request, hash []by
 	switch {
 	case errors.Is(err, pgx.ErrNoRows) && w.orNothing:
 		return nil, false, nil
-	case w.kind != writeClaim && isFence(err):
+	case w.kind != writeClaim && s.fence(err):
 		return nil, false, ErrLeaseLost
 	case err != nil:
 		return nil, false, fmt.Errorf("error writing key: %w", asDuplicate(err))
@@ -347,6 +363,11 @@ const (
 	sqlstateFence = "PGS01"
 	keyPrimaryKey = "pgsaga_key_pkey"
 )
+
+// fence reports whether err, the error of fenced write s, says the lease was taken over.
+func (s *keyStatement) fence(err error) bool {
+	return isFence(err) || (s.noRowIsFence && errors.Is(err, pgx.ErrNoRows))
+}
 
 // isFence reports whether err is the fence's: the lease was taken over.
 func isFence(err error) bool {

@@ -229,6 +229,14 @@ const (
 	completeSelectSQL = `
 SELECT ` + fenceSQL + `, ` + notifyWaitersSQL + ` FROM k`
 
+	// completeCallInRowAloneSQL is completeCallInRowSQL for a completion that is its transaction's
+	// only statement (the phase sent none, or a call's step answered): a completion that matches
+	// no row commits nothing, so no row back is the fence, and it needs no CTE to raise. The
+	// waiters' notification rides in RETURNING.
+	completeCallInRowAloneSQL = completeSetSQL + recordCallInRowSQL + `
+	` + fencedKeySQL + `
+	RETURNING CASE WHEN waiters THEN pg_notify('` + notifyChannel + `', json_build_array($1::text, $2::text, $3::text)::text) END`
+
 	// advanceSQL moves the key to the recovery point of the phase that committed (or of a
 	// compensation), renewing the lease; with the journal row of the call about to be made
 	// ($12 not NULL), it returns what the journal says of that call's earlier attempts and the

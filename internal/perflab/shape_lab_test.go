@@ -236,60 +236,69 @@ func (s shape) variant() variant {
 					return err
 				}
 			}
-			for _, q := range []string{
-				`INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path, request_hash, request_body,
+			return fill(ctx, p)
+		},
+		op: s.op,
+	}
+}
+
+// fill fills a migrated key table with 20,000 completed phased keys (their journal in
+// pgsaga_call) and analyzes it: the steady state a running service sees.
+func fill(ctx context.Context, p *pgxpool.Pool) error {
+	for _, q := range []string{
+		`INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path, request_hash, request_body,
 	status, recovery_point, state, lease_token, response_status, response_headers, response_body, completed_at, expires_at)
 SELECT 't-sbs', 'a-sbs', 'fill-' || i, 'sbs_phased', 'POST', '/sbs_phased', '\x00', '{"amount":100}',
 	'completed', 'finished', '{}', gen_random_uuid(), 201, '{}', '{"ok":true}', now(), now() + interval '1 day'
 FROM generate_series(1, 20000) i`,
-				`INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline, ended_at, outcome)
+		`INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline, ended_at, outcome)
 SELECT 't-sbs', 'a-sbs', 'fill-' || i, 'charged', 1, 'ref_fill' || i, now(), now(), now(), 'succeeded'
 FROM generate_series(1, 20000) i`,
-				`VACUUM ANALYZE pgsaga_key`, `VACUUM ANALYZE pgsaga_call`,
-			} {
-				if _, err := p.Exec(ctx, q); err != nil {
-					return fmt.Errorf("%s: %w", q[:30], err)
-				}
-			}
-			return nil
-		},
-		op: func(ctx context.Context, p *pgxpool.Pool, i int) error {
-			key := fmt.Sprintf("k-%09d", i)
-			if s.randomKeys {
-				key = uuid.NewString()
-			}
-			token := pgtype.UUID{Bytes: uuid.New(), Valid: true}
-			var created pgtype.Timestamptz
-			var left int64
-			if err := p.QueryRow(ctx, s.claim, s.claimArgs(key, &token)...).Scan(&created, &left); err != nil {
-				return fmt.Errorf("claim: %w", err)
-			}
-			if s.removeEvery > 0 && i%s.removeEvery == 0 {
-				if _, err := p.Exec(ctx, lazyRemoveSQL); err != nil {
-					return fmt.Errorf("removal: %w", err)
-				}
-			}
-			if s.completeRe {
-				return p.QueryRow(ctx, s.complete, s.doneArgs(key, &token)...).Scan(nil, nil)
-			}
-			rows, err := p.Query(ctx, s.complete, s.doneArgs(key, &token)...)
-			if err != nil {
-				return err
-			}
-			n := 0
-			for rows.Next() {
-				n++
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			if n != 1 {
-				return fmt.Errorf("completion wrote %d rows", n)
-			}
-			return nil
-		},
+		`VACUUM ANALYZE pgsaga_key`, `VACUUM ANALYZE pgsaga_call`,
+	} {
+		if _, err := p.Exec(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q[:30], err)
+		}
 	}
+	return nil
+}
+
+// op is one phased request of shape s.
+func (s shape) op(ctx context.Context, p *pgxpool.Pool, i int) error {
+	key := fmt.Sprintf("k-%09d", i)
+	if s.randomKeys {
+		key = uuid.NewString()
+	}
+	token := pgtype.UUID{Bytes: uuid.New(), Valid: true}
+	var created pgtype.Timestamptz
+	var left int64
+	if err := p.QueryRow(ctx, s.claim, s.claimArgs(key, &token)...).Scan(&created, &left); err != nil {
+		return fmt.Errorf("claim: %w", err)
+	}
+	if s.removeEvery > 0 && i%s.removeEvery == 0 {
+		if _, err := p.Exec(ctx, lazyRemoveSQL); err != nil {
+			return fmt.Errorf("removal: %w", err)
+		}
+	}
+	if s.completeRe {
+		return p.QueryRow(ctx, s.complete, s.doneArgs(key, &token)...).Scan(nil, nil)
+	}
+	rows, err := p.Query(ctx, s.complete, s.doneArgs(key, &token)...)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if n != 1 {
+		return fmt.Errorf("completion wrote %d rows", n)
+	}
+	return nil
 }
 
 // TestLabShapesClient puts the engine beside the raw statements it sends, to tell the engine's
@@ -297,8 +306,16 @@ FROM generate_series(1, 20000) i`,
 func TestLabShapesClient(t *testing.T) {
 	requireLab(t)
 	floor2rt, _ := floorVariants()
+	filled := engineVariant("pgsaga-phased, filled", "sbs_phased", false, "")
+	setup := filled.setup
+	filled.setup = func(ctx context.Context, p *pgxpool.Pool) error {
+		if err := setup(ctx, p); err != nil {
+			return err
+		}
+		return fill(ctx, p)
+	}
 	defaultLab().compare(t, os.Stdout, "engine against its own statements, raw", []variant{
-		floor2rt, shapes()[0].variant(), engineVariant("pgsaga-phased", "sbs_phased", false, ""),
+		floor2rt, shapes()[3].variant(), engineVariant("pgsaga-phased", "sbs_phased", false, ""), filled,
 	})
 }
 
@@ -379,4 +396,128 @@ func benchShape(b *testing.B, v variant) {
 	b.ReportMetric(float64(used.client.Microseconds())/n, "client-µs/op")
 	b.ReportMetric(float64(used.server.Microseconds())/n, "server-µs/op")
 	b.ReportMetric(n/el.Seconds(), "req/s")
+}
+
+// TestLabShapeStatements prints what PostgreSQL spent per statement (pg_stat_statements) for the
+// engine's phased request and for the same statements sent raw, 2,000 requests each at c=8.
+func TestLabShapeStatements(t *testing.T) {
+	requireLab(t)
+	for _, v := range []variant{
+		engineVariant("pgsaga-phased", "sbs_phased", false, ""),
+		engineVariant("pgsaga-phased, no BRIN", "sbs_phased", false, `DROP INDEX pgsaga_key_age_brin`),
+		engineVariant("pgsaga-phased, no reference index", "sbs_phased", false, `DROP INDEX pgsaga_key_call_reference_idx`),
+		engineVariant("pgsaga-phased, no parked index", "sbs_phased", false, `DROP INDEX pgsaga_key_parked_idx`),
+		engineVariant("pgsaga-phased, no resumable index", "sbs_phased", false, `DROP INDEX pgsaga_key_resumable_idx`),
+		engineVariant("pgsaga-phased, fillfactor 70", "sbs_phased", false, `ALTER TABLE pgsaga_key SET (fillfactor = 70)`),
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			ctx := context.Background()
+			p := newDatabase(t, 10, nil)
+			if err := v.setup(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 200 {
+				if err := v.op(ctx, p, i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := p.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()`); err != nil {
+				t.Fatal(err)
+			}
+			var next atomic.Int64
+			next.Store(1000)
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Go(func() {
+					for i := next.Add(1); i < 3000; i = next.Add(1) {
+						if err := v.op(ctx, p, int(i)); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			rows, err := p.Query(ctx, `SELECT calls, mean_exec_time * 1000, shared_blks_hit::float8 / calls,
+					wal_records::float8 / calls, wal_bytes::float8 / calls, left(regexp_replace(query, '\s+', ' ', 'g'), 100)
+				FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND calls > 0
+				ORDER BY total_exec_time DESC LIMIT 8`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var (
+				calls                   int64
+				exec, blks, wrec, wbyte float64
+				q                       string
+			)
+			_, err = pgx.ForEachRow(rows, []any{&calls, &exec, &blks, &wrec, &wbyte, &q}, func() error {
+				fmt.Printf("%6d %7.1fµs %5.1f blks %4.1f WAL rec %5.0f B  %s\n", calls, exec, blks, wrec, wbyte, q)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestLabExplainCompletion runs the engine's phased request 3,000 times at c=8, then shows the
+// plan and the buffers of a claim and of a completion (EXPLAIN (ANALYZE, BUFFERS)), each a few
+// times in a row.
+func TestLabExplainCompletion(t *testing.T) {
+	requireLab(t)
+	ctx := context.Background()
+	v := engineVariant("pgsaga-phased", "sbs_phased", false, "")
+	p := newDatabase(t, 10, nil)
+	if err := v.setup(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := next.Add(1); i < 3000; i = next.Add(1) {
+				if err := v.op(ctx, p, int(i)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	show := func(sql string) {
+		rows, err := p.Query(ctx, `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) `+sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Println(strings.Join(lines, "\n"))
+	}
+	for i := range 3 {
+		key := fmt.Sprintf("explain-%06d", i)
+		show(fmt.Sprintf(`INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
+		request_hash, request_body, status, recovery_point, state, lease_token, locked_until, trace_context,
+		call_step, call_reference, call_max_in_flight_ms, call_started_at, call_deadline)
+	VALUES ('t-sbs', 'a-sbs', '%s', 'sbs_phased', 'POST', '/x', '\x00', '{}', 'started', 'created', '{}', gen_random_uuid(),
+		clock_timestamp() + interval '30 s', NULL, 'charged', 'ref_%s', 0, clock_timestamp(), clock_timestamp() + interval '30 s')`, key, key))
+		show(fmt.Sprintf(`UPDATE pgsaga_key SET status = 'completed', recovery_point = 'finished', state = '{}', locked_until = NULL,
+		response_status = 201, response_headers = '{}', response_body = '{}', completed_at = clock_timestamp(),
+		expires_at = clock_timestamp() + interval '1 day', updated_at = clock_timestamp(),
+		call_outcome = 'succeeded', call_ended_at = clock_timestamp()
+		WHERE tenant_id = 't-sbs' AND actor_id = 'a-sbs' AND key = '%s' AND status = 'started'`, key))
+	}
+}
+
+// TestLabShapeProfile samples the backends (perf) of the engine's phased request and of its
+// statements sent raw, as TestLabServerProfile does.
+func TestLabShapeProfile(t *testing.T) {
+	requireLab(t)
+	raw := shapes()[2].variant()
+	raw.name = "raw"
+	for _, v := range []variant{raw, engineVariant("engine", "sbs_phased", false, "")} {
+		profile(t, v, 6*time.Second)
+	}
 }
