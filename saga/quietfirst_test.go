@@ -94,7 +94,7 @@ func TestQuietFirstPhaseClaimsWithoutReadingFirst(t *testing.T) {
 	require.NoError(t, err)
 	requireTripsLike(t, counter.Take(),
 		"SELECT operation, method, path",
-		"INSERT INTO pgsaga_key", // the claim, the call's journal entry in it, alone: no BEGIN, no COMMIT
+		"INSERT INTO pgsaga_key",                     // the claim, the call's journal entry in it, alone: no BEGIN, no COMMIT
 		"UPDATE pgsaga_key SET status = 'completed'", // alone: no row back would be the fence
 	)
 
@@ -103,7 +103,7 @@ func TestQuietFirstPhaseClaimsWithoutReadingFirst(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, res.Replayed)
 	requireTripsLike(t, counter.Take(),
-		"INSERT INTO pgsaga_key", // claims, journaling the call: the key is new
+		"INSERT INTO pgsaga_key",                     // claims, journaling the call: the key is new
 		"UPDATE pgsaga_key SET status = 'completed'", // alone: no row back would be the fence
 	)
 
