@@ -50,12 +50,12 @@ func (e *execution) admit(ctx context.Context) (*Result, error) {
 	if runstate.Step(e.op.Steps[0]).Atomic() != nil && e.c.quietFirst(e.op) {
 		return e.execute(ctx, 0)
 	}
-	found, err := readHead(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.head)
+	found, err := readHead(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.keyHead())
 	switch {
 	case err != nil:
 		return nil, transient(err, 0)
 	case found:
-		return e.decide(ctx, &e.head, true)
+		return e.decide(ctx, e.head, true)
 	}
 	return e.execute(ctx, 0)
 }
@@ -64,12 +64,12 @@ func (e *execution) admit(ctx context.Context) (*Result, error) {
 // checked first: a reused key answers 422 (or replays) even when this body is also invalid; an
 // unknown key answers *InvalidRequestError and stores nothing.
 func (e *execution) refuseInvalid(ctx context.Context, q queryer, verr error, mayTakeOver bool) (*Result, error) {
-	found, err := readHead(ctx, q, e.req.Scope, e.req.Key, &e.head)
+	found, err := readHead(ctx, q, e.req.Scope, e.req.Key, e.keyHead())
 	switch {
 	case err != nil:
 		return nil, transient(err, 0)
 	case !found:
 		return nil, &InvalidRequestError{Err: verr}
 	}
-	return e.decide(ctx, &e.head, mayTakeOver)
+	return e.decide(ctx, e.head, mayTakeOver)
 }

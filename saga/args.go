@@ -1,14 +1,15 @@
 package saga
 
 import (
+	"sync"
+
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // args are a key write's arguments, kept where sending them allocates nothing: pgx encodes a
 // pointer to a pgtype value through its Valuer interface, while a string, a byte slice or an
 // integer beyond 255 put in an interface costs an allocation each (a dozen per write). One args
-// serves an execution's writes one after the other: a write's arguments are read when it is
-// sent, before the next write is built.
+// serves one write at a time, from argsPool: a write's arguments are read when it is sent.
 type args struct {
 	list  [24]any
 	n     int
@@ -20,6 +21,26 @@ type args struct {
 	nb    int
 	// stmt is the write being built.
 	stmt keyStatement
+}
+
+// argsPool keeps args between writes: a kilobyte each, the largest thing a request would
+// otherwise allocate. A write takes one (getArgs) and gives it back once its statement has been
+// sent and read (putArgs).
+var argsPool = sync.Pool{New: func() any { return new(args) }}
+
+func getArgs() *args { return argsPool.Get().(*args) }
+
+// putArgs gives a back, holding no argument: what they point to can be collected.
+func putArgs(a *args) {
+	clear(a.list[:a.n])
+	for i := range a.texts[:a.nt] {
+		a.texts[i] = pgtype.Text{}
+	}
+	for i := range a.bytes[:a.nb] {
+		a.bytes[i] = nil
+	}
+	a.stmt = keyStatement{}
+	argsPool.Put(a)
 }
 
 // byteaArg is a bytea argument: a pointer to it is a pgtype.BytesValuer.

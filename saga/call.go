@@ -106,7 +106,7 @@ func (e *execution) call(ctx context.Context, i int) error {
 	}
 	w := e.advance("", resp)
 	w.alone = true
-	out, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args)
+	out, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w)
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (e *execution) journal(ctx context.Context, step runstate.Step) (*journaled
 		w.orNothing = true
 	}
 	sent := time.Now()
-	out, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args)
+	out, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w)
 	if err == nil && !won {
 		err = errDuplicate
 	}

@@ -72,7 +72,7 @@ func (e *execution) compensate(ctx context.Context, from int, out *outcome) (*Re
 		w := &keyWrite{kind: writeAdvance, status: KeyStatusStarted, recoveryPoint: first, state: e.st.Values(),
 			lease: e.c.cfg.Lease, done: e.done}
 		sent := time.Now()
-		written, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args)
+		written, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w)
 		if err != nil {
 			e.st.Reset(e.committed)
 			return e.failCompensation(ctx, err)
@@ -126,7 +126,9 @@ func (e *execution) undo(ctx context.Context, j int, next *keyWrite) error {
 		return fmt.Errorf("error compensating %q: %w", step.Name(), err)
 	}
 	next.state = e.st.Values()
-	s, err := next.statement(&e.h, e.req, e.hash, &e.args)
+	a := getArgs()
+	defer putArgs(a)
+	s, err := next.statement(&e.h, e.req, e.hash, a)
 	if err != nil {
 		e.st.Reset(e.committed)
 		return err
@@ -161,7 +163,7 @@ func (e *execution) finishCompensated(ctx context.Context, out *outcome) (*Resul
 		w.recoveryPoint = e.rp
 	}
 	sent := time.Now()
-	written, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args)
+	written, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w)
 	if err != nil {
 		return e.failCompensation(ctx, err)
 	}
@@ -185,7 +187,7 @@ func (e *execution) finishUnstored(ctx context.Context, out *outcome) (*Result, 
 	if out.Response != nil {
 		w.recoveryPoint = phases.RecoveryPointFinished
 	}
-	written, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args)
+	written, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w)
 	if err != nil {
 		return e.transient(ctx, err)
 	}

@@ -74,7 +74,7 @@ func (e *execution) inProgress(k *keyHead) (*Result, error) {
 // another (a lost race for the claim, or a retry of an operation whose first phase claims
 // without reading first) or lost its lease.
 func (e *execution) answerExisting(ctx context.Context, mayTakeOver bool) (*Result, error) {
-	found, err := readHead(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.head)
+	found, err := readHead(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.keyHead())
 	switch {
 	case err != nil:
 		return nil, transient(err, 0)
@@ -82,7 +82,7 @@ func (e *execution) answerExisting(ctx context.Context, mayTakeOver bool) (*Resu
 		// Deleted between the conflict and this read (retention GC): the client may retry.
 		return nil, transient(errors.New("key vanished while being read; retry"), 0)
 	}
-	return e.decide(ctx, &e.head, mayTakeOver)
+	return e.decide(ctx, e.head, mayTakeOver)
 }
 
 // errNotYetDue is a retry that came before the key's next attempt.

@@ -48,10 +48,9 @@ type execution struct {
 	waited bool
 	// answer is the response a step decided and the key stored: the operation is done.
 	answer *Response
-	// head is the key as a retry sees it, when the execution read it.
-	head keyHead
-	// args hold the arguments of the key write being built.
-	args args
+	// head is the key as a retry sees it, once the execution read it (nil before: a new key's
+	// execution never reads it).
+	head *keyHead
 	// span is the request's span, nil when tracing is off (or for a resume, whose span is its
 	// own). by is the operator who resumes the key.
 	span trace.Span
@@ -73,6 +72,14 @@ func (c *Client) newExecution(op *phases.Operation, req *Request, hash []byte) *
 		c: c, op: op, req: req, hash: hash, rp: phases.RecoveryPointStarted, spent: 1,
 		h: holder{scope: req.Scope, key: req.Key, attempt: 1},
 	}
+}
+
+// keyHead is where the execution reads the key into.
+func (e *execution) keyHead() *keyHead {
+	if e.head == nil {
+		e.head = &keyHead{}
+	}
+	return e.head
 }
 
 // state is the run's state, made on first use for a new key.
@@ -149,7 +156,9 @@ func (e *execution) atomic(ctx context.Context, i int) error {
 		w.next = start
 	}
 	w.alone = !tx.Begun()
-	s, err := w.statement(&e.h, e.req, e.hash, &e.args)
+	a := getArgs()
+	defer putArgs(a)
+	s, err := w.statement(&e.h, e.req, e.hash, a)
 	if err != nil {
 		e.st.Reset(e.committed)
 		return err
@@ -219,8 +228,10 @@ func (c *Client) storedResponse(op *phases.Operation, r *runstate.Response) *Res
 	if r == nil {
 		return nil
 	}
-	resp := &Response{Status: r.Status, Header: r.Header.Clone(), Body: r.Body}
+	resp := &Response{Status: r.Status, Header: r.Header, Body: r.Body}
 	if c.cfg.Redact != nil {
+		// Redact may change what it is given: a copy, not the step's own header.
+		resp.Header = r.Header.Clone()
 		if redacted := c.cfg.Redact(op.Name, resp); redacted != nil {
 			resp = redacted
 		}

@@ -84,18 +84,18 @@ func rejectResponse(r *phases.RejectError) *storedResponse {
 func (e *execution) transient(ctx context.Context, err error) (*Result, error) {
 	e.c.cfg.Logger.WarnContext(ctx, "transient failure", "operation", e.op.Name, "key", e.req.Key, "attempt", e.st.Attempt(), "error", err)
 	if !e.persisted {
-		found, lookErr := readHead(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.head)
+		found, lookErr := readHead(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, e.keyHead())
 		if lookErr != nil || !found {
 			return nil, transient(err, 0)
 		}
 		// The key is stored: by a duplicate, or by this execution's claim, whose COMMIT reached
 		// the database while its answer was lost. A duplicate's key answers as a retry would.
 		if !e.claimedByUs(ctx) {
-			return e.decide(ctx, &e.head, false)
+			return e.decide(ctx, e.head, false)
 		}
 		e.held, e.persisted = true, true
 		if e.head.Status != KeyStatusStarted {
-			return e.decide(ctx, &e.head, false) // finished by this request: its answer, no replay
+			return e.decide(ctx, e.head, false) // finished by this request: its answer, no replay
 		}
 		// Started under this execution's lease (its first phase committed): give the lease back
 		// now, as after any transient failure, rather than leave the key held until it runs out.
@@ -111,7 +111,7 @@ func (e *execution) transient(ctx context.Context, err error) (*Result, error) {
 	}
 	w := &keyWrite{kind: writeRelease, status: KeyStatusStarted, recoveryPoint: e.rp, state: e.committed,
 		lastError: err.Error(), retryIn: delay, unspent: pending, done: e.done}
-	if _, _, werr := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args); errors.Is(werr, ErrLeaseLost) {
+	if _, _, werr := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w); errors.Is(werr, ErrLeaseLost) {
 		return e.leaseLost(ctx)
 	} else if werr != nil {
 		e.c.cfg.Logger.WarnContext(ctx, "could not release the lease early; it expires on its own", "operation", e.op.Name, "key", e.req.Key, "error", werr)
@@ -148,7 +148,7 @@ func (e *execution) leaseLost(ctx context.Context) (*Result, error) {
 func (e *execution) park(ctx context.Context, reason ParkedReason, msg string) (*Result, error) {
 	w := &keyWrite{kind: writePark, status: KeyStatusFailed, recoveryPoint: e.rp, state: e.committed, lastError: msg,
 		reason: reason, done: e.done}
-	if _, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args); err != nil {
+	if _, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w); err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			return e.leaseLost(ctx)
 		}

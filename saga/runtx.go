@@ -73,7 +73,7 @@ func (e *execution) runTx(ctx context.Context, tx pgx.Tx) (*Result, error) {
 	}
 	w := e.advance("", resp)
 	w.orNothing = true
-	_, won, err := writeKey(ctx, savepoint, &e.h, e.req, e.hash, w, &e.args)
+	_, won, err := writeKey(ctx, savepoint, &e.h, e.req, e.hash, w)
 	if err != nil {
 		return nil, err
 	}
@@ -81,14 +81,14 @@ func (e *execution) runTx(ctx context.Context, tx pgx.Tx) (*Result, error) {
 		if err := savepoint.Rollback(ctx); err != nil {
 			return nil, err
 		}
-		found, err := readHead(ctx, tx, e.req.Scope, e.req.Key, &e.head)
+		found, err := readHead(ctx, tx, e.req.Scope, e.req.Key, e.keyHead())
 		switch {
 		case err != nil:
 			return nil, err
 		case !found:
 			return nil, ErrKeyNotFound
 		}
-		return e.decide(ctx, &e.head, false)
+		return e.decide(ctx, e.head, false)
 	}
 	if err := savepoint.Commit(ctx); err != nil {
 		return nil, err

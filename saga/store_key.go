@@ -331,7 +331,9 @@ func readAdvanced(row pgx.Row, out *written) error {
 // wrote nothing. A claim with orNothing reports false, writing nothing, when the key exists.
 // A fenced write returns ErrLeaseLost, writing nothing, when another execution took the key
 // over.
-func writeKey(ctx context.Context, q queryer, h *holder, req *Request, hash []byte, w *keyWrite, a *args) (*written, bool, error) {
+func writeKey(ctx context.Context, q queryer, h *holder, req *Request, hash []byte, w *keyWrite) (*written, bool, error) {
+	a := getArgs()
+	defer putArgs(a)
 	s, err := w.statement(h, req, hash, a)
 	if err != nil {
 		return nil, false, err
