@@ -114,8 +114,8 @@ func (e *execution) failCompensation(ctx context.Context, err error) (*Result, e
 // undo runs phase j's compensation in one transaction that commits with next, fenced.
 func (e *execution) undo(ctx context.Context, j int, next *keyWrite) error {
 	step := runstate.Step(e.op.Steps[j])
-	ctx, cancel := context.WithTimeout(ctx, e.c.cfg.Lease)
-	defer cancel()
+	ctx = e.bound(ctx)
+	defer e.unbound()
 	tx, err := beginPhase(ctx, e.c.cfg.DB)
 	if err != nil {
 		return fmt.Errorf("error beginning compensation of %q: %w", step.Name(), err)

@@ -51,6 +51,10 @@ type execution struct {
 	// head is the key as a retry sees it, once the execution read it (nil before: a new key's
 	// execution never reads it).
 	head *keyHead
+	// phaseCtx bounds the execution's phases, one after the other (phasectx.go); phaseCancel
+	// ends the bound of a phase whose context could be cancelled from outside.
+	phaseCtx    *phaseContext
+	phaseCancel context.CancelFunc
 	// span is the request's span, nil when tracing is off (or for a resume, whose span is its
 	// own). by is the operator who resumes the key.
 	span trace.Span
@@ -129,8 +133,8 @@ func (e *execution) execute(ctx context.Context, from int) (*Result, error) {
 // renewed lease. A phase that responds stores the answer with the key (e.answer).
 func (e *execution) atomic(ctx context.Context, i int) error {
 	step := runstate.Step(e.op.Steps[i])
-	ctx, cancel := context.WithTimeout(ctx, e.c.cfg.Lease)
-	defer cancel()
+	ctx = e.bound(ctx)
+	defer e.unbound()
 	tx, err := beginPhase(ctx, e.c.cfg.DB)
 	if err != nil {
 		return fmt.Errorf("error beginning phase %q: %w", step.Name(), err)

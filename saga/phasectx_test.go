@@ -1,0 +1,102 @@
+package saga_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/phases"
+	"github.com/pgsaga/pgsaga/saga"
+)
+
+// Each atomic phase is bounded by the lease from its own start, as a context.WithTimeout of the
+// phase: its context has that deadline, a phase that outlives it finds its context done with
+// context.DeadlineExceeded (a statement under way is cancelled), and a phase after a slow one
+// has its own full bound.
+func TestPhaseContextIsBoundedByTheLeaseFromItsStart(t *testing.T) {
+	t.Parallel()
+	type seen struct {
+		deadline   time.Time
+		start      time.Time
+		err, cause error
+	}
+	var (
+		mu   sync.Mutex
+		runs = map[string][]seen{}
+	)
+	note := func(ctx context.Context, run *phases.Run, start time.Time) {
+		d, ok := ctx.Deadline()
+		require.True(t, ok, "a phase has a deadline")
+		mu.Lock()
+		defer mu.Unlock()
+		runs[run.Key()] = append(runs[run.Key()], seen{deadline: d, start: start, err: ctx.Err(), cause: context.Cause(ctx)})
+	}
+	// slow takes most of a lease, and then a statement.
+	slow := func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+		start := time.Now()
+		select {
+		case <-time.After(700 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		_, err := tx.Exec(ctx, `SELECT 1`)
+		note(ctx, run, start)
+		return err
+	}
+	h := newHarness(t, &saga.Config{Lease: time.Second}, func(*harness) []*phases.Operation {
+		return []*phases.Operation{{Name: "bounded", Steps: []phases.Step{
+			phases.Atomic("first", slow),
+			phases.Call("called", func(context.Context, *phases.Run) error { return nil }),
+			phases.Atomic("second", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+				if strings.HasPrefix(run.Key(), "stuck-") {
+					// A statement that would outlive the bound: cancelled when it passes.
+					start := time.Now()
+					_, err := tx.Exec(ctx, `SELECT pg_sleep(30)`)
+					note(ctx, run, start)
+					return err
+				}
+				if err := slow(ctx, tx, run); err != nil {
+					return err
+				}
+				return run.Respond(http.StatusCreated, map[string]bool{"ok": true})
+			}),
+		}}}
+	})
+
+	key := "slow-" + newID()
+	res, err := h.client.Run(t.Context(), "bounded", h.req(key, `{}`))
+	require.NoError(t, err, "two phases of most of a lease each: each has its own")
+	require.Equal(t, http.StatusCreated, res.Response.Status)
+	got := runs[key]
+	require.Len(t, got, 2)
+	for _, s := range got {
+		require.NoError(t, s.err)
+		require.WithinDuration(t, s.start.Add(time.Second), s.deadline, 100*time.Millisecond, "the bound runs from the phase's start")
+	}
+
+	stuck := "stuck-" + newID()
+	start := time.Now()
+	_, err = h.client.Run(t.Context(), "bounded", h.req(stuck, `{}`))
+	var transient *saga.TransientError
+	require.True(t, errors.As(err, &transient), "%v", err)
+	require.Less(t, time.Since(start), 10*time.Second, "the statement was cancelled when the phase's bound passed")
+	got = runs[stuck]
+	require.Len(t, got, 2)
+	require.ErrorIs(t, got[1].err, context.DeadlineExceeded)
+	require.ErrorIs(t, got[1].cause, context.DeadlineExceeded)
+
+	// The next execution of the key (its retry, once due) runs its phases with fresh bounds.
+	h.expireLease(stuck)
+	h.makeDue(stuck)
+	_, err = h.client.Run(t.Context(), "bounded", h.req(stuck, `{}`))
+	require.True(t, errors.As(err, &transient), "%v", err)
+	got = runs[stuck]
+	require.Len(t, got, 3, "the retry resumes at the second phase")
+	require.ErrorIs(t, got[2].err, context.DeadlineExceeded)
+}
