@@ -159,43 +159,106 @@ func (e *execution) guarded(ctx context.Context, call *runstate.Call, j *journal
 
 // guard returns the guard of a call: its context is bounded by CallTimeout, cut before the
 // lease ends, kept leased by heartbeats every third of a lease, and cut at once when a heartbeat
-// finds the lease lost. Both the cut and the heartbeat are timers: a call shorter than a third of
-// a lease starts no goroutine.
+// finds the lease lost. One timer serves the three, set for whichever comes first: a call
+// shorter than a third of a lease starts no goroutine.
 func (e *execution) guard(ctx context.Context, step string, j *journaledCall) *callGuard {
-	ctx, cancelTimeout := context.WithTimeout(ctx, e.c.cfg.CallTimeout)
-	ctx, cancel := context.WithCancelCause(ctx)
-	g := &callGuard{e: e, ctx: ctx, step: step, window: j.start.window, inRow: j.inRow, cancel: cancel, cancelTimeout: cancelTimeout}
+	now := time.Now()
+	g := &callGuard{e: e, step: step, window: j.start.window, inRow: j.inRow,
+		beatAt: now.Add(e.c.cfg.Lease / 3), timeoutAt: now.Add(e.c.cfg.CallTimeout)}
+	cctx, cancel := context.WithCancelCause(ctx)
+	g.ctx, g.cancel = &callContext{Context: cctx, deadline: g.timeoutAt}, cancel
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.cut = time.AfterFunc(time.Until(e.leaseEnd.Add(-e.c.cfg.Lease/4)), g.leaseEnding)
-	g.beat = time.AfterFunc(e.c.cfg.Lease/3, g.heartbeat)
+	g.timer = time.AfterFunc(g.next(now), g.fire)
 	return g
 }
 
 // callGuard keeps one call leased, or cuts it.
 type callGuard struct {
-	e             *execution
-	ctx           context.Context
-	step          string
-	cancel        context.CancelCauseFunc
-	cancelTimeout context.CancelFunc
+	e      *execution
+	ctx    context.Context
+	step   string
+	cancel context.CancelCauseFunc
 	// mu is held by a heartbeat while it writes, so that stop waits for it: a stopped guard
 	// never renews the lease again.
-	mu        sync.Mutex
-	stopped   bool
-	cause     error
-	cut, beat *time.Timer
+	mu      sync.Mutex
+	stopped bool
+	cause   error
+	timer   *time.Timer
+	// beatAt is when the next heartbeat is due, timeoutAt when CallTimeout passes; the cut is
+	// a quarter of a lease before the lease's end.
+	beatAt, timeoutAt time.Time
 	// window is the in-flight window the call's journal entry holds; inRow is true when that
 	// entry is in the key row.
 	window time.Duration
 	inRow  bool
 }
 
-// leaseEnding cuts the call: its lease could not be renewed before it would run out.
-func (g *callGuard) leaseEnding() {
+// callContext is a call's context: the guard's cancelable context with CallTimeout as its
+// deadline, done with context.DeadlineExceeded once that passes (as a context.WithTimeout's),
+// with the guard's cause when the guard cuts it.
+type callContext struct {
+	context.Context // context.WithCancelCause of the execution's context
+	deadline        time.Time
+}
+
+func (c *callContext) Deadline() (time.Time, bool) {
+	if d, ok := c.Context.Deadline(); ok && d.Before(c.deadline) {
+		return d, true
+	}
+	return c.deadline, true
+}
+
+func (c *callContext) Err() error {
+	err := c.Context.Err()
+	if err != nil && context.Cause(c.Context) == context.DeadlineExceeded {
+		return context.DeadlineExceeded
+	}
+	return err
+}
+
+// cutAt is when the call is cut: a quarter of a lease before the lease ends.
+func (g *callGuard) cutAt() time.Time { return g.e.leaseEnd.Add(-g.e.c.cfg.Lease / 4) }
+
+// next is how long from now until the guard's next event: the heartbeat, the cut or the
+// timeout.
+func (g *callGuard) next(now time.Time) time.Duration {
+	at := g.beatAt
+	if cut := g.cutAt(); cut.Before(at) {
+		at = cut
+	}
+	if g.timeoutAt.Before(at) {
+		at = g.timeoutAt
+	}
+	return at.Sub(now)
+}
+
+// fire handles what is due (the timeout, the cut or a heartbeat) and sets the timer for the
+// next event.
+func (g *callGuard) fire() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.end(errLeaseEnding)
+	if g.stopped || g.cause != nil || g.ctx.Err() != nil {
+		return
+	}
+	now := time.Now()
+	switch {
+	case !now.Before(g.timeoutAt):
+		g.cancel(context.DeadlineExceeded)
+		return
+	case !now.Before(g.cutAt()):
+		// The lease could not be renewed before it would run out.
+		g.end(errLeaseEnding)
+		return
+	case !now.Before(g.beatAt):
+		g.heartbeat()
+		if g.cause != nil || g.ctx.Err() != nil {
+			return
+		}
+		now = time.Now()
+		g.beatAt = now.Add(g.e.c.cfg.Lease / 3)
+	}
+	g.timer.Reset(g.next(now))
 }
 
 func (g *callGuard) end(cause error) {
@@ -206,18 +269,12 @@ func (g *callGuard) end(cause error) {
 	g.cancel(cause)
 }
 
-// heartbeat renews the lease, moves the cut with it, and comes back a third of a lease later.
+// heartbeat renews the lease, which moves the cut with it; g.mu is held.
 func (g *callGuard) heartbeat() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.stopped || g.cause != nil || g.ctx.Err() != nil {
-		return
-	}
 	if err := g.renew(g.ctx, g.window); err != nil && !errors.Is(err, ErrLeaseLost) {
 		g.e.c.cfg.Logger.WarnContext(g.ctx, "could not renew the lease of a call; it is cut before the lease ends",
 			"operation", g.e.op.Name, "key", g.e.req.Key, "step", g.step, "error", err)
 	}
-	g.beat.Reset(g.e.c.cfg.Lease / 3)
 }
 
 // declare journals window as the call's in-flight window before the call sends a request
@@ -242,9 +299,17 @@ func (g *callGuard) declare(ctx context.Context, window time.Duration) error {
 }
 
 // renew is a heartbeat with window as the journaled in-flight window; g.mu is held. It moves the
-// cut with the lease, and ends the guard when the lease was lost.
+// cut with the lease, and ends the guard when the lease was lost. It gives up at the cut (or the
+// timeout): a heartbeat that hangs (a lock, a network without answers) must not hold back the
+// cut, which the same timer and g.mu serve.
 func (g *callGuard) renew(ctx context.Context, window time.Duration) error {
 	e, lease := g.e, g.e.c.cfg.Lease
+	limit := g.cutAt()
+	if g.timeoutAt.Before(limit) {
+		limit = g.timeoutAt
+	}
+	ctx, cancel := context.WithDeadline(ctx, limit)
+	defer cancel()
 	sent := time.Now()
 	left, err := heartbeat(ctx, e.c.cfg.DB, &e.h, lease, g.step, window, g.inRow)
 	switch {
@@ -255,7 +320,7 @@ func (g *callGuard) renew(ctx context.Context, window time.Duration) error {
 		return err
 	}
 	e.leaseFrom(sent, left)
-	g.cut.Reset(time.Until(e.leaseEnd.Add(-lease / 4)))
+	g.timer.Reset(g.next(time.Now()))
 	return nil
 }
 
@@ -263,11 +328,9 @@ func (g *callGuard) renew(ctx context.Context, window time.Duration) error {
 func (g *callGuard) stop() error {
 	g.mu.Lock()
 	g.stopped = true
-	g.cut.Stop()
-	g.beat.Stop()
+	g.timer.Stop()
 	cause := g.cause
 	g.mu.Unlock()
 	g.cancel(nil)
-	g.cancelTimeout()
 	return cause
 }

@@ -100,3 +100,87 @@ func TestPhaseContextIsBoundedByTheLeaseFromItsStart(t *testing.T) {
 	require.Len(t, got, 3, "the retry resumes at the second phase")
 	require.ErrorIs(t, got[2].err, context.DeadlineExceeded)
 }
+
+// A call's context has CallTimeout as its deadline and is done with context.DeadlineExceeded
+// once that passes, as a context.WithTimeout of the call would be; the call's attempt is then a
+// transient failure.
+func TestCallContextEndsAtCallTimeout(t *testing.T) {
+	t.Parallel()
+	type seen struct {
+		start, deadline time.Time
+		err, cause      error
+	}
+	got := make(chan seen, 1)
+	h := newHarness(t, &saga.Config{Lease: 3 * time.Second, CallTimeout: 300 * time.Millisecond}, func(*harness) []*phases.Operation {
+		return []*phases.Operation{{Name: "timed", Steps: []phases.Step{
+			phases.Call("waits", func(ctx context.Context, _ *phases.Run) error {
+				start := time.Now()
+				d, _ := ctx.Deadline()
+				select {
+				case <-ctx.Done():
+				case <-time.After(10 * time.Second):
+				}
+				got <- seen{start: start, deadline: d, err: ctx.Err(), cause: context.Cause(ctx)}
+				return ctx.Err()
+			}),
+			phases.Atomic("answered", func(_ context.Context, _ pgx.Tx, run *phases.Run) error {
+				return run.Respond(http.StatusCreated, map[string]bool{"ok": true})
+			}),
+		}}}
+	})
+	_, err := h.client.Run(t.Context(), "timed", h.req("timed-"+newID(), `{}`))
+	var transient *saga.TransientError
+	require.True(t, errors.As(err, &transient), "%v", err)
+	s := <-got
+	require.WithinDuration(t, s.start.Add(300*time.Millisecond), s.deadline, 50*time.Millisecond)
+	require.ErrorIs(t, s.err, context.DeadlineExceeded)
+	require.ErrorIs(t, s.cause, context.DeadlineExceeded)
+}
+
+// A heartbeat that hangs (here on the key's row lock, which the test holds) does not hold back
+// the cut: the call is cut a quarter of a lease before its lease ends, with the cut's cause, and
+// not only when CallTimeout passes.
+func TestHangingHeartbeatDoesNotHoldBackTheCut(t *testing.T) {
+	t.Parallel()
+	const lease = 1500 * time.Millisecond
+	started := make(chan struct{})
+	type seen struct {
+		at    time.Time
+		cause error
+	}
+	got := make(chan seen, 1)
+	h := newHarness(t, &saga.Config{Lease: lease, CallTimeout: 20 * time.Second}, func(*harness) []*phases.Operation {
+		return []*phases.Operation{{Name: "hang", Steps: []phases.Step{
+			phases.Call("waits", func(ctx context.Context, _ *phases.Run) error {
+				close(started)
+				select {
+				case <-ctx.Done():
+				case <-time.After(20 * time.Second):
+				}
+				got <- seen{at: time.Now(), cause: context.Cause(ctx)}
+				return ctx.Err()
+			}),
+			phases.Atomic("answered", func(_ context.Context, _ pgx.Tx, run *phases.Run) error {
+				return run.Respond(http.StatusCreated, map[string]bool{"ok": true})
+			}),
+		}}}
+	})
+	key := "hang-" + newID()
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.client.Run(t.Context(), "hang", h.req(key, `{}`))
+		done <- err
+	}()
+	<-started
+	claimed := time.Now() // the claim wrote the lease before the call started
+	lock, err := h.db.Pool.Begin(t.Context())
+	require.NoError(t, err)
+	_, err = lock.Exec(t.Context(), `SELECT 1 FROM pgsaga_key WHERE key = $1 FOR UPDATE`, key)
+	require.NoError(t, err)
+	s := <-got
+	require.NoError(t, lock.Rollback(t.Context()))
+	require.Less(t, s.at.Sub(claimed), lease, "the call outlived its lease")
+	require.ErrorContains(t, s.cause, "could not be renewed")
+	var transient *saga.TransientError
+	require.True(t, errors.As(<-done, &transient))
+}
