@@ -3,6 +3,7 @@ package saga
 import (
 	"fmt"
 	"math"
+	"net/textproto"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,8 @@ type Client struct {
 	calls *resumeCalls
 	// tr starts the engine's spans; nil when tracing is off.
 	tr *tracer
+	// storesContentType is true when Config.StoredHeaders names Content-Type.
+	storesContentType bool
 }
 
 // learnedOp is what a client learned of an operation by running it.
@@ -54,6 +57,9 @@ func NewClient(cfg *Config) (*Client, error) {
 	}
 	c := &Client{cfg: cfg, ops: map[string]*phases.Operation{}, learned: map[*phases.Operation]*learnedOp{},
 		calls: &resumeCalls{}, tr: newTracer(cfg.TracerProvider)}
+	for _, h := range cfg.StoredHeaders {
+		c.storesContentType = c.storesContentType || textproto.CanonicalMIMEHeaderKey(h) == "Content-Type"
+	}
 	for _, op := range cfg.Operations {
 		names := append([]string{op.Name}, op.Aliases...)
 		for _, name := range names {

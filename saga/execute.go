@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -232,10 +233,11 @@ func (c *Client) storedResponse(op *phases.Operation, r *runstate.Response) *Res
 	if r == nil {
 		return nil
 	}
-	resp := &Response{Status: r.Status, Header: r.Header, Body: r.Body}
+	resp := &Response{Status: r.Status, Header: http.Header{"Content-Type": {r.ContentType}}, Body: r.Body}
+	if c.cfg.Redact == nil && c.storesContentType {
+		return resp // Content-Type is its only header, and one to store
+	}
 	if c.cfg.Redact != nil {
-		// Redact may change what it is given: a copy, not the step's own header.
-		resp.Header = r.Header.Clone()
 		if redacted := c.cfg.Redact(op.Name, resp); redacted != nil {
 			resp = redacted
 		}

@@ -41,20 +41,20 @@ func beginPhase(ctx context.Context, db *pgxpool.Pool) (*pgpipe.Tx, error) {
 // the phase committed nothing. The fence's error is recognised on the write's own result, read
 // by its own callback: only the engine's write can say the lease was lost.
 func commitPhase(ctx context.Context, tx *pgpipe.Tx, s *keyStatement, fenced bool) (*written, error) {
-	b := &pgx.Batch{}
 	out := &written{}
 	lost := false
-	qq := b.Queue(s.sql, s.args...)
+	var err error
 	if s.exec {
-		qq.Exec(func(pgconn.CommandTag) error { return nil })
+		b := &pgx.Batch{}
+		b.Queue(s.sql, s.args...).Exec(func(pgconn.CommandTag) error { return nil })
+		err = tx.CommitWith(ctx, b)
 	} else {
-		qq.QueryRow(func(row pgx.Row) error {
+		err = tx.CommitRow(ctx, func(row pgx.Row) error {
 			err := s.read(row, out)
 			lost = fenced && s.fence(err)
 			return err
-		})
+		}, s.sql, s.args...)
 	}
-	err := tx.CommitWith(ctx, b)
 	switch {
 	case err == nil:
 		return out, nil

@@ -349,6 +349,44 @@ func (tx *Tx) CommitWith(ctx context.Context, b *pgx.Batch) error {
 	return nil
 }
 
+// CommitRow is CommitWith for a batch of one statement (sql with args) whose row read reads,
+// without making a batch when the transaction sent nothing: the statement then goes alone as a
+// plain query, one implicit transaction. Its errors are CommitWith's.
+func (tx *Tx) CommitRow(ctx context.Context, read func(pgx.Row) error, sql string, args ...any) error {
+	if tx.begun || len(tx.pending) > 0 || tx.closed || tx.open != nil {
+		b := &pgx.Batch{}
+		b.Queue(sql, args...).QueryRow(read)
+		return tx.CommitWith(ctx, b)
+	}
+	defer tx.end(ctx)
+	rows, sendErr := tx.conn.Query(ctx, sql, args...)
+	err := read(txRow{rows: rows})
+	rows.Close()
+	return tx.committed(err, rows.Err(), sendErr)
+}
+
+// committed classifies how the lone statement of a transaction that sent nothing else ended:
+// err is what reading its result returned, serverErr the statement's own error as pgx recorded
+// it, sendErr pgx's when it sent it.
+func (tx *Tx) committed(err, serverErr, sendErr error) error {
+	if serverErr == nil {
+		serverErr = sendErr
+	}
+	var pgErr *pgconn.PgError
+	switch {
+	case tx.conn.IsClosed():
+		return errors.Join(err, serverErr)
+	case errors.As(serverErr, &pgErr):
+		return pgErr
+	case sendErr != nil:
+		return sendErr // pgx refused the statement before sending it
+	case err != nil || serverErr != nil:
+		// The rows came back and could not be read: the statement ran, and committed.
+		return &CommittedError{Err: errors.Join(err, serverErr)}
+	}
+	return nil
+}
+
 // commitOne sends the one statement of a transaction that sent nothing else as a plain query:
 // the same implicit transaction as a pipeline of one (it commits when it succeeds), without
 // pgx's pipeline bookkeeping. Its server error, as pgx recorded it, says whether it ran.
@@ -356,19 +394,7 @@ func (tx *Tx) commitOne(ctx context.Context, qq *pgx.QueuedQuery) error {
 	r := &oneResult{ctx: ctx, conn: tx.conn, qq: qq}
 	err := readOne(r, qq)
 	serverErr := r.close()
-	var pgErr *pgconn.PgError
-	switch {
-	case tx.conn.IsClosed():
-		return errors.Join(err, serverErr)
-	case errors.As(serverErr, &pgErr):
-		return pgErr
-	case r.sendErr != nil:
-		return r.sendErr // pgx refused the statement before sending it
-	case err != nil || serverErr != nil:
-		// The rows came back and could not be read: the statement ran, and committed.
-		return &CommittedError{Err: errors.Join(err, serverErr)}
-	}
-	return nil
+	return tx.committed(err, serverErr, r.sendErr)
 }
 
 // CommittedError is returned by CommitWith when the transaction committed but a callback failed

@@ -623,3 +623,82 @@ func TestLoneAutocommitStatementIsAPlainQuery(t *testing.T) {
 	}
 	require.EqualValues(t, 0, kinds.batches.Load())
 }
+
+// CommitRow is CommitWith for one statement's row: alone (the transaction sent nothing) it is a
+// plain query, with CommitWith's errors; after a statement it goes with COMMIT.
+func TestCommitRow(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db := dbtest.NewDB(t)
+	_, err := db.Pool.Exec(ctx, `CREATE TABLE item (id int PRIMARY KEY)`)
+	require.NoError(t, err)
+	kinds := &kindCounter{}
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	require.NoError(t, err)
+	cfg.MaxConns = 1
+	cfg.ConnConfig.Tracer = kinds
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	count := func() int {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM item`).Scan(&n))
+		return n
+	}
+
+	var got int
+	read := func(row pgx.Row) error {
+		if err := row.Scan(&got); err != nil {
+			return errors.New("could not read: " + err.Error()) // reworded, not wrapped
+		}
+		return nil
+	}
+	tx, err := pgpipe.Begin(ctx, pool, nil)
+	require.NoError(t, err)
+	require.NoError(t, tx.CommitRow(ctx, read, `INSERT INTO item (id) VALUES ($1) RETURNING id`, 1))
+	require.Equal(t, 1, got)
+	require.EqualValues(t, 0, kinds.batches.Load(), "alone: a plain query")
+
+	for _, c := range []struct {
+		name, sql string
+		rows      int // rows in item afterwards
+		committed bool
+	}{
+		{"raises", `INSERT INTO item (id) VALUES (1) RETURNING id`, 1, false},
+		{"not decodable", `INSERT INTO item (id) VALUES (2) RETURNING 'x'::text`, 2, true},
+		{"no row", `UPDATE item SET id = id WHERE id = 99 RETURNING id`, 2, true},
+	} {
+		tx, err := pgpipe.Begin(ctx, pool, nil)
+		require.NoError(t, err)
+		err = tx.CommitRow(ctx, read, c.sql)
+		require.Error(t, err, c.name)
+		var committed *pgpipe.CommittedError
+		require.Equal(t, c.committed, errors.As(err, &committed), "%s: %v", c.name, err)
+		if !c.committed {
+			var pgErr *pgconn.PgError
+			require.ErrorAs(t, err, &pgErr, c.name)
+			require.Equal(t, "23505", pgErr.Code)
+		}
+		require.Equal(t, c.rows, count(), c.name)
+	}
+	require.EqualValues(t, 0, kinds.batches.Load())
+
+	// After a statement: the row's statement and COMMIT in one round trip, all or nothing.
+	tx, err = pgpipe.Begin(ctx, pool, nil)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO item (id) VALUES (3)`)
+	require.NoError(t, err)
+	err = tx.CommitRow(ctx, read, `INSERT INTO item (id) VALUES (1) RETURNING id`)
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr)
+	require.Equal(t, 2, count(), "the statement before it rolled back with it")
+	tx, err = pgpipe.Begin(ctx, pool, nil)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO item (id) VALUES (3)`)
+	require.NoError(t, err)
+	require.NoError(t, tx.CommitRow(ctx, read, `INSERT INTO item (id) VALUES (4) RETURNING id`))
+	require.Equal(t, 4, got)
+	require.Equal(t, 4, count())
+	var idle bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT true`).Scan(&idle), "the connection went back clean")
+}

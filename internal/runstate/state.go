@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 	"time"
 )
 
@@ -30,11 +29,12 @@ type State struct {
 	call     *Call
 }
 
-// Response is what an operation answers; the engine stores it and replays its bytes.
+// Response is what an operation answers; the engine stores it and replays its bytes. Its only
+// header is its content type: the engine makes the header it stores from it.
 type Response struct {
-	Status int
-	Header http.Header
-	Body   []byte
+	Status      int
+	ContentType string
+	Body        []byte
 }
 
 // Params are the facts an engine knows when it starts or resumes an execution.
@@ -101,7 +101,7 @@ func (s *State) Respond(status int, v any) error {
 
 // RespondRaw sets the response from encoded bytes.
 func (s *State) RespondRaw(status int, contentType string, body []byte) {
-	s.response = &Response{Status: status, Header: http.Header{"Content-Type": []string{contentType}}, Body: body}
+	s.response = &Response{Status: status, ContentType: contentType, Body: body}
 }
 
 // Engine-side methods.
