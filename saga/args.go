@@ -17,7 +17,7 @@ type args struct {
 	nt    int
 	ints  [8]pgtype.Int8
 	ni    int
-	bytes [4]byteaArg
+	bytes [6]byteaArg
 	nb    int
 	// stmt is the write being built.
 	stmt keyStatement
@@ -86,6 +86,9 @@ func (a *args) bytea(b []byte) {
 	*p = b
 	a.add(p)
 }
+
+// json adds b, encoded JSON, as a jsonb argument (pgx encodes a named byte slice as its bytes).
+func (a *args) json(b []byte) { a.bytea(b) }
 
 // slice is the arguments added since reset.
 func (a *args) slice() []any { return a.list[:a.n] }

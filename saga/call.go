@@ -124,10 +124,8 @@ func (e *execution) journal(ctx context.Context, step runstate.Step) (*journaled
 	}
 	w := &keyWrite{kind: writeAdvance, status: KeyStatusStarted, recoveryPoint: e.rp, state: e.committed,
 		lease: e.c.cfg.Lease, done: e.done, next: next}
-	if w.state == nil {
-		w.state = e.st.Values()
-	}
 	if !e.persisted {
+		w.state = e.st.Values()
 		e.claiming(w)
 		w.orNothing = true
 	}

@@ -373,6 +373,9 @@ func (s *keyStatement) fence(err error) bool {
 
 // isFence reports whether err is the fence's: the lease was taken over.
 func isFence(err error) bool {
+	if err == nil {
+		return false
+	}
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == sqlstateFence
 }

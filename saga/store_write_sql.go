@@ -91,9 +91,9 @@ type claimCompletedParams struct {
 
 func (p *claimCompletedParams) add(a *args) {
 	p.requestParams.add(a)
-	a.add(p.state)
+	a.json(p.state)
 	a.int(int64(p.status))
-	a.add(p.headers)
+	a.json(p.headers)
 	a.bytea(p.body)
 	a.int(p.retentionMs)
 	a.add(p.token)
@@ -116,7 +116,7 @@ func (p *claimStartedParams) add(a *args) {
 	p.requestParams.add(a)
 	a.bytea(p.body)
 	a.text(p.recoveryPoint)
-	a.add(p.state)
+	a.json(p.state)
 	a.add(p.token)
 	a.int(p.leaseMs)
 	a.textOrNull(p.traceContext)
@@ -147,7 +147,7 @@ type claimParkedParams struct {
 func (p *claimParkedParams) add(a *args) {
 	p.requestParams.add(a)
 	a.text(p.recoveryPoint)
-	a.add(p.state)
+	a.json(p.state)
 	a.text(p.lastError)
 	a.text(string(p.reason))
 	a.add(p.token)
@@ -303,9 +303,9 @@ type completeParams struct {
 
 func (p *completeParams) add(a *args) {
 	p.fencedParams.add(a)
-	a.add(p.state)
+	a.json(p.state)
 	a.int(int64(p.status))
-	a.add(p.headers)
+	a.json(p.headers)
 	a.bytea(p.body)
 	a.int(p.retentionMs)
 }
@@ -326,7 +326,7 @@ type advanceParams struct {
 func (p *advanceParams) add(a *args) {
 	p.fencedParams.add(a)
 	a.text(p.recoveryPoint)
-	a.add(p.state)
+	a.json(p.state)
 	a.int(p.leaseMs)
 	if p.next == nil {
 		for range 4 {

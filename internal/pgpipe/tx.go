@@ -372,6 +372,9 @@ func (tx *Tx) committed(err, serverErr, sendErr error) error {
 	if serverErr == nil {
 		serverErr = sendErr
 	}
+	if err == nil && serverErr == nil && !tx.conn.IsClosed() {
+		return nil
+	}
 	var pgErr *pgconn.PgError
 	switch {
 	case tx.conn.IsClosed():

@@ -52,9 +52,6 @@ type Params struct {
 // New starts an execution's state. Only engines (and test kits) call it.
 func New(p Params) *State {
 	values := maps.Clone(p.Values)
-	if values == nil {
-		values = map[string]json.RawMessage{}
-	}
 	return &State{
 		tenant: p.Tenant, actor: p.Actor, key: p.Key, operation: p.Operation,
 		method: p.Method, path: p.Path, body: p.Body, resumed: p.Resumed, attempt: p.Attempt,
@@ -85,6 +82,9 @@ func (s *State) SetValue(name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("error encoding value %q: %w", name, err)
 	}
+	if s.values == nil {
+		s.values = map[string]json.RawMessage{}
+	}
 	s.values[name] = raw
 	return nil
 }
@@ -109,16 +109,14 @@ func (s *State) RespondRaw(status int, contentType string, body []byte) {
 // Response is the response a step set, or nil.
 func (s *State) Response() *Response { return s.response }
 
-// Values are the saved values, for persisting. The caller must not change them.
+// Values are the saved values, for persisting (nil when there are none). The caller must not
+// change them.
 func (s *State) Values() map[string]json.RawMessage { return s.values }
 
 // Reset forgets what a step that did not commit set: its values (back to committed) and its
 // response.
 func (s *State) Reset(committed map[string]json.RawMessage) {
 	s.values = maps.Clone(committed)
-	if s.values == nil {
-		s.values = map[string]json.RawMessage{}
-	}
 	s.response = nil
 }
 
