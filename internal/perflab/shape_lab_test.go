@@ -521,3 +521,21 @@ func TestLabShapeProfile(t *testing.T) {
 		profile(t, v, 6*time.Second)
 	}
 }
+
+// TestLabKeyIndexes measures, on the engine's phased request, what each secondary index of the
+// key table costs: the bounds of dropping one (the resumer, the operators and GC need them).
+func TestLabKeyIndexes(t *testing.T) {
+	requireLab(t)
+	floor2rt, _ := floorVariants()
+	defaultLab().compare(t, os.Stdout, "phased: the key table's secondary indexes", []variant{
+		floor2rt,
+		engineVariant("pgsaga-phased", "sbs_phased", false, ""),
+		engineVariant("no parked index", "sbs_phased", false, `DROP INDEX pgsaga_key_parked_idx`),
+		engineVariant("no BRIN", "sbs_phased", false, `DROP INDEX pgsaga_key_age_brin`),
+		engineVariant("no reference index", "sbs_phased", false, `DROP INDEX pgsaga_key_call_reference_idx`),
+		engineVariant("reference index: hash", "sbs_phased", false, `DROP INDEX pgsaga_key_call_reference_idx;
+			CREATE INDEX pgsaga_key_call_reference_idx ON pgsaga_key USING hash (call_reference) WHERE call_step IS NOT NULL`),
+		engineVariant("reference index: B-tree of hashtext", "sbs_phased", false, `DROP INDEX pgsaga_key_call_reference_idx;
+			CREATE INDEX pgsaga_key_call_reference_idx ON pgsaga_key (hashtext(call_reference)) WHERE call_step IS NOT NULL`),
+	})
+}
