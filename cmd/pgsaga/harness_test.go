@@ -37,7 +37,7 @@ func newWorldOn(t *testing.T, db *dbtest.DB) *world {
 	t.Cleanup(simSrv.Close)
 	svc, err := payments.New(&payments.Config{Pool: db.Pool, Gateway: s.Gateway(), GatewayRetries: 1})
 	require.NoError(t, err)
-	h, err := svc.Handler()
+	h, err := svc.Handler(payments.HeaderScope)
 	require.NoError(t, err)
 	api := httptest.NewServer(h)
 	t.Cleanup(api.Close)

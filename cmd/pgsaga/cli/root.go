@@ -128,6 +128,8 @@ value, missing required flag or argument, no database URL). Errors are one line 
 		c.settleCmd(),
 		c.gcCmd(),
 		c.consoleCmd(),
+		c.apiKeyCmd(),
+		c.operatorCmd(),
 	)
 	if c.app.Commands != nil {
 		root.AddCommand(c.app.Commands(c.env)...)
