@@ -71,9 +71,10 @@ func statusLine(status int) string {
 	return strings.TrimSpace(fmt.Sprintf("%d %s", status, http.StatusText(status)))
 }
 
-// truncate shortens s to n runes for a table cell, on one line.
+// truncate shortens s to n runes for a table cell, on one line, its control characters escaped
+// (see visible).
 func truncate(s string, n int) string {
-	s = oneLine(s)
+	s = visible(oneLine(s))
 	r := []rune(s)
 	if len(r) <= n {
 		return s

@@ -61,7 +61,7 @@ func Run(ctx context.Context, app *App, args []string, env *Env) int {
 		if cmd != nil {
 			name = cmd.CommandPath()
 		}
-		msg := oneLine(err.Error())
+		msg := visible(oneLine(err.Error()))
 		if exitCode(err) == ExitUsage {
 			msg += fmt.Sprintf(" (see %s --help)", name)
 		}
