@@ -127,7 +127,7 @@ func (e *execution) journal(ctx context.Context, step runstate.Step) (*journaled
 		w.kind, w.orNothing = writeClaim, true
 	}
 	sent := time.Now()
-	out, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args)
+	out, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.requestFor(w), e.hash, w, &e.args)
 	if err == nil && !won {
 		err = errDuplicate
 	}
