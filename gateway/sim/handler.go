@@ -45,6 +45,8 @@ func (s *Simulator) handleCharge(w http.ResponseWriter, r *http.Request) {
 		Reference:      req.Reference,
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
 	})
+	// The answer leaves after the latency faults: the server's write timeout must not cut it.
+	_ = http.NewResponseController(w).SetWriteDeadline(v.landAt.Add(v.delay + writeTimeout))
 	// A slow network to the provider: the request has taken effect by landAt even if its caller
 	// gave up meanwhile; the answer leaves from there.
 	time.Sleep(time.Until(v.landAt))
