@@ -12,11 +12,12 @@ import (
 
 // Journal is the engine's record of a call's attempts; *phases.Run implements it for a call step.
 type Journal interface {
-	// PriorCalls returns the earlier attempts of this call, oldest first.
+	// PriorCalls returns the earlier attempts of this call, oldest first, on this process's
+	// clock.
 	PriorCalls() []phases.CallRecord
-	// QuietAt returns the local time after which no earlier attempt can still be sending (its
-	// process stopped sending before its lease ended); zero when none could.
-	QuietAt() time.Time
+	// DeclareInFlight journals, before a request is sent, the provider's in-flight window in
+	// force (Capabilities.MaxInFlight); when it returns an error, nothing may be sent.
+	DeclareInFlight(ctx context.Context, window time.Duration) error
 	// RecordCall records what this attempt came to, and the provider's id for its charge when
 	// it knows one.
 	RecordCall(outcome phases.CallOutcome, providerID string)
@@ -94,11 +95,17 @@ func defaultRetryDelay(n int) time.Duration {
 //     ErrPending in phases.RetryAfter; pending past opts.PendingWindow: ErrPendingTooLong.
 //   - When an earlier attempt may have reached the provider (a prior call not recorded as
 //     certainly not done, or opts.MayHaveReached) and the provider has inquiry, it asks by
-//     reference first. A charge found is taken only if it matches the intent (amount, currency,
-//     reference; ErrMismatch otherwise), a pending one is followed as above. An empty answer
-//     counts only once Capabilities.MaxInFlight has passed since every earlier attempt went
-//     quiet (j.QuietAt, the end of the last one): before that it waits when the wait fits in
-//     ctx (at most half of the time left), else returns ErrInFlight in phases.RetryAfter.
+//     reference first. So it does before the first send to a provider with inquiry that cannot
+//     de-duplicate the charge by its idempotency key: a re-execution after a failover that lost
+//     the key's commits (and its journal) finds the charge the first execution made. A charge
+//     found is taken only if it matches the intent (amount, currency, reference; ErrMismatch
+//     otherwise), a pending one is followed as above. An empty answer
+//     counts only once every earlier attempt (and every send of this one) that may have
+//     reached the provider has been quiet for the longer of the in-flight window it was sent
+//     under and Capabilities.MaxInFlight now: before that it waits when the wait fits in ctx
+//     (at most half of the time left), else returns ErrInFlight in phases.RetryAfter.
+//   - Before every send it journals the in-flight window in force (j.DeclareInFlight); when
+//     that fails it sends nothing.
 //   - Without inquiry it re-sends the same key only if the provider honours keys
 //     (ErrCannotResolve otherwise) and the key is within Capabilities.KeyRetention
 //     (ErrKeyExpired otherwise). Both satisfy phases.IsOutcomeUnknown: park, never compensate.
@@ -128,9 +135,12 @@ type execution struct {
 	params ChargeParams
 	opts   ExecuteOpts
 
-	// quietAt is when the last attempt that may have reached the provider stopped sending; an
-	// empty inquiry is conclusive from quietAt + caps.MaxInFlight.
-	quietAt time.Time
+	// j is the call's journal; nil when Execute was given none.
+	j Journal
+	// attempts are the earlier attempts and this attempt's own sends whose outcome is unknown,
+	// each with the window it sent under: what an empty inquiry must outwait
+	// (emptyInquiryConclusiveAt).
+	attempts []phases.CallRecord
 	// unresolved is true while some attempt may have charged and nothing has told.
 	unresolved bool
 	// pendingID is the provider's id of a charge known to be pending, read back, never re-sent.
@@ -148,13 +158,16 @@ type execution struct {
 }
 
 func newExecution(j Journal, gw Gateway, params ChargeParams, o ExecuteOpts) *execution {
-	x := &execution{gw: gw, caps: gw.Capabilities(), params: params, opts: o, outcome: phases.CallOutcomeFailedBefore}
-	x.unresolved = o.MayHaveReached
+	x := &execution{j: j, gw: gw, caps: gw.Capabilities(), params: params, opts: o, outcome: phases.CallOutcomeFailedBefore}
+	// A provider that cannot tell a repeated charge by its key is asked before the first send
+	// too: a failover that lost acknowledged commits loses the journal with them, and an earlier
+	// execution of the same intent may have charged under the same reference.
+	x.unresolved = o.MayHaveReached || x.caps.Inquiry && !x.keyed()
 	if j == nil {
 		return x
 	}
-	x.quietAt = j.QuietAt()
 	prior := j.PriorCalls()
+	x.attempts = prior
 	for _, c := range prior {
 		if x.opts.KeyCreatedAt.IsZero() || c.StartedAt.Before(x.opts.KeyCreatedAt) {
 			x.opts.KeyCreatedAt = c.StartedAt
@@ -163,9 +176,6 @@ func newExecution(j Journal, gw Gateway, params ChargeParams, o ExecuteOpts) *ex
 			continue
 		}
 		x.unresolved = true
-		if c.EndedAt != nil && c.EndedAt.After(x.quietAt) {
-			x.quietAt = *c.EndedAt
-		}
 		if c.Outcome == phases.CallOutcomePending && x.pendingSince.IsZero() {
 			x.pendingSince = c.StartedAt
 			if c.EndedAt != nil {
@@ -195,6 +205,9 @@ func newExecution(j Journal, gw Gateway, params ChargeParams, o ExecuteOpts) *ex
 	}
 	return x
 }
+
+// keyed reports whether the provider de-duplicates this charge by its idempotency key.
+func (x *execution) keyed() bool { return x.caps.IdempotencyKeys && x.params.IdempotencyKey != "" }
 
 // result is what one step of a round came to: a charge (final or pending), or an error that
 // the next round may retry (retry) or that ends Execute.
@@ -269,8 +282,15 @@ func (x *execution) followPending(charge *Charge) error {
 	return nil
 }
 
-// send sends the charge once.
+// send sends the charge once, after journaling the in-flight window it is sent under.
 func (x *execution) send(ctx context.Context) result {
+	window := x.caps.MaxInFlight
+	if x.j != nil {
+		if err := x.j.DeclareInFlight(ctx, window); err != nil {
+			// Unjournaled, a request that lands late could be taken for no charge: not sent.
+			return failed(x.classed(fmt.Errorf("error journaling the in-flight window of charge %q, not sent: %w", x.params.Reference, err)))
+		}
+	}
 	charge, err := x.gw.Charge(ctx, x.params)
 	switch Classify(charge, err) {
 	case phases.CallOutcomeSucceeded, phases.CallOutcomeDeclined, phases.CallOutcomePending:
@@ -279,9 +299,10 @@ func (x *execution) send(ctx context.Context) result {
 	case phases.CallOutcomeFailedBefore:
 		return retryable(fmt.Errorf("error charging %q: %w", x.params.Reference, err))
 	}
-	// It may have charged, and may still land until it has been quiet for MaxInFlight.
+	// It may have charged, and may still land until it has been quiet for its window.
 	x.outcome, x.unresolved = phases.CallOutcomeUnknown, true
-	x.quietAt = x.opts.Now()
+	now := x.opts.Now()
+	x.attempts = append(x.attempts, phases.CallRecord{StartedAt: now, EndedAt: &now, MaxInFlight: window})
 	if err == nil {
 		err = &UnknownError{Err: fmt.Errorf("charge %s has status %q", charge.ID, charge.Status)}
 	}
@@ -289,7 +310,7 @@ func (x *execution) send(ctx context.Context) result {
 	if phases.IsOutcomeUnknown(err) {
 		return failed(err)
 	}
-	if !x.caps.Inquiry && (!x.caps.IdempotencyKeys || x.params.IdempotencyKey == "") {
+	if !x.caps.Inquiry && !x.keyed() {
 		// Neither inquiry nor keys: another send could be a second charge. Never guess.
 		return failed(fmt.Errorf("%w (%w)", ErrCannotResolve, err))
 	}
@@ -306,7 +327,7 @@ func (x *execution) resolve(ctx context.Context) result {
 	if held || r.err != nil {
 		return x.unlessUnsupported(ctx, r)
 	}
-	if wait := x.quietAt.Add(x.caps.MaxInFlight).Sub(x.opts.Now()); wait > 0 {
+	if wait := emptyInquiryConclusiveAt(x.attempts, x.caps.MaxInFlight).Sub(x.opts.Now()); wait > 0 {
 		// Nothing found yet, and an earlier request may still land: ask again after the window.
 		inFlight := fmt.Errorf("charge %q: %w (%s left)", x.params.Reference, ErrInFlight, wait.Round(time.Millisecond))
 		if !fits(ctx, wait) {
@@ -414,7 +435,7 @@ func (x *execution) check(c *Charge) error {
 // resendKey re-sends the same key to a provider that cannot be asked: the provider answers
 // the first charge instead of making a second one, while it remembers the key.
 func (x *execution) resendKey(ctx context.Context) result {
-	if !x.caps.IdempotencyKeys || x.params.IdempotencyKey == "" {
+	if !x.keyed() {
 		return failed(fmt.Errorf("error resolving charge %q: %w", x.params.Reference, ErrCannotResolve))
 	}
 	created := x.opts.KeyCreatedAt

@@ -46,7 +46,7 @@ func sendAndGiveUp(t *testing.T, gw gateway.Gateway, arrived <-chan struct{}, p 
 }
 
 // The zombie's charge lands after the next execution's first, empty inquiry. Execute does not
-// trust that answer before QuietAt + MaxInFlight: it waits out the window, finds the zombie's
+// trust that answer before the zombie's lease end + MaxInFlight: it waits out the window, finds the zombie's
 // charge and sends nothing. The same run that believes the empty answer (a gateway declaring no
 // in-flight window) charges a second time: the window is what prevents it.
 func TestExecuteZombieLandsAfterEmptyInquiry(t *testing.T) {
@@ -69,8 +69,7 @@ func TestExecuteZombieLandsAfterEmptyInquiry(t *testing.T) {
 			p := params("payment:zombie-"+name[:6], 100)
 			sendAndGiveUp(t, c, arrived, p)
 			var j gatewaytest.Journal
-			j.Add(crashed(time.Now()))
-			j.SetQuietAt(time.Now()) // the zombie's lease ended: it sends nothing more
+			j.Add(crashed(time.Now())) // the zombie's lease ended: it sends nothing more
 
 			charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 			require.NoError(t, err)
@@ -97,7 +96,6 @@ func TestExecuteInFlightWindowDefers(t *testing.T) {
 	sendAndGiveUp(t, c, arrived, p)
 	var j gatewaytest.Journal
 	j.Add(crashed(time.Now()))
-	j.SetQuietAt(time.Now())
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -138,7 +136,7 @@ func TestExecuteOwnTimeoutWaitsOutWindow(t *testing.T) {
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
 	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
-	require.Equal(t, []string{"charge", "inquire", "inquire"}, gw.list(), "asked again after the window")
+	require.Equal(t, []string{"inquire", "charge", "inquire", "inquire"}, gw.list(), "asked again after the window")
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 	require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())
 }
@@ -168,7 +166,7 @@ func TestExecuteProxy502AfterChargeIsResolvedNotResent(t *testing.T) {
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
 	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
-	require.Equal(t, []string{"charge", "inquire"}, gw.list())
+	require.Equal(t, []string{"inquire", "charge", "inquire"}, gw.list())
 	require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())
 	require.Equal(t, 1, s.ChargesFor(p.Reference), "one charge, never a second after a 502")
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // CallOutcome is what one attempt of an external call came to, as the call journal records it.
-// Each class has one consequence for the engine (DESIGN.md, "Outcome classes").
+// Each class has one consequence for the engine.
 type CallOutcome string
 
 const (
@@ -27,7 +27,9 @@ const (
 	CallOutcomeUnknown CallOutcome = "unknown"
 )
 
-// CallRecord is one attempt of an external call step, as the call journal holds it.
+// CallRecord is one attempt of an external call step, as the call journal holds it. Its times
+// are on this process's clock: the engine converts the database's times once, when it reads the
+// journal.
 type CallRecord struct {
 	// Step is the call step's name.
 	Step string
@@ -35,10 +37,16 @@ type CallRecord struct {
 	Attempt int
 	// Reference is the downstream key or reference the provider saw (Step.WithReference).
 	Reference string
-	// StartedAt is when the attempt was journaled, just before it was sent (database clock).
+	// StartedAt is when the attempt was journaled, just before it was sent.
 	StartedAt time.Time
 	// EndedAt is when its outcome was recorded; nil while it runs or when its execution died.
 	EndedAt *time.Time
+	// Deadline is the latest moment its execution could still send: the end of the lease it
+	// ran under, as last renewed. The execution stopped sending a quarter of a lease before it.
+	Deadline time.Time
+	// MaxInFlight is the longest in-flight window the provider declared while the attempt sent
+	// (Run.DeclareInFlight): a request it sent may land that long after it went quiet.
+	MaxInFlight time.Duration
 	// Outcome is what it came to; empty while it runs or when its execution died before
 	// recording it (then it may have reached the provider).
 	Outcome CallOutcome
@@ -49,6 +57,15 @@ type CallRecord struct {
 // MayHaveReached reports whether the attempt may have reached the provider: every attempt
 // except one recorded as certainly not done.
 func (c CallRecord) MayHaveReached() bool { return c.Outcome != CallOutcomeFailedBefore }
+
+// QuietAt is when the attempt certainly stopped sending: when its outcome was recorded, or, for
+// an execution that died without recording one, the end of its lease.
+func (c CallRecord) QuietAt() time.Time {
+	if c.EndedAt != nil {
+		return *c.EndedAt
+	}
+	return c.Deadline
+}
 
 // OutcomeUnknownError is a call whose effect may or may not have happened, with nothing left
 // that can tell which (no inquiry and no idempotency keys, a downstream key past the provider's

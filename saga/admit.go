@@ -21,6 +21,11 @@ import (
 // The execution is detached from ctx's cancellation: a client that goes away does not cut an
 // operation between a call and the phase that records it. Each phase and call has its own bound.
 func (c *Client) Run(ctx context.Context, operation string, req *Request) (*Result, error) {
+	res, err := c.run(ctx, operation, req)
+	return c.observed(operation, res, err)
+}
+
+func (c *Client) run(ctx context.Context, operation string, req *Request) (*Result, error) {
 	op, hash, err := c.prepare(operation, req)
 	if err != nil {
 		return nil, err
@@ -47,7 +52,6 @@ func (e *execution) admit(ctx context.Context) (*Result, error) {
 	found, err := readHead(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.head)
 	switch {
 	case err != nil:
-		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
 		return nil, transient(err, 0)
 	case found:
 		return e.decide(ctx, &e.head, true)
@@ -62,10 +66,8 @@ func (e *execution) refuseInvalid(ctx context.Context, q queryer, verr error, ma
 	found, err := readHead(ctx, q, e.req.Scope, e.req.Key, &e.head)
 	switch {
 	case err != nil:
-		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
 		return nil, transient(err, 0)
 	case !found:
-		e.c.observer.Request(e.op.Name, OutcomeRejected)
 		return nil, &InvalidRequestError{Err: verr}
 	}
 	return e.decide(ctx, &e.head, mayTakeOver)

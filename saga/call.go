@@ -34,16 +34,19 @@ func (e *execution) callAt(i int) (runstate.Step, bool) {
 }
 
 // callStart is the journal row of call step, with the downstream reference it declared,
-// derived from the values saved so far.
+// derived from the values saved so far, or else the default one derived from the intent.
 func (e *execution) callStart(step runstate.Step) (*callStart, error) {
-	start := &callStart{step: step.Name(), aliases: step.Aliases()}
-	if ref := step.Reference(); ref != nil {
-		r, err := ref(e.st)
-		if err != nil {
-			return nil, fmt.Errorf("error deriving the reference of call %q: %w", step.Name(), err)
-		}
-		start.reference = r
+	start := &callStart{step: step.Name(), aliases: step.Aliases(), window: e.c.callWindow(e.op, step.Name())}
+	ref := step.Reference()
+	if ref == nil {
+		start.reference = runstate.DefaultReference(e.req.Scope.Tenant, e.req.Scope.Actor, e.req.Key, e.op.Name, step.Name())
+		return start, nil
 	}
+	r, err := ref(e.st)
+	if err != nil {
+		return nil, fmt.Errorf("error deriving the reference of call %q: %w", step.Name(), err)
+	}
+	start.reference = r
 	return start, nil
 }
 
@@ -63,10 +66,8 @@ func (e *execution) call(ctx context.Context, i int) error {
 		}
 	}
 	e.journaled = nil
-	call := &runstate.Call{Step: step.Name(), Reference: j.start.reference, Prior: j.written.prior}
-	if len(call.Prior) > 0 {
-		call.QuietAt = j.at.Add(j.written.quietIn)
-	}
+	call := &runstate.Call{Step: step.Name(), Reference: j.start.reference,
+		Prior: onLocalClock(j.written.prior, j.written.dbNow, j.at)}
 	if !time.Now().Before(e.leaseEnd.Add(-e.c.cfg.Lease / 4)) {
 		// The write that renewed the lease took so long that it no longer covers a call: the
 		// call is not sent, and a retry renews the lease again.
@@ -76,7 +77,7 @@ func (e *execution) call(ctx context.Context, i int) error {
 	e.st.BeginCall(call)
 
 	start := time.Now()
-	err := e.guarded(ctx, step.Name(), step.Call())
+	err := e.guarded(ctx, call, j.start.window, step.Call())
 	outcome, providerID, recorded := e.st.EndCall()
 	switch {
 	case !recorded:
@@ -138,31 +139,33 @@ func (e *execution) journal(ctx context.Context, step runstate.Step) (*journaled
 	return e.journaled, nil
 }
 
-// guarded runs call under guard. The guard is stopped however the call ends, also when its
+// guarded runs call fn under guard, its in-flight window journaled through the guard (window is
+// the one its journal row holds). The guard is stopped however the call ends, also when its
 // goroutine ends mid-call (an in-process crash): a dead execution must not keep renewing its lease.
-func (e *execution) guarded(ctx context.Context, step string, call runstate.CallFunc) (err error) {
-	callCtx, stop := e.guard(ctx, step)
+func (e *execution) guarded(ctx context.Context, call *runstate.Call, window time.Duration, fn runstate.CallFunc) (err error) {
+	g := e.guard(ctx, call.Step, window)
+	call.Declare = g.declare
 	defer func() {
-		if cause := stop(); cause != nil && err != nil {
+		if cause := g.stop(); cause != nil && err != nil {
 			err = fmt.Errorf("%w (%w)", err, cause)
 		}
 	}()
-	return call(callCtx, e.st)
+	return fn(g.ctx, e.st)
 }
 
-// guard returns the context a call runs in: bounded by CallTimeout, cut before the lease ends,
-// kept leased by heartbeats every third of a lease, and cut at once when a heartbeat finds the
-// lease lost. stop ends it and returns why the guard cut the call, if it did. Both the cut and
-// the heartbeat are timers: a call shorter than a third of a lease starts no goroutine.
-func (e *execution) guard(ctx context.Context, step string) (context.Context, func() error) {
+// guard returns the guard of a call: its context is bounded by CallTimeout, cut before the
+// lease ends, kept leased by heartbeats every third of a lease, and cut at once when a heartbeat
+// finds the lease lost. Both the cut and the heartbeat are timers: a call shorter than a third of
+// a lease starts no goroutine.
+func (e *execution) guard(ctx context.Context, step string, window time.Duration) *callGuard {
 	ctx, cancelTimeout := context.WithTimeout(ctx, e.c.cfg.CallTimeout)
 	ctx, cancel := context.WithCancelCause(ctx)
-	g := &callGuard{e: e, ctx: ctx, step: step, cancel: cancel, cancelTimeout: cancelTimeout}
+	g := &callGuard{e: e, ctx: ctx, step: step, window: window, cancel: cancel, cancelTimeout: cancelTimeout}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.cut = time.AfterFunc(time.Until(e.leaseEnd.Add(-e.c.cfg.Lease/4)), g.leaseEnding)
 	g.beat = time.AfterFunc(e.c.cfg.Lease/3, g.heartbeat)
-	return ctx, g.stop
+	return g
 }
 
 // callGuard keeps one call leased, or cuts it.
@@ -178,6 +181,8 @@ type callGuard struct {
 	stopped   bool
 	cause     error
 	cut, beat *time.Timer
+	// window is the in-flight window the call's journal row holds.
+	window time.Duration
 }
 
 // leaseEnding cuts the call: its lease could not be renewed before it would run out.
@@ -202,21 +207,50 @@ func (g *callGuard) heartbeat() {
 	if g.stopped || g.cause != nil || g.ctx.Err() != nil {
 		return
 	}
+	if err := g.renew(g.ctx, g.window); err != nil && !errors.Is(err, ErrLeaseLost) {
+		g.e.c.cfg.Logger.WarnContext(g.ctx, "could not renew the lease of a call; it is cut before the lease ends",
+			"operation", g.e.op.Name, "key", g.e.req.Key, "step", g.step, "error", err)
+	}
+	g.beat.Reset(g.e.c.cfg.Lease / 3)
+}
+
+// declare journals window as the call's in-flight window before the call sends a request
+// (phases.Run.DeclareInFlight): when it is longer than the one its journal row holds, in a
+// heartbeat that raises it. The client remembers it as the step's window, which the next
+// attempts' journal rows carry from the start. An error means the request must not be sent.
+func (g *callGuard) declare(ctx context.Context, window time.Duration) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.e.c.learnWindow(g.e.op, g.step, window)
+	if g.stopped || g.cause != nil {
+		return fmt.Errorf("the call's guard ended: %w", context.Cause(g.ctx))
+	}
+	if window <= g.window {
+		return nil
+	}
+	if err := g.renew(ctx, window); err != nil {
+		return fmt.Errorf("error journaling the call's in-flight window: %w", err)
+	}
+	g.window = window
+	return nil
+}
+
+// renew is a heartbeat with window as the journaled in-flight window; g.mu is held. It moves the
+// cut with the lease, and ends the guard when the lease was lost.
+func (g *callGuard) renew(ctx context.Context, window time.Duration) error {
 	e, lease := g.e, g.e.c.cfg.Lease
 	sent := time.Now()
-	left, err := heartbeat(g.ctx, e.c.cfg.DB, &e.h, lease, g.step)
+	left, err := heartbeat(ctx, e.c.cfg.DB, &e.h, lease, g.step, window)
 	switch {
 	case errors.Is(err, ErrLeaseLost):
 		g.end(ErrLeaseLost)
-		return
+		return err
 	case err != nil:
-		e.c.cfg.Logger.WarnContext(g.ctx, "could not renew the lease of a call; it is cut before the lease ends",
-			"operation", e.op.Name, "key", e.req.Key, "step", g.step, "error", err)
-	default:
-		e.leaseFrom(sent, left)
-		g.cut.Reset(time.Until(e.leaseEnd.Add(-lease / 4)))
+		return err
 	}
-	g.beat.Reset(lease / 3)
+	e.leaseFrom(sent, left)
+	g.cut.Reset(time.Until(e.leaseEnd.Add(-lease / 4)))
+	return nil
 }
 
 // stop ends the guard, waiting for a heartbeat under way, and returns why it cut the call.

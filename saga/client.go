@@ -34,6 +34,10 @@ type learnedOp struct {
 	// round trip more). Were the phase to send a statement after all, its work is rolled back
 	// for a key found stored: correct, only slower for that duplicate.
 	quietFirst atomic.Bool
+	// windows are the in-flight windows (nanoseconds) the provider of each call step last
+	// declared (phases.Run.DeclareInFlight): a call's journal row carries its step's from the
+	// start, so that its declaration needs no write of its own unless the window grew.
+	windows map[string]*atomic.Int64
 }
 
 // NewClient checks the config and its operations and returns a client. A client with no
@@ -57,7 +61,13 @@ func NewClient(cfg *Config) (*Client, error) {
 			c.ops[name] = op
 			c.opNames = append(c.opNames, name)
 		}
-		c.learned[op] = &learnedOp{}
+		l := &learnedOp{windows: map[string]*atomic.Int64{}}
+		for _, step := range op.Steps {
+			if st := runstate.Step(step); st.Call() != nil {
+				l.windows[st.Name()] = &atomic.Int64{}
+			}
+		}
+		c.learned[op] = l
 		c.calls.add(op, names, c.maxAttempts(op), c.maxAge(op))
 	}
 	c.observer = cfg.Observer
@@ -111,6 +121,23 @@ func (c *Client) learn(op *phases.Operation, quiet bool) {
 func (c *Client) quietFirst(op *phases.Operation) bool {
 	l := c.learned[op]
 	return l != nil && l.quietFirst.Load()
+}
+
+// learnWindow records the in-flight window op's call step declared.
+func (c *Client) learnWindow(op *phases.Operation, step string, window time.Duration) {
+	if l := c.learned[op]; l != nil {
+		if w := l.windows[step]; w != nil && w.Load() != int64(window) {
+			w.Store(int64(window))
+		}
+	}
+}
+
+// callWindow is the in-flight window op's call step last declared (0 before any).
+func (c *Client) callWindow(op *phases.Operation, step string) time.Duration {
+	if l := c.learned[op]; l != nil && l.windows[step] != nil {
+		return time.Duration(l.windows[step].Load())
+	}
+	return 0
 }
 
 // Config returns the client's configuration with defaults applied.

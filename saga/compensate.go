@@ -168,11 +168,9 @@ func (e *execution) finishCompensated(ctx context.Context, out *outcome) (*Resul
 
 func (e *execution) finished(out *outcome) (*Result, error) {
 	if out.Response != nil {
-		e.c.observer.Request(e.op.Name, OutcomeExecuted)
 		return &Result{Response: out.Response.response(), Resumed: e.st.Resumed()}, nil
 	}
 	e.c.observer.Parked(e.op.Name, ParkedPermanent)
-	e.c.observer.Request(e.op.Name, OutcomeParked)
 	return nil, &ParkedError{Reason: ParkedPermanent, LastError: out.Error}
 }
 

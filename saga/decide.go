@@ -13,7 +13,6 @@ import (
 // for the key): a key that could be taken over is then answered as in progress.
 func (e *execution) decide(ctx context.Context, k *keyHead, mayTakeOver bool) (*Result, error) {
 	if !e.op.Is(k.Operation) || k.Method != e.req.Method || k.Path != e.req.Path || !bytes.Equal(k.RequestHash, e.hash) {
-		e.c.observer.Request(e.op.Name, OutcomeMismatch)
 		return nil, ErrKeyReused
 	}
 	switch k.Status {
@@ -21,13 +20,10 @@ func (e *execution) decide(ctx context.Context, k *keyHead, mayTakeOver bool) (*
 		if e.held {
 			// This request held the key and another execution finished it meanwhile: its
 			// answer, not a replay.
-			e.c.observer.Request(e.op.Name, OutcomeExecuted)
 			return &Result{Response: k.Response, Resumed: e.st != nil && e.st.Resumed()}, nil
 		}
-		e.c.observer.Request(e.op.Name, OutcomeReplayed)
 		return &Result{Response: k.Response, Replayed: true}, nil
 	case KeyStatusFailed:
-		e.c.observer.Request(e.op.Name, OutcomeParked)
 		return nil, &ParkedError{Reason: k.ParkedReason, LastError: k.LastError}
 	}
 	if k.LeaseLeft > 0 {
@@ -37,7 +33,6 @@ func (e *execution) decide(ctx context.Context, k *keyHead, mayTakeOver bool) (*
 			e.waited = true
 			later, err := e.c.waitForKey(ctx, e.req.Scope, e.req.Key, e.op.WaitInFlight)
 			if err != nil {
-				e.c.observer.Request(e.op.Name, OutcomeUnavailable)
 				return nil, transient(err, 0)
 			}
 			return e.decide(ctx, later, mayTakeOver)
@@ -47,7 +42,6 @@ func (e *execution) decide(ctx context.Context, k *keyHead, mayTakeOver bool) (*
 	if wait := k.NextAttemptIn; wait > 0 {
 		// The last execution failed and scheduled the next attempt: a retry before then gets
 		// the same answer and spends nothing.
-		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
 		return nil, transient(errNotYetDue{k.LastError}, wait)
 	}
 	if !mayTakeOver {
@@ -59,10 +53,8 @@ func (e *execution) decide(ctx context.Context, k *keyHead, mayTakeOver bool) (*
 	switch {
 	case errors.Is(err, ErrKeyNotFound):
 		// Deleted between the read and the takeover (retention GC): the client may retry.
-		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
 		return nil, transient(errors.New("key vanished while being read; retry"), 0)
 	case err != nil:
-		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
 		return nil, transient(err, 0)
 	case taken == nil:
 		// Someone else took it over, or it finished meanwhile: answer from what is there now.
@@ -74,7 +66,6 @@ func (e *execution) decide(ctx context.Context, k *keyHead, mayTakeOver bool) (*
 }
 
 func (e *execution) inProgress(k *keyHead) (*Result, error) {
-	e.c.observer.Request(e.op.Name, OutcomeInProgress)
 	return nil, &InProgressError{LeaseRemaining: k.LeaseLeft}
 }
 
@@ -85,11 +76,9 @@ func (e *execution) answerExisting(ctx context.Context, mayTakeOver bool) (*Resu
 	found, err := readHead(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.head)
 	switch {
 	case err != nil:
-		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
 		return nil, transient(err, 0)
 	case !found:
 		// Deleted between the conflict and this read (retention GC): the client may retry.
-		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
 		return nil, transient(errors.New("key vanished while being read; retry"), 0)
 	}
 	return e.decide(ctx, &e.head, mayTakeOver)

@@ -101,7 +101,6 @@ func (e *execution) execute(ctx context.Context, from int) (*Result, error) {
 			return e.fail(ctx, i, err)
 		}
 		if e.answer != nil {
-			e.c.observer.Request(e.op.Name, OutcomeExecuted)
 			return &Result{Response: e.answer, Resumed: e.st.Resumed()}, nil
 		}
 	}

@@ -31,7 +31,6 @@ func (e *execution) fail(ctx context.Context, i int, err error) (*Result, error)
 	}
 	if msg, ok := dataError(err); ok {
 		if !e.persisted {
-			e.c.observer.Request(e.op.Name, OutcomeRejected)
 			return nil, &InvalidRequestError{Err: errors.New(msg)}
 		}
 		err = phases.Reject(http.StatusBadRequest, CodeInvalidRequest, msg)
@@ -87,7 +86,6 @@ func (e *execution) transient(ctx context.Context, err error) (*Result, error) {
 	if !e.persisted {
 		found, lookErr := readHead(ctx, e.c.cfg.DB, e.req.Scope, e.req.Key, &e.head)
 		if lookErr != nil || !found {
-			e.c.observer.Request(e.op.Name, OutcomeUnavailable)
 			return nil, transient(err, 0)
 		}
 		// The key is stored: by a duplicate, or by this execution's claim, whose COMMIT reached
@@ -120,7 +118,6 @@ func (e *execution) transient(ctx context.Context, err error) (*Result, error) {
 		delay = max(delay, time.Until(e.leaseEnd))
 	}
 	e.done = nil
-	e.c.observer.Request(e.op.Name, OutcomeUnavailable)
 	return nil, transient(err, delay)
 }
 
@@ -154,13 +151,11 @@ func (e *execution) park(ctx context.Context, reason ParkedReason, msg string) (
 		if errors.Is(err, ErrLeaseLost) {
 			return e.leaseLost(ctx)
 		}
-		e.c.observer.Request(e.op.Name, OutcomeUnavailable)
 		return nil, transient(fmt.Errorf("error parking key (%s): %w", msg, err), time.Until(e.leaseEnd))
 	}
 	e.done = nil
 	e.c.cfg.Logger.ErrorContext(ctx, "key parked", "operation", e.op.Name, "key", e.req.Key, "reason", reason, "error", msg)
 	e.c.observer.Parked(e.op.Name, reason)
-	e.c.observer.Request(e.op.Name, OutcomeParked)
 	return nil, &ParkedError{Reason: reason, LastError: msg}
 }
 

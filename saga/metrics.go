@@ -1,6 +1,7 @@
 package saga
 
 import (
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,12 +22,55 @@ const (
 	OutcomeRejected    RequestOutcome = "rejected"    // 400/401/413: refused before anything was stored
 	OutcomeUnavailable RequestOutcome = "unavailable" // 503: transient, the key stays started
 	OutcomeParked      RequestOutcome = "parked"      // 503: the key is (or was just) parked
+	OutcomeError       RequestOutcome = "error"       // 500: a failure the engine cannot classify
 )
+
+// requestOutcome classifies what Run or RunTx returned, by behaviour, as the HTTP handler
+// answers it: the one place a request's outcome is decided for metrics.
+func requestOutcome(res *Result, err error) RequestOutcome {
+	switch {
+	case err != nil:
+		return errorOutcome(err)
+	case res.Replayed:
+		return OutcomeReplayed
+	}
+	return OutcomeExecuted
+}
+
+// errorOutcome is requestOutcome for an error (apart, so that an answer allocates nothing).
+func errorOutcome(err error) RequestOutcome {
+	var (
+		inProgress *InProgressError
+		parked     *ParkedError
+		invalid    *InvalidRequestError
+		temporary  *TransientError
+	)
+	switch {
+	case errors.Is(err, ErrKeyReused):
+		return OutcomeMismatch
+	case errors.As(err, &inProgress):
+		return OutcomeInProgress
+	case errors.As(err, &parked):
+		return OutcomeParked
+	case errors.Is(err, ErrInvalidJSON), errors.As(err, &invalid):
+		return OutcomeRejected
+	case errors.As(err, &temporary):
+		return OutcomeUnavailable
+	}
+	return OutcomeError
+}
+
+// observed reports a request's outcome to the observer, once, where Run and RunTx return it.
+func (c *Client) observed(operation string, res *Result, err error) (*Result, error) {
+	c.observer.Request(operation, requestOutcome(res, err))
+	return res, err
+}
 
 // Observer receives what the engine does, for metrics. Calls are made on the request path:
 // implementations must be safe for concurrent use and cheap.
 type Observer interface {
-	// Request is called once per request (Run, RunTx, the handler's refusals) with its outcome.
+	// Request is called once per request (Run, RunTx, the handler's refusals before Run) with
+	// its outcome. Resumes by the worker or an operator are not requests (see Resumed).
 	Request(operation string, outcome RequestOutcome)
 	// Step is called after each atomic phase and external call with its duration.
 	Step(operation, step string, d time.Duration)
@@ -65,7 +109,7 @@ func NewPrometheusObserver(reg prometheus.Registerer) (Observer, error) {
 	o := &prometheusObserver{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pgsaga_requests_total",
-			Help: "Requests by operation and outcome (executed, replayed, in_progress, mismatch, rejected, unavailable, parked).",
+			Help: "Requests by operation and outcome (executed, replayed, in_progress, mismatch, rejected, unavailable, parked, error).",
 		}, []string{"operation", "outcome"}),
 		resumes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pgsaga_resumes_total",

@@ -229,28 +229,14 @@ func (e *execution) journaledByTakeover(t *takenKey) error {
 	}
 	step := runstate.Step(e.op.Steps[i])
 	t.call.aliases = step.Aliases()
-	out := &written{leaseLeft: deref(t.LockedUntil).Sub(t.DBNow)}
-	var quietAt time.Time
+	out := &written{leaseLeft: deref(t.LockedUntil).Sub(t.DBNow), dbNow: t.DBNow}
 	prior, err := decodeCalls(t.prior, func(c *callJSON) bool {
-		if !step.Is(c.Step) || c.Attempt >= t.Attempts {
-			return false
-		}
-		if c.Outcome == nil || *c.Outcome != string(phases.CallOutcomeFailedBefore) {
-			if end := deref(c.EndedAt); c.EndedAt != nil && end.After(quietAt) {
-				quietAt = end
-			} else if c.EndedAt == nil && c.Deadline.After(quietAt) {
-				quietAt = c.Deadline
-			}
-		}
-		return true
+		return step.Is(c.Step) && c.Attempt < t.Attempts
 	})
 	if err != nil {
 		return err
 	}
 	out.prior = prior
-	if !quietAt.IsZero() {
-		out.quietIn = quietAt.Sub(t.DBNow)
-	}
 	e.journaled = &journaledCall{start: t.call, written: out, at: time.Now()}
 	return nil
 }

@@ -22,6 +22,11 @@ var ErrNotSingleTransaction = errors.New("RunTx runs single-transaction operatio
 // Use READ COMMITTED: a duplicate that commits while tx waits on the key is read by a new
 // statement snapshot.
 func (c *Client) RunTx(ctx context.Context, tx pgx.Tx, operation string, req *Request) (*Result, error) {
+	res, err := c.runTx(ctx, tx, operation, req)
+	return c.observed(operation, res, err)
+}
+
+func (c *Client) runTx(ctx context.Context, tx pgx.Tx, operation string, req *Request) (*Result, error) {
 	op, hash, err := c.prepare(operation, req)
 	if err != nil {
 		return nil, err
@@ -46,7 +51,6 @@ func (c *Client) RunTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 		var reject *phases.RejectError
 		msg, isData := dataError(err)
 		if isData {
-			c.observer.Request(op.Name, OutcomeRejected)
 			return nil, &InvalidRequestError{Err: errors.New(msg)}
 		}
 		if !errors.As(err, &reject) {
@@ -83,7 +87,6 @@ func (c *Client) RunTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 	if err := savepoint.Commit(ctx); err != nil {
 		return nil, err
 	}
-	c.observer.Request(op.Name, OutcomeExecuted)
 	return &Result{Response: resp}, nil
 }
 

@@ -166,14 +166,15 @@ func lookupKey(ctx context.Context, q queryer, scope Scope, key string) (*Key, e
 
 // callJSON is a journal row as priorCallsJSONSQL encodes it.
 type callJSON struct {
-	Step       string     `json:"step"`
-	Attempt    int        `json:"attempt"`
-	Reference  *string    `json:"reference"`
-	StartedAt  time.Time  `json:"started_at"`
-	EndedAt    *time.Time `json:"ended_at"`
-	Deadline   time.Time  `json:"deadline"`
-	Outcome    *string    `json:"outcome"`
-	ProviderID *string    `json:"provider_id"`
+	Step          string     `json:"step"`
+	Attempt       int        `json:"attempt"`
+	Reference     *string    `json:"reference"`
+	StartedAt     time.Time  `json:"started_at"`
+	EndedAt       *time.Time `json:"ended_at"`
+	Deadline      time.Time  `json:"deadline"`
+	MaxInFlightMs *int64     `json:"max_in_flight_ms"`
+	Outcome       *string    `json:"outcome"`
+	ProviderID    *string    `json:"provider_id"`
 }
 
 // decodeCalls decodes priorCallsJSONSQL's rows, keeping those keep accepts (all when nil).
@@ -192,9 +193,30 @@ func decodeCalls(raw []byte, keep func(*callJSON) bool) ([]runstate.CallRecord, 
 			continue
 		}
 		out = append(out, runstate.CallRecord{Step: r.Step, Attempt: r.Attempt, Reference: deref(r.Reference),
-			StartedAt: r.StartedAt, EndedAt: r.EndedAt, Outcome: deref(r.Outcome), ProviderID: deref(r.ProviderID)})
+			StartedAt: r.StartedAt, EndedAt: r.EndedAt, Deadline: r.Deadline,
+			MaxInFlight: time.Duration(deref(r.MaxInFlightMs)) * time.Millisecond,
+			Outcome:     deref(r.Outcome), ProviderID: deref(r.ProviderID)})
 	}
 	return out, nil
+}
+
+// onLocalClock moves journal rows' times from the database's clock to this process's: the
+// database read dbNow while the statement that returned them ran, and the process received
+// them at localNow. The offset counts the statement's way back to the process as clock
+// difference, which moves every time later: the safe direction for "when did an attempt stop
+// sending", the one thing these times decide. This is the only place the two clocks meet.
+func onLocalClock(calls []runstate.CallRecord, dbNow, localNow time.Time) []runstate.CallRecord {
+	offset := localNow.Sub(dbNow)
+	for i := range calls {
+		c := &calls[i]
+		c.StartedAt = c.StartedAt.Add(offset)
+		c.Deadline = c.Deadline.Add(offset)
+		if c.EndedAt != nil {
+			end := c.EndedAt.Add(offset)
+			c.EndedAt = &end
+		}
+	}
+	return calls
 }
 
 // keyWrittenBySQL tells whether the key's row was last written under token.

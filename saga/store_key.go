@@ -97,11 +97,13 @@ type callDone struct {
 }
 
 // callStart is the journal row of a call about to be sent: its step (with the step's former
-// names, under which earlier attempts may be journaled) and its downstream reference.
+// names, under which earlier attempts may be journaled), its downstream reference and the
+// provider's in-flight window journaled with it (the last this client saw for the step).
 type callStart struct {
 	step      string
 	aliases   []string
 	reference string
+	window    time.Duration
 }
 
 // written is what a key write reports back.
@@ -110,9 +112,10 @@ type written struct {
 	createdAt time.Time
 	// leaseLeft is the lease the write left, measured by the database after writing it.
 	leaseLeft time.Duration
-	// prior and quietIn describe the earlier attempts of the call w.next journaled.
-	prior   []runstate.CallRecord
-	quietIn time.Duration
+	// prior are the earlier attempts of the call w.next journaled, their times on the
+	// database's clock, which read dbNow at the write.
+	prior []runstate.CallRecord
+	dbNow time.Time
 }
 
 // emptyObject is the encoding of no saved values, the common case of a first phase.
@@ -157,6 +160,9 @@ func nullIfEmpty(s string) *string {
 
 func millis(d time.Duration) int64 { return d.Milliseconds() }
 
+// ceilMillis is d in whole milliseconds, rounded up: for windows that must not shrink.
+func ceilMillis(d time.Duration) int64 { return (d + time.Millisecond - 1).Milliseconds() }
+
 // keyStatement is one key write, ready to send: its SQL, its arguments and how to read its row.
 type keyStatement struct {
 	sql  string
@@ -175,137 +181,90 @@ func (w *keyWrite) statement(h *holder, req *Request, hash []byte, a *args) (*ke
 		return nil, err
 	}
 	s := a.reset()
-	switch w.kind {
-	case writeClaim:
-		a.text(req.Scope.Tenant)
-		a.text(req.Scope.Actor)
-		a.text(req.Key)
-		a.text(req.Operation)
-		a.text(req.Method)
-		a.text(req.Path)
-		a.bytea(hash)
-		switch w.status {
-		case KeyStatusCompleted:
-			status, header, body, err := encodeResponse(w.response)
-			if err != nil {
-				return nil, err
-			}
-			s.sql, s.exec = claimCompletedSQL, true
-			if w.orNothing {
-				s.sql += ` ON CONFLICT DO NOTHING`
-			}
-			a.add(state)
-			a.int(int64(status))
-			a.add(header)
-			a.bytea(body)
-			a.int(millis(w.retention))
-			a.add(&h.token)
-		case KeyStatusFailed:
-			if !w.orNothing {
-				return nil, errors.New("saga: a parked key is claimed only outside a phase")
-			}
-			s.sql, s.exec = claimParkedOrNothingSQL, true
-			a.text(w.recoveryPoint)
-			a.add(state)
-			a.text(w.lastError)
-			a.text(string(w.reason))
-			a.add(&h.token)
-		default:
-			a.bytea(req.Body)
-			a.text(w.recoveryPoint)
-			a.add(state)
-			a.add(&h.token)
-			a.int(millis(w.lease))
-			s.read = readClaimed
-			switch {
-			case w.next != nil && w.orNothing:
-				s.sql = claimStartedJournalOrNothingSQL
-			case w.next != nil:
-				s.sql = claimStartedJournalSQL
-			case w.orNothing:
-				return nil, errors.New("saga: a started key is claimed outside a phase only to journal a call")
-			default:
-				s.sql = claimStartedSQL
-			}
-			if w.next != nil {
-				a.text(w.next.step)
-				a.textOrNull(w.next.reference)
-			}
+	if w.kind == writeClaim {
+		if err := w.claim(s, h, req, hash, state, a); err != nil {
+			return nil, err
 		}
 		s.args = a.slice()
 		return s, nil
 	}
-	a.text(h.scope.Tenant)
-	a.text(h.scope.Actor)
-	a.text(h.key)
-	a.add(&h.token)
+	fenced := fencedParams{tenant: h.scope.Tenant, actor: h.scope.Actor, key: h.key, token: &h.token,
+		attempt: h.attempt, done: w.done}
 	switch w.kind {
 	case writeComplete:
-		status, header, body, err := encodeResponse(w.response)
+		status, headers, body, err := encodeResponse(w.response)
 		if err != nil {
 			return nil, err
 		}
 		s.sql, s.read = completeSQL, readFenced
-		a.add(state)
-		a.int(int64(status))
-		a.add(header)
-		a.bytea(body)
-		a.int(millis(w.retention))
-		if d := w.done; d != nil {
-			s.sql = completeDoneSQL
-			a.text(d.step)
-			a.text(string(d.outcome))
-			a.textOrNull(d.providerID)
-			a.int(int64(h.attempt))
-		}
+		p := completeParams{fencedParams: fenced, state: state, status: status, headers: headers, body: body,
+			retentionMs: millis(w.retention)}
+		p.add(a)
 	case writeAdvance:
 		s.sql, s.read = advanceSQL, readAdvanced
-		a.text(w.recoveryPoint)
-		a.add(state)
-		a.int(millis(w.lease))
-		w.doneArgs(h, a)
+		p := advanceParams{fencedParams: fenced, recoveryPoint: w.recoveryPoint, state: state, leaseMs: millis(w.lease)}
 		if n := w.next; n != nil {
-			a.text(n.step)
-			a.textOrNull(n.reference)
-			a.add(append([]string{n.step}, n.aliases...))
-		} else {
-			a.add(nil)
-			a.add(nil)
-			a.add(nil)
+			p.next, p.steps = n, append([]string{n.step}, n.aliases...)
 		}
+		p.add(a)
 	case writeRelease:
-		unspent := int64(0)
-		if w.unspent {
-			unspent = 1
-		}
 		s.sql, s.read = releaseSQL, readFenced
-		a.text(w.lastError)
-		a.int(millis(max(w.retryIn, 0)))
-		a.int(unspent)
-		w.doneArgs(h, a)
+		p := releaseParams{fencedParams: fenced, lastError: w.lastError, retryInMs: millis(max(w.retryIn, 0))}
+		if w.unspent {
+			p.unspent = 1
+		}
+		p.add(a)
 	case writePark:
 		s.sql, s.read = parkSQL, readFenced
-		a.text(w.recoveryPoint)
-		a.text(w.lastError)
-		a.text(string(w.reason))
-		w.doneArgs(h, a)
+		p := parkParams{fencedParams: fenced, recoveryPoint: w.recoveryPoint, lastError: w.lastError, reason: w.reason}
+		p.add(a)
 	}
 	s.args = a.slice()
 	return s, nil
 }
 
-// doneArgs adds the arguments of a write's done CTE ($8-$11).
-func (w *keyWrite) doneArgs(h *holder, a *args) {
-	if d := w.done; d != nil {
-		a.text(d.step)
-		a.text(string(d.outcome))
-		a.textOrNull(d.providerID)
-	} else {
-		a.add(nil)
-		a.add(nil)
-		a.add(nil)
+// claim prepares s as the claim of a key in the state w describes.
+func (w *keyWrite) claim(s *keyStatement, h *holder, req *Request, hash []byte, state []byte, a *args) error {
+	request := requestParams{tenant: req.Scope.Tenant, actor: req.Scope.Actor, key: req.Key,
+		operation: req.Operation, method: req.Method, path: req.Path, hash: hash}
+	switch w.status {
+	case KeyStatusCompleted:
+		status, headers, body, err := encodeResponse(w.response)
+		if err != nil {
+			return err
+		}
+		s.sql, s.exec = claimCompletedSQL, true
+		if w.orNothing {
+			s.sql = claimCompletedOrNothingSQL
+		}
+		p := claimCompletedParams{requestParams: request, state: state, status: status, headers: headers, body: body,
+			retentionMs: millis(w.retention), token: &h.token}
+		p.add(a)
+	case KeyStatusFailed:
+		if !w.orNothing {
+			return errors.New("saga: a parked key is claimed only outside a phase")
+		}
+		s.sql, s.exec = claimParkedOrNothingSQL, true
+		p := claimParkedParams{requestParams: request, recoveryPoint: w.recoveryPoint, state: state,
+			lastError: w.lastError, reason: w.reason, token: &h.token}
+		p.add(a)
+	default:
+		s.read = readClaimed
+		switch {
+		case w.next != nil && w.orNothing:
+			s.sql = claimStartedJournalOrNothingSQL
+		case w.next != nil:
+			s.sql = claimStartedJournalSQL
+		case w.orNothing:
+			return errors.New("saga: a started key is claimed outside a phase only to journal a call")
+		default:
+			s.sql = claimStartedSQL
+		}
+		p := claimStartedParams{requestParams: request, body: req.Body, recoveryPoint: w.recoveryPoint, state: state,
+			token: &h.token, leaseMs: millis(w.lease), next: w.next}
+		p.add(a)
 	}
-	a.int(int64(h.attempt))
+	return nil
 }
 
 func readClaimed(row pgx.Row, out *written) error {
@@ -324,15 +283,13 @@ func readFenced(row pgx.Row, _ *written) error {
 
 func readAdvanced(row pgx.Row, out *written) error {
 	var (
-		leftMs  pgtype.Int8
-		prior   []byte
-		quietMs int64
+		leftMs pgtype.Int8
+		prior  []byte
 	)
-	if err := row.Scan(nil, &leftMs, &prior, &quietMs); err != nil {
+	if err := row.Scan(nil, &leftMs, &prior, &out.dbNow); err != nil {
 		return err
 	}
 	out.leaseLeft = time.Duration(leftMs.Int64) * time.Millisecond
-	out.quietIn = time.Duration(quietMs) * time.Millisecond
 	var err error
 	out.prior, err = decodeCalls(prior, nil)
 	return err

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The statements that take and keep leases on pgsaga_key: heartbeats, takeovers, the worker's
@@ -20,21 +21,25 @@ func newToken() pgtype.UUID { return pgtype.UUID{Bytes: uuid.New(), Valid: true}
 
 // heartbeatSQL extends the lease of a key whose call is under way, and the latest moment the
 // call may be sent (its journal row's deadline) with it, fenced like every write ($6: the call's
-// step, $7: the execution's attempt).
+// step, $7: the execution's attempt); it raises the in-flight window journaled for the attempt
+// to $8 when that is longer.
 const heartbeatSQL = `WITH k AS (
 	UPDATE pgsaga_key SET locked_until = clock_timestamp() + $5::bigint * interval '1 millisecond',
 		updated_at = clock_timestamp()
 	` + fencedKeySQL + `
 	RETURNING locked_until),
 journal AS (
-	UPDATE pgsaga_call SET deadline = (SELECT locked_until FROM k)
+	UPDATE pgsaga_call SET deadline = (SELECT locked_until FROM k),
+		max_in_flight_ms = greatest(coalesce(max_in_flight_ms, 0), $8)
 	WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND step = $6 AND attempt = $7 AND EXISTS (SELECT FROM k))
 SELECT ` + fenceSQL + `, max((extract(epoch FROM k.locked_until - clock_timestamp()) * 1000)::bigint) FROM k`
 
-// heartbeat renews the lease of a key whose call step runs, and returns the lease left.
-func heartbeat(ctx context.Context, q queryer, h *holder, lease time.Duration, step string) (time.Duration, error) {
+// heartbeat renews the lease of a key whose call step runs, journals window as the attempt's
+// in-flight window when it is longer than the one journaled, and returns the lease left.
+func heartbeat(ctx context.Context, q queryer, h *holder, lease time.Duration, step string, window time.Duration) (time.Duration, error) {
 	var leftMs int64
-	err := q.QueryRow(ctx, heartbeatSQL, h.scope.Tenant, h.scope.Actor, h.key, &h.token, lease.Milliseconds(), step, h.attempt).Scan(nil, &leftMs)
+	err := q.QueryRow(ctx, heartbeatSQL, h.scope.Tenant, h.scope.Actor, h.key, &h.token, lease.Milliseconds(), step, h.attempt,
+		window.Milliseconds()).Scan(nil, &leftMs)
 	if isFence(err) {
 		return 0, ErrLeaseLost
 	}
@@ -222,7 +227,7 @@ SELECT ` + takenColumns
 
 // claimDue claims up to limit due keys of ops. The caller must start every one at once: their
 // leases run from now.
-func claimDue(ctx context.Context, db DB, ops []string, calls *resumeCalls, lease time.Duration, limit int) ([]*takenKey, error) {
+func claimDue(ctx context.Context, db *pgxpool.Pool, ops []string, calls *resumeCalls, lease time.Duration, limit int) ([]*takenKey, error) {
 	rows, err := db.Query(ctx, claimDueSQL, ops, lease.Milliseconds(), limit,
 		calls.operations, calls.recoveryPoints, calls.steps, calls.maxAttempts, calls.maxAgeMs, true)
 	return collectTaken(rows, err, "error claiming due keys")
@@ -271,7 +276,7 @@ SELECT ` + takenColumns
 
 // claimKeys claims those of refs that are due. The caller must start every one at once: their
 // leases run from now.
-func claimKeys(ctx context.Context, db DB, ops []string, calls *resumeCalls, lease time.Duration, refs []KeyRef) ([]*takenKey, error) {
+func claimKeys(ctx context.Context, db *pgxpool.Pool, ops []string, calls *resumeCalls, lease time.Duration, refs []KeyRef) ([]*takenKey, error) {
 	tenants, actors, keys := make([]string, len(refs)), make([]string, len(refs)), make([]string, len(refs))
 	for i, r := range refs {
 		tenants[i], actors[i], keys[i] = r.Scope.Tenant, r.Scope.Actor, r.Key

@@ -1,8 +1,31 @@
 package saga
 
+import (
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
 // The statements that write a key: the claims (its first write) and the fenced writes of an
-// execution that holds it. store_key.go chooses one per write and fills its arguments;
-// store_lease.go has the takeovers, the renewals and the resumer's claims.
+// execution that holds it, each beside the parameters it takes, by name and in order.
+// store_key.go chooses one per write; store_lease.go has the takeovers, the renewals and the
+// resumer's claims.
+//
+// Every parameter is added through args (args.go), where sending it allocates nothing.
+
+// requestParams open every claim ($1-$7): the request that claims the key.
+type requestParams struct {
+	tenant, actor, key, operation, method, path string
+	hash                                        []byte
+}
+
+func (p *requestParams) add(a *args) {
+	a.text(p.tenant)
+	a.text(p.actor)
+	a.text(p.key)
+	a.text(p.operation)
+	a.text(p.method)
+	a.text(p.path)
+	a.bytea(p.hash)
+}
 
 // The claims: a key's first write, an INSERT in the state its write describes. A claim inside a
 // phase raises a unique violation on pgsaga_key_pkey when the key exists, so that the COMMIT
@@ -12,15 +35,16 @@ const (
 	// operation): its response, no lease, no copy of the request body (only resuming needs it,
 	// and a finished key is never resumed). The execution's token marks the row as its own, so
 	// that an execution whose COMMIT's answer was lost can tell its own commit from a
-	// duplicate's when it reads the key back (keyWrittenBy).
+	// duplicate's when it reads the key back (keyWrittenBy). Parameters: claimCompletedParams.
 	claimCompletedSQL = `INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
 		request_hash, request_body, status, recovery_point, state, response_status, response_headers,
 		response_body, completed_at, expires_at, lease_token)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, '', 'completed', 'finished', $8, $9, $10, $11, clock_timestamp(),
 		clock_timestamp() + $12::bigint * interval '1 millisecond', $13)`
+	claimCompletedOrNothingSQL = claimCompletedSQL + ` ON CONFLICT DO NOTHING`
 
 	// claimStartedSQL stores a started key, leased, at the recovery point its first phase
-	// reached.
+	// reached. Parameters: claimStartedParams.
 	claimStartedInsertSQL = `INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
 		request_hash, request_body, status, recovery_point, state, lease_token, locked_until)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'started', $9, $10, $11,
@@ -30,32 +54,136 @@ const (
 
 	// claimStartedJournalSQL is claimStartedSQL with the journal row of the call about to be
 	// sent (the key's first attempt), whose latest moment to send is the lease's end.
-	claimStartedJournalSQL = `WITH k AS (` + claimStartedInsertSQL + `
+	// Parameters: claimStartedParams and journalParams.
+	claimStartedJournalSQL          = `WITH k AS (` + claimStartedInsertSQL + claimStartedJournalTailSQL
+	claimStartedJournalOrNothingSQL = `WITH k AS (` + claimStartedInsertSQL + ` ON CONFLICT DO NOTHING` + claimStartedJournalTailSQL
+	claimStartedJournalTailSQL      = `
 	RETURNING created_at, locked_until),
 journaled AS (
-	INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline)
-	SELECT $1, $2, $3, $13, 1, $14, clock_timestamp(), k.locked_until FROM k)
-SELECT k.created_at, (extract(epoch FROM k.locked_until - clock_timestamp()) * 1000)::bigint FROM k`
-	claimStartedJournalOrNothingSQL = `WITH k AS (` + claimStartedInsertSQL + ` ON CONFLICT DO NOTHING
-	RETURNING created_at, locked_until),
-journaled AS (
-	INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline)
-	SELECT $1, $2, $3, $13, 1, $14, clock_timestamp(), k.locked_until FROM k)
+	INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline, max_in_flight_ms)
+	SELECT $1, $2, $3, $13, 1, $14, clock_timestamp(), k.locked_until, $15 FROM k)
 SELECT k.created_at, (extract(epoch FROM k.locked_until - clock_timestamp()) * 1000)::bigint FROM k`
 
 	// claimParkedOrNothingSQL stores a key parked before any phase committed (a permanent
 	// failure of its first step), with the execution's token but no lease, and, as a finished
-	// key, no copy of the request body.
+	// key, no copy of the request body. Parameters: claimParkedParams.
 	claimParkedOrNothingSQL = `INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
 		request_hash, request_body, status, recovery_point, state, last_error, parked_reason, lease_token)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, '', 'failed', $8, $9, $10, $11, $12)
 	ON CONFLICT DO NOTHING`
 )
 
-// The fenced writes of an execution holding a key (status started, its lease token): $1-$4 are
-// the key and the token in each.
+// claimCompletedParams are claimCompletedSQL's.
+type claimCompletedParams struct {
+	requestParams              // $1-$7
+	state         []byte       // $8
+	status        int32        // $9
+	headers, body []byte       // $10, $11
+	retentionMs   int64        // $12
+	token         *pgtype.UUID // $13
+}
+
+func (p *claimCompletedParams) add(a *args) {
+	p.requestParams.add(a)
+	a.add(p.state)
+	a.int(int64(p.status))
+	a.add(p.headers)
+	a.bytea(p.body)
+	a.int(p.retentionMs)
+	a.add(p.token)
+}
+
+// claimStartedParams are claimStartedSQL's, and, with journal set, claimStartedJournalSQL's.
+type claimStartedParams struct {
+	requestParams              // $1-$7
+	body          []byte       // $8: the request body, kept for resuming
+	recoveryPoint string       // $9
+	state         []byte       // $10
+	token         *pgtype.UUID // $11
+	leaseMs       int64        // $12
+	next          *callStart   // $13-$15, for claimStartedJournalSQL
+}
+
+func (p *claimStartedParams) add(a *args) {
+	p.requestParams.add(a)
+	a.bytea(p.body)
+	a.text(p.recoveryPoint)
+	a.add(p.state)
+	a.add(p.token)
+	a.int(p.leaseMs)
+	if p.next != nil {
+		p.next.add(a)
+	}
+}
+
+// add adds the journal row of the call about to be sent: its step, its downstream reference
+// (NULL when none) and the provider's in-flight window journaled with it.
+func (c *callStart) add(a *args) {
+	a.text(c.step)
+	a.textOrNull(c.reference)
+	a.int(ceilMillis(c.window))
+}
+
+// claimParkedParams are claimParkedOrNothingSQL's.
+type claimParkedParams struct {
+	requestParams              // $1-$7
+	recoveryPoint string       // $8
+	state         []byte       // $9
+	lastError     string       // $10
+	reason        ParkedReason // $11
+	token         *pgtype.UUID // $12
+}
+
+func (p *claimParkedParams) add(a *args) {
+	p.requestParams.add(a)
+	a.text(p.recoveryPoint)
+	a.add(p.state)
+	a.text(p.lastError)
+	a.text(string(p.reason))
+	a.add(p.token)
+}
+
+// fencedParams open every fenced write ($1-$8): the key and the execution's lease token, its
+// attempt, and the outcome of the call it just made (step NULL when it made none), which
+// recordCallSQL records.
+type fencedParams struct {
+	tenant, actor, key string
+	token              *pgtype.UUID
+	attempt            int
+	done               *callDone
+}
+
+func (p *fencedParams) add(a *args) {
+	a.text(p.tenant)
+	a.text(p.actor)
+	a.text(p.key)
+	a.add(p.token)
+	a.int(int64(p.attempt))
+	if d := p.done; d != nil {
+		a.text(d.step)
+		a.text(string(d.outcome))
+		a.textOrNull(d.providerID)
+	} else {
+		a.add(nil)
+		a.add(nil)
+		a.add(nil)
+	}
+}
+
+// The fenced writes of an execution holding a key (status started, its lease token), each
+// with the outcome of the call just made. $1-$8 are fencedParams in each; each statement's own
+// parameters follow from $9.
 const (
 	fencedKeySQL = `WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND lease_token = $4 AND status = 'started'`
+
+	// recordCallSQL records the outcome of the call the execution just made in its journal row,
+	// when it made one and the key's write k wrote: by primary key, from the parameters, never
+	// by joining k, which a generic plan made on a small table may turn into a scan of the
+	// journal.
+	recordCallSQL = `done AS (
+	UPDATE pgsaga_call SET outcome = $7, provider_id = $8, ended_at = clock_timestamp()
+	WHERE $6::text IS NOT NULL AND tenant_id = $1 AND actor_id = $2 AND key = $3 AND step = $6 AND attempt = $5
+	  AND EXISTS (SELECT FROM k))`
 
 	// notifyWaitersSQL wakes the duplicates waiting for this key (waitForKey), only when one
 	// set the key's waiters flag: NOTIFY takes a lock at COMMIT that serialises commits.
@@ -63,86 +191,141 @@ const (
 		json_build_array($1::text, $2::text, $3::text)::text) END)`
 
 	// completeSQL stores the response. The completion is never a HOT update (status is in the
-	// resumer's partial index), so it writes what it must and no more.
-	completeKeySQL = `WITH k AS (
-	UPDATE pgsaga_key SET status = 'completed', recovery_point = 'finished', state = $5, locked_until = NULL,
-		response_status = $6, response_headers = $7, response_body = $8, completed_at = clock_timestamp(),
-		expires_at = clock_timestamp() + $9::bigint * interval '1 millisecond', updated_at = clock_timestamp()
+	// resumer's partial index), so it writes what it must and no more. Parameters:
+	// completeParams.
+	completeSQL = `WITH k AS (
+	UPDATE pgsaga_key SET status = 'completed', recovery_point = 'finished', state = $9, locked_until = NULL,
+		response_status = $10, response_headers = $11, response_body = $12, completed_at = clock_timestamp(),
+		expires_at = clock_timestamp() + $13::bigint * interval '1 millisecond', updated_at = clock_timestamp()
 	` + fencedKeySQL + `
-	RETURNING waiters)`
-	completeSQL = completeKeySQL + `
-SELECT ` + fenceSQL + `, ` + notifyWaitersSQL + ` FROM k`
-
-	// completeDoneSQL is completeSQL recording the outcome of the call just made in its journal
-	// row (by primary key, from the parameters: never by joining the key's CTE, which a generic
-	// plan made on a small table may turn into a scan of the journal).
-	completeDoneSQL = completeKeySQL + `,
-done AS (
-	UPDATE pgsaga_call SET outcome = $11, provider_id = $12, ended_at = clock_timestamp()
-	WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND step = $10 AND attempt = $13
-	  AND EXISTS (SELECT FROM k))
+	RETURNING waiters),
+` + recordCallSQL + `
 SELECT ` + fenceSQL + `, ` + notifyWaitersSQL + ` FROM k`
 
 	// advanceSQL moves the key to the recovery point of the phase that committed (or of a
-	// compensation), renewing the lease; with the outcome of the call just made ($8 not NULL)
-	// and the journal row of the call about to be made ($12 not NULL), with what the journal
-	// says of that call's earlier attempts and how long until every one that may have reached
-	// the provider has certainly stopped sending (its ended_at, or at the latest its deadline).
-	// It changes no indexed column: a HOT update.
+	// compensation), renewing the lease; with the journal row of the call about to be made
+	// ($12 not NULL), it returns what the journal says of that call's earlier attempts and the
+	// database's clock, which the engine converts their times from. It changes no indexed
+	// column: a HOT update. Parameters: advanceParams.
 	advanceSQL = `WITH k AS (
-	UPDATE pgsaga_key SET recovery_point = $5, state = $6,
-		locked_until = clock_timestamp() + $7::bigint * interval '1 millisecond', updated_at = clock_timestamp()
+	UPDATE pgsaga_key SET recovery_point = $9, state = $10,
+		locked_until = clock_timestamp() + $11::bigint * interval '1 millisecond', updated_at = clock_timestamp()
 	` + fencedKeySQL + `
 	RETURNING locked_until),
-done AS (
-	UPDATE pgsaga_call SET outcome = $9, provider_id = $10, ended_at = clock_timestamp()
-	WHERE $8::text IS NOT NULL AND tenant_id = $1 AND actor_id = $2 AND key = $3 AND step = $8 AND attempt = $11
-	  AND EXISTS (SELECT FROM k)),
+` + recordCallSQL + `,
 journaled AS (
-	INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline)
-	SELECT $1, $2, $3, $12, $11, $13, clock_timestamp(), k.locked_until FROM k WHERE $12::text IS NOT NULL)
+	INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline, max_in_flight_ms)
+	SELECT $1, $2, $3, $12, $5, $13, clock_timestamp(), k.locked_until, $14 FROM k WHERE $12::text IS NOT NULL)
 SELECT ` + fenceSQL + `, max((extract(epoch FROM k.locked_until - clock_timestamp()) * 1000)::bigint),
 	(SELECT ` + priorCallsJSONSQL + `
 	 FROM pgsaga_call c
 	 WHERE $12::text IS NOT NULL AND c.tenant_id = $1 AND c.actor_id = $2 AND c.key = $3
-	   AND c.step = ANY($14::text[]) AND c.attempt < $11),
-	(SELECT coalesce((extract(epoch FROM max(CASE WHEN c.outcome IS DISTINCT FROM 'failed_before'
-			THEN coalesce(c.ended_at, c.deadline) END) - clock_timestamp()) * 1000)::bigint, 0)
-	 FROM pgsaga_call c
-	 WHERE $12::text IS NOT NULL AND c.tenant_id = $1 AND c.actor_id = $2 AND c.key = $3
-	   AND c.step = ANY($14::text[]) AND c.attempt < $11)
+	   AND c.step = ANY($15::text[]) AND c.attempt < $5),
+	clock_timestamp()
 FROM k`
 
 	// releaseSQL gives the lease back at once after a transient failure and schedules the next
-	// attempt, recording the failure and the outcome of the call just made. The recovery point
-	// and the saved values stay as the last phase committed them.
+	// attempt. The recovery point and the saved values stay as the last phase committed them.
+	// Parameters: releaseParams.
 	releaseSQL = `WITH k AS (
-	UPDATE pgsaga_key SET locked_until = clock_timestamp(), last_error = $5,
-		next_attempt_at = clock_timestamp() + $6::bigint * interval '1 millisecond',
-		attempts_unspent = attempts_unspent + $7::integer, updated_at = clock_timestamp()
+	UPDATE pgsaga_key SET locked_until = clock_timestamp(), last_error = $9,
+		next_attempt_at = clock_timestamp() + $10::bigint * interval '1 millisecond',
+		attempts_unspent = attempts_unspent + $11::integer, updated_at = clock_timestamp()
 	` + fencedKeySQL + `
 	RETURNING 1),
-done AS (
-	UPDATE pgsaga_call SET outcome = $9, provider_id = $10, ended_at = clock_timestamp()
-	WHERE $8::text IS NOT NULL AND tenant_id = $1 AND actor_id = $2 AND key = $3 AND step = $8 AND attempt = $11
-	  AND EXISTS (SELECT FROM k))
+` + recordCallSQL + `
 SELECT ` + fenceSQL + `, count(*) FROM k`
 
-	// parkSQL parks the key for an operator, with its reason, at recovery point $5 (where it
-	// stands, or "compensated"), and records the outcome of the call just made.
+	// parkSQL parks the key for an operator, with its reason, at the recovery point where it
+	// stands (or "compensated"). Parameters: parkParams.
 	parkSQL = `WITH k AS (
-	UPDATE pgsaga_key SET status = 'failed', recovery_point = $5, locked_until = NULL, last_error = $6,
-		parked_reason = $7, updated_at = clock_timestamp()
+	UPDATE pgsaga_key SET status = 'failed', recovery_point = $9, locked_until = NULL, last_error = $10,
+		parked_reason = $11, updated_at = clock_timestamp()
 	` + fencedKeySQL + `
 	RETURNING waiters),
-done AS (
-	UPDATE pgsaga_call SET outcome = $9, provider_id = $10, ended_at = clock_timestamp()
-	WHERE $8::text IS NOT NULL AND tenant_id = $1 AND actor_id = $2 AND key = $3 AND step = $8 AND attempt = $11
-	  AND EXISTS (SELECT FROM k))
+` + recordCallSQL + `
 SELECT ` + fenceSQL + `, ` + notifyWaitersSQL + ` FROM k`
 
 	// priorCallsJSONSQL aggregates journal rows c, oldest attempt first.
 	priorCallsJSONSQL = `coalesce(json_agg(json_build_object('step', c.step, 'attempt', c.attempt,
 		'reference', c.reference, 'started_at', c.started_at, 'ended_at', c.ended_at, 'deadline', c.deadline,
-		'outcome', c.outcome, 'provider_id', c.provider_id) ORDER BY c.attempt), '[]'::json)`
+		'max_in_flight_ms', c.max_in_flight_ms, 'outcome', c.outcome, 'provider_id', c.provider_id)
+		ORDER BY c.attempt), '[]'::json)`
 )
+
+// completeParams are completeSQL's.
+type completeParams struct {
+	fencedParams         // $1-$8
+	state         []byte // $9
+	status        int32  // $10
+	headers, body []byte // $11, $12
+	retentionMs   int64  // $13
+}
+
+func (p *completeParams) add(a *args) {
+	p.fencedParams.add(a)
+	a.add(p.state)
+	a.int(int64(p.status))
+	a.add(p.headers)
+	a.bytea(p.body)
+	a.int(p.retentionMs)
+}
+
+// advanceParams are advanceSQL's.
+type advanceParams struct {
+	fencedParams         // $1-$8
+	recoveryPoint string // $9
+	state         []byte // $10
+	leaseMs       int64  // $11
+	// next is the call about to be made ($12-$14), nil when none.
+	next *callStart
+	// steps are that call's step and its former names ($15), under any of which its earlier
+	// attempts may be journaled.
+	steps []string
+}
+
+func (p *advanceParams) add(a *args) {
+	p.fencedParams.add(a)
+	a.text(p.recoveryPoint)
+	a.add(p.state)
+	a.int(p.leaseMs)
+	if p.next == nil {
+		for range 4 {
+			a.add(nil)
+		}
+		return
+	}
+	p.next.add(a)
+	a.add(p.steps)
+}
+
+// releaseParams are releaseSQL's.
+type releaseParams struct {
+	fencedParams        // $1-$8
+	lastError    string // $9
+	retryInMs    int64  // $10
+	// unspent is 1 when this execution does not count against the attempt budget ($11).
+	unspent int64
+}
+
+func (p *releaseParams) add(a *args) {
+	p.fencedParams.add(a)
+	a.text(p.lastError)
+	a.int(p.retryInMs)
+	a.int(p.unspent)
+}
+
+// parkParams are parkSQL's.
+type parkParams struct {
+	fencedParams               // $1-$8
+	recoveryPoint string       // $9
+	lastError     string       // $10
+	reason        ParkedReason // $11
+}
+
+func (p *parkParams) add(a *args) {
+	p.fencedParams.add(a)
+	a.text(p.recoveryPoint)
+	a.text(p.lastError)
+	a.text(string(p.reason))
+}

@@ -46,10 +46,30 @@
 //     so it is never cut between a call and the phase that records it) and leaves queued jobs in
 //     the database; nothing is lost. Keys are never claimed ahead of their job, so there is
 //     nothing to give back.
+//   - Database outages, start included: Start tries to start River once. If the database cannot
+//     be reached (down, restarting, out of connections, a standby refusing writes with SQLSTATE
+//     25006 while a replicated pair fails over), Start returns nil and the worker keeps trying
+//     in the background — a ping, then River's start — with backoff from 250ms doubling to 5s,
+//     logging each failure ("worker start failed, retrying"), for as long as it takes, until it
+//     starts, Start's context ends or Stop is called. Start returns an error only when the
+//     database answered and refused (River's tables missing: not migrated; a privilege
+//     missing), which retrying would not change. A user embedding the worker thus never has to
+//     restart their process, or write a retry loop, because the database was away when it
+//     started. Once started, River rides out outages itself (River v0.51): its producers log
+//     each failed fetch and keep polling, the notifier reconnects with backoff, the elector
+//     keeps trying to elect (a leader whose maintenance services cannot start resigns and the
+//     election starts over), and the completer keeps the completions it could not write for
+//     its next batch; River never stops the client on its own. Jobs that an outage interrupts
+//     fail and are retried (see Retry).
 //   - Outbox: EmitTx inserts the event's delivery job in the caller's transaction (River's
 //     InsertTx): it exists exactly when that transaction commits. Delivery is at least once — a
 //     POST that gets no 2xx is retried by River with backoff — so receivers de-duplicate by the
 //     X-Event-ID header with saga.RecordInboxTx.
 //   - Retention: the periodic GC deletes completed keys past their expiry (or Config.Retention),
 //     in batches that skip locked rows, and never a started or failed key.
+//   - Reconciliation (with Config.Lister): a periodic job (one at a time) lists the
+//     provider's charges of the last ReconcileWindow and stores in pgsaga_unmatched_charge each
+//     one no key accounts for (package reconcile), which the console lists. It writes no key and
+//     sends nothing to the provider; a run that fails is counted and the next one looks again
+//     (the window is longer than the interval, so every charge is looked at by several runs).
 package worker

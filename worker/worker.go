@@ -3,12 +3,15 @@ package worker
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/pgsaga/pgsaga/internal/pgavail"
+	"github.com/pgsaga/pgsaga/reconcile"
 	"github.com/pgsaga/pgsaga/recovery"
 )
 
@@ -23,6 +26,13 @@ type Worker struct {
 	metrics *metrics
 	// resumeBatch is how many keys one resume job takes.
 	resumeBatch int
+
+	mu sync.Mutex
+	// retrying is the start retried in the background while the database cannot be reached;
+	// nil when none runs.
+	retrying *startLoop
+	// riverStarted is whether River started since the last Stop.
+	riverStarted bool
 }
 
 // New checks the config and builds the worker and its River client. Nothing runs until Start.
@@ -59,6 +69,16 @@ func New(cfg *Config) (*Worker, error) {
 			func() (river.JobArgs, *river.InsertOpts) { return gcArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "pgsaga_gc", RunOnStart: true}),
 	}
+	if cfg.Lister != nil {
+		rec, err := reconcile.New(&reconcile.Config{Client: cfg.Client, Lister: cfg.Lister})
+		if err != nil {
+			return nil, err
+		}
+		river.AddWorker(workers, &reconcileWorker{w: w, rec: rec})
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(cfg.ReconcileInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return reconcileArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "pgsaga_reconcile", RunOnStart: true}))
+	}
 	w.river, err = river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
 		Logger: cfg.Logger,
 		// A resume job left "running" by a worker that died keeps its key's unique slot until
@@ -92,12 +112,30 @@ func New(cfg *Config) (*Worker, error) {
 }
 
 // Start starts working jobs and, on whichever worker River elects leader, the periodic sweep
-// and GC. It returns once started; Stop ends it. Cancelling ctx is an abrupt stop (River cancels
-// the running jobs' contexts; resumes are detached from cancellation and still run to their
-// end), so pass a context that outlives the worker and call Stop.
+// and GC; Stop ends it. Cancelling ctx is an abrupt stop (River cancels the running jobs'
+// contexts; resumes are detached from cancellation and still run to their end), so pass a
+// context that outlives the worker and call Stop.
+//
+// Start returns nil once River has started, and also when the database cannot be reached at
+// that moment (down, restarting, out of connections, a standby refusing writes during a
+// failover): the worker then keeps trying in the background, with backoff capped at 5s, logging
+// each failure, until it starts, ctx ends or Stop is called. It returns an error only when the
+// database answered and refused (River's tables are missing: the database is not migrated;
+// the pool's role lacks a privilege), which trying again would not change. Once started, the
+// worker rides out the database going away on its own: River's producers, elector, notifier and
+// completer retry until it is back.
 func (w *Worker) Start(ctx context.Context) error {
-	if err := w.river.Start(ctx); err != nil {
+	err := w.tryStart(ctx, ctx)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil || !pgavail.Unavailable(err):
 		return fmt.Errorf("error starting worker: %w", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.retrying == nil || w.retrying.ended() {
+		w.retrying = w.keepStarting(ctx, err)
 	}
 	return nil
 }
@@ -105,9 +143,35 @@ func (w *Worker) Start(ctx context.Context) error {
 // Stop stops fetching jobs and the periodic sweep, waits for the jobs already running (a resume
 // runs to its end) and returns nil. Jobs not yet fetched stay queued for another worker, and keys
 // not yet resumed stay started (their reservations lapse after the lease), so nothing is lost.
-// If ctx ends first, Stop cancels the running jobs' contexts — which cuts deliveries and GC, never
-// a resume between a call and its phase — waits up to 5s more for them, and returns ctx's error.
+// A start still being retried is abandoned. If ctx ends first, Stop cancels the running jobs'
+// contexts — which cuts deliveries and GC, never a resume between a call and its phase — waits
+// up to 5s more for them, and returns ctx's error.
 func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	retrying := w.retrying
+	w.retrying = nil
+	w.mu.Unlock()
+	if retrying != nil {
+		retrying.cancel()
+		select {
+		case <-retrying.done:
+		case <-ctx.Done():
+			return fmt.Errorf("error stopping worker cleanly: a start attempt is still under way: %w", ctx.Err())
+		}
+	}
+	w.mu.Lock()
+	started := w.riverStarted
+	w.mu.Unlock()
+	if !started {
+		// River's Stop on a client whose start failed may pick ctx's error over its stopped
+		// channel, and its StopAndCancel needs a client that started.
+		return nil
+	}
+	defer func() {
+		w.mu.Lock()
+		w.riverStarted = false
+		w.mu.Unlock()
+	}()
 	err := w.river.Stop(ctx)
 	if err == nil {
 		return nil

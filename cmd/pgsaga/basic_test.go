@@ -69,9 +69,12 @@ func TestMigrateTwiceIsANoOp(t *testing.T) {
 	require.Equal(t, 0, second.code, second.String())
 	require.Equal(t, "already up to date\n", second.stdout)
 
+	// Every pgsaga and payments version the first run applied is recorded once.
+	applied := strings.Count(first.stdout, "applied pgsaga ") + strings.Count(first.stdout, "applied payments ")
 	var n int
 	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM pgsaga_migration`).Scan(&n))
-	require.Equal(t, 6, n) // pgsaga 001, 002, 003, 004, payments 001, 002
+	require.Equal(t, applied, n)
+	require.GreaterOrEqual(t, n, 10, "pgsaga 001-008, payments 001-002 at least")
 }
 
 func TestUnreachableDatabaseIsAFailure(t *testing.T) {

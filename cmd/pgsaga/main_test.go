@@ -38,7 +38,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "pgsaga")
-	build := exec.Command("go", "build", "-o", binary, ".")
+	// The pgsaga_chaos tag lets a test hold the binary at a point ($PGSAGA_CHAOS_PAUSE).
+	build := exec.Command("go", "build", "-tags", "pgsaga_chaos", "-o", binary, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		_ = os.RemoveAll(dir)

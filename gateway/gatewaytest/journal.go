@@ -1,6 +1,7 @@
 package gatewaytest
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -13,17 +14,20 @@ import (
 // so far (and those added with Add) as its prior calls, and what it records becomes a prior call
 // of the next one. The zero value is an empty journal; it is safe for concurrent use.
 type Journal struct {
-	mu      sync.Mutex
-	calls   []phases.CallRecord
-	quietAt time.Time
+	mu    sync.Mutex
+	calls []phases.CallRecord
 	// started is when the attempt under way read its prior calls (its journal row's start).
 	started time.Time
+	// window is the longest in-flight window the attempt under way declared.
+	window time.Duration
+	// declareErr, when set, is what DeclareInFlight returns (FailDeclare).
+	declareErr error
 }
 
 var _ gateway.Journal = (*Journal)(nil)
 
 // Add appends an earlier attempt as an execution left it: a crashed one has no Outcome and no
-// EndedAt (it may have reached the provider).
+// EndedAt (it may have reached the provider), and its Deadline is when its lease ended.
 func (j *Journal) Add(c phases.CallRecord) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -31,11 +35,12 @@ func (j *Journal) Add(c phases.CallRecord) {
 	j.calls = append(j.calls, c)
 }
 
-// SetQuietAt sets what QuietAt returns: when the earlier attempts stopped sending.
-func (j *Journal) SetQuietAt(t time.Time) {
+// FailDeclare makes every DeclareInFlight from now on return err (nil: succeed again), as the
+// engine's does when it cannot journal the window (the lease was lost, the database is down).
+func (j *Journal) FailDeclare(err error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.quietAt = t
+	j.declareErr = err
 }
 
 // PriorCalls returns the calls recorded so far, oldest first, and marks the start of an attempt.
@@ -46,11 +51,16 @@ func (j *Journal) PriorCalls() []phases.CallRecord {
 	return append([]phases.CallRecord(nil), j.calls...)
 }
 
-// QuietAt returns the time set by SetQuietAt (zero by default).
-func (j *Journal) QuietAt() time.Time {
+// DeclareInFlight notes the in-flight window the attempt under way sends under: the longest
+// one declared becomes its record's MaxInFlight.
+func (j *Journal) DeclareInFlight(_ context.Context, window time.Duration) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.quietAt
+	if j.declareErr != nil {
+		return j.declareErr
+	}
+	j.window = max(j.window, window)
+	return nil
 }
 
 // RecordCall appends the attempt's record, ended now.
@@ -62,9 +72,11 @@ func (j *Journal) RecordCall(outcome phases.CallOutcome, providerID string) {
 	if started.IsZero() {
 		started = now
 	}
-	j.started = time.Time{}
+	window := j.window
+	j.started, j.window = time.Time{}, 0
 	j.calls = append(j.calls, phases.CallRecord{
-		Attempt: len(j.calls) + 1, StartedAt: started, EndedAt: &now, Outcome: outcome, ProviderID: providerID,
+		Attempt: len(j.calls) + 1, StartedAt: started, EndedAt: &now, MaxInFlight: window, Outcome: outcome,
+		ProviderID: providerID,
 	})
 }
 

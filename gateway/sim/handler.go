@@ -3,8 +3,11 @@ package sim
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pgsaga/pgsaga/gateway"
@@ -18,7 +21,7 @@ const maxBody = 64 << 10
 func (s *Simulator) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /charges", s.handleCharge)
-	mux.HandleFunc("GET /charges", s.handleInquire)
+	mux.HandleFunc("GET /charges", s.handleCharges)
 	mux.HandleFunc("GET /charges/{id}", s.handleGet)
 	mux.HandleFunc("GET /_sim/ledger", s.handleLedger)
 	mux.HandleFunc("GET /_sim/info", s.handleInfo)
@@ -57,7 +60,7 @@ func (s *Simulator) handleCharge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, notProcessed, v.err.Error())
 		return
 	case errors.Is(v.err, errKeyReused):
-		writeError(w, http.StatusUnprocessableEntity, "idempotency_key_reused", v.err.Error())
+		writeError(w, http.StatusUnprocessableEntity, codeKeyReused, v.err.Error())
 		return
 	case v.err != nil:
 		writeError(w, http.StatusBadRequest, "invalid_request", v.err.Error())
@@ -92,10 +95,26 @@ func loseResponse(w http.ResponseWriter) {
 	_ = conn.Close()
 }
 
+// handleCharges serves GET /charges: an inquiry by reference, or the list of charges since a
+// time; never both at once.
+func (s *Simulator) handleCharges(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	switch {
+	case q.Has("reference") && q.Has("since"):
+		writeError(w, http.StatusBadRequest, "invalid_request",
+			"give query parameter reference (inquiry) or since (list), not both")
+	case q.Has("since"):
+		s.handleList(w, r)
+	default:
+		s.handleInquire(w, r)
+	}
+}
+
 func (s *Simulator) handleInquire(w http.ResponseWriter, r *http.Request) {
 	reference := r.URL.Query().Get("reference")
 	if reference == "" {
-		writeError(w, http.StatusBadRequest, "invalid_request", "query parameter reference is required")
+		writeError(w, http.StatusBadRequest, "invalid_request",
+			"query parameter reference (inquiry) or since (list) is required")
 		return
 	}
 	found, ok := s.inquire(reference)
@@ -106,6 +125,41 @@ func (s *Simulator) handleInquire(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
 		Charges []gateway.Charge `json:"charges"`
 	}{found})
+}
+
+// listAnswer is the body of GET /charges?since=….
+type listAnswer struct {
+	Charges []gateway.Charge `json:"charges"`
+	// HasMore is true when limit cut the list short: the next page starts after the last charge.
+	HasMore bool `json:"has_more"`
+}
+
+// handleList serves GET /charges?since=T[&limit=N][&starting_after=ID]: every charge landed
+// since T, oldest first, in one answer, or a page of at most N after the charge ID.
+func (s *Simulator) handleList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	// An unescaped "+" of a zone offset arrives as a space; no RFC 3339 time has one.
+	since, err := time.Parse(time.RFC3339Nano, strings.ReplaceAll(q.Get("since"), " ", "+"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request",
+			fmt.Sprintf("query parameter since must be an RFC 3339 time such as 2026-01-02T15:04:05Z: %v", err))
+		return
+	}
+	limit := 0
+	if q.Has("limit") {
+		limit, err = strconv.Atoi(q.Get("limit"))
+		if err != nil || limit < 1 || limit > maxListLimit {
+			writeError(w, http.StatusBadRequest, "invalid_request",
+				fmt.Sprintf("query parameter limit must be an integer in [1, %d], got %q", maxListLimit, q.Get("limit")))
+			return
+		}
+	}
+	page, more, err := s.listPage(since, q.Get("starting_after"), limit)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, listAnswer{Charges: page, HasMore: more})
 }
 
 func (s *Simulator) handleGet(w http.ResponseWriter, r *http.Request) {
@@ -128,13 +182,16 @@ type info struct {
 	MaxInFlightMS int64 `json:"max_in_flight_ms"`
 }
 
+// codeKeyReused is the error code of a repeated idempotency key carrying other parameters.
+const codeKeyReused = "idempotency_key_reused"
+
 // notProcessed is the error code of the fail-before 503: the request was refused before
 // anything was charged.
 const notProcessed = "not_processed"
 
 func (s *Simulator) handleInfo(w http.ResponseWriter, _ *http.Request) {
-	st := s.Settings()
-	writeJSON(w, http.StatusOK, info{Idempotency: st.Idempotency, Inquiry: st.Inquiry, MaxInFlightMS: ceilMS(st.MaxInFlight())})
+	caps := s.Capabilities()
+	writeJSON(w, http.StatusOK, info{Idempotency: caps.IdempotencyKeys, Inquiry: caps.Inquiry, MaxInFlightMS: ceilMS(caps.MaxInFlight)})
 }
 
 // ceilMS is d in whole milliseconds, rounded up: a window reported short would let a client

@@ -45,3 +45,28 @@ func TestLatencyBeforeDelaysTheAnswer(t *testing.T) {
 	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
 	require.GreaterOrEqual(t, time.Since(start), hold)
 }
+
+// The declared window never drops below what a request already sent may still take to land: a
+// request held under a 1.2s setting keeps the window at 1.2s after the setting drops to 100ms,
+// until it has landed (otherwise a caller would trust an empty inquiry while it is on its way).
+func TestInFlightWindowCoversRequestsAlreadySent(t *testing.T) {
+	t.Parallel()
+	const hold, shrunk = 1200 * time.Millisecond, 100 * time.Millisecond
+	s := sim.New(&sim.Config{LatencyBefore: hold})
+	c := newClient(t, s)
+	p := chargeParams("payment:held-then-shrunk", 100)
+	ctx, cancel := context.WithTimeout(context.Background(), hold/4)
+	_, err := c.Charge(ctx, p)
+	cancel()
+	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, err), "%v", err)
+
+	_, err = s.SetFaults(func(st *sim.Settings) { st.LatencyBefore = shrunk })
+	require.NoError(t, err)
+	for name, gw := range map[string]gateway.Gateway{"in-process": s.Gateway(), "HTTP": c} {
+		require.Equal(t, hold, gw.Capabilities().MaxInFlight, "%s: a request held 1.2s is still on its way", name)
+	}
+	require.Eventually(t, func() bool { return s.ChargesFor(p.Reference) == 1 }, 5*time.Second, 10*time.Millisecond)
+	for name, gw := range map[string]gateway.Gateway{"in-process": s.Gateway(), "HTTP": c} {
+		require.Equal(t, shrunk, gw.Capabilities().MaxInFlight, "%s: once it landed, the current setting", name)
+	}
+}

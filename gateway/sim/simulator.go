@@ -25,12 +25,17 @@ type Simulator struct {
 	failNext    int
 	loseNext    int
 	pendingNext int
+	// longestHold is the longest latency-before hold any charge request got: no request that
+	// arrived longer ago than that is still on its way.
+	longestHold time.Duration
 }
 
 // record is one charge in the ledger: when it lands, as created, and when and how a pending
 // one turns final.
 type record struct {
 	charge gateway.Charge
+	// arrivedAt is when the request that created it arrived (before its latency-before hold).
+	arrivedAt time.Time
 	// landAt is when the charge exists for the provider: the request's arrival plus its
 	// latency-before hold. Before then no read shows it, however the goroutines that carry the
 	// request are scheduled, so the hold is exact.
@@ -80,6 +85,26 @@ func New(cfg *Config) *Simulator {
 // Validate reports every setting of cfg that is out of range, naming it.
 func (cfg *Config) Validate() error {
 	return cfg.WithDefaults().validate()
+}
+
+// Capabilities returns what the simulator supports now. Its MaxInFlight is never less than what
+// a charge request already sent may still take to land: the current setting's hold, or, when a
+// request held under an earlier, longer setting is still on its way, that request's hold.
+func (s *Simulator) Capabilities() gateway.Capabilities {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	caps := s.settings.capabilities()
+	now := time.Now()
+	for i := len(s.charges) - 1; i >= 0; i-- {
+		r := s.charges[i]
+		if now.Sub(r.arrivedAt) > s.longestHold {
+			break // requests arrive in order: every earlier one has landed
+		}
+		if !r.landed(now) {
+			caps.MaxInFlight = max(caps.MaxInFlight, r.landAt.Sub(r.arrivedAt))
+		}
+	}
+	return caps
 }
 
 // Settings returns the current behaviour.
@@ -237,9 +262,12 @@ func (s *Simulator) charge(p gateway.ChargeParams) verdict {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.settings
-	v := verdict{landAt: time.Now()}
+	arrivedAt := time.Now()
+	v := verdict{landAt: arrivedAt}
 	if st.LatencyBefore > 0 {
-		v.landAt = v.landAt.Add(st.LatencyBefore + s.jitter(st.LatencyJitter))
+		hold := st.LatencyBefore + s.jitter(st.LatencyJitter)
+		v.landAt = v.landAt.Add(hold)
+		s.longestHold = max(s.longestHold, hold)
 	}
 
 	if s.failNext > 0 {
@@ -260,7 +288,7 @@ func (s *Simulator) charge(p gateway.ChargeParams) verdict {
 		}
 		charge = prev.charge
 	} else {
-		charge = s.create(p, st, v.landAt)
+		charge = s.create(p, st, arrivedAt, v.landAt)
 		if st.Idempotency && p.IdempotencyKey != "" {
 			s.byKey[p.IdempotencyKey] = keyed{charge: charge, params: p}
 		}
@@ -277,15 +305,18 @@ func (s *Simulator) charge(p gateway.ChargeParams) verdict {
 	return v
 }
 
-// create adds a charge for p landing at landAt to the ledger and returns it as created; s.mu
-// is held.
-func (s *Simulator) create(p gateway.ChargeParams, st Settings, landAt time.Time) gateway.Charge {
-	r := record{landAt: landAt, charge: gateway.Charge{
+// create adds a charge for p, whose request arrived at arrivedAt, landing at landAt to the ledger
+// and returns it as created; s.mu is held.
+func (s *Simulator) create(p gateway.ChargeParams, st Settings, arrivedAt, landAt time.Time) gateway.Charge {
+	r := record{arrivedAt: arrivedAt, landAt: landAt, charge: gateway.Charge{
 		ID:        fmt.Sprintf("ch_%06d", len(s.charges)+1),
 		Amount:    p.Amount,
 		Currency:  p.Currency,
 		Reference: p.Reference,
 		Status:    gateway.ChargeStatusSucceeded,
+		// The charge exists from when it lands; in UTC without the monotonic reading, so that
+		// it compares equal to itself read back over HTTP.
+		CreatedAt: landAt.Round(0).UTC(),
 	}}
 	if st.DeclineOver > 0 && p.Amount > st.DeclineOver {
 		r.charge.Status = gateway.ChargeStatusDeclined

@@ -7,5 +7,9 @@
 // point does, and the engine gets no error to handle. That is what a kill -9 looks like from
 // the database's side, without a subprocess; the tests that need a real process kill one too.
 //
-// Nothing here is safe for production use, and nothing outside tests imports it.
+// A program under test can also be held at a point from its environment (EnvPause, Pause): the
+// pgsaga binary does so only when built with the pgsaga_chaos tag, as its tests build it.
+//
+// Nothing here is safe for production use, and nothing outside tests and binaries built with
+// that tag imports it.
 package chaos

@@ -28,7 +28,9 @@
 // exactly its one succeeded charge and payment, every charge is recorded by a succeeded payment,
 // no intent lost (every key the clients sent is completed and answered), every answer to a key
 // identical and equal to what the key stores, no first request answered as a replay, the
-// invoices' books balanced, and no serve or worker exited on its own. It prints the figures and
+// invoices' books balanced, every charge accounted for by a key (`pgsaga reconcile` over the
+// run: nothing here loses commits, so an unmatched charge is money moved with no record), and no
+// serve or worker exited on its own. It prints the figures and
 // exits 1 on any violation, leaving the processes' logs, the timeline and the evidence of each
 // violation (the key's journal, its ledger entries, its requests and the faults around them) in
 // its directory.

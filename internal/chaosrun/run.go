@@ -110,7 +110,13 @@ func (r *runner) run(ctx context.Context) (*summary, error) {
 	for _, e := range dr.errs {
 		vs = append(vs, violation{kind: "drain", text: e})
 	}
+	reconciled, unmatched, err := r.reconcile(ctx, begin.Add(-time.Minute))
+	if err != nil {
+		return nil, err
+	}
+	vs = append(vs, unmatched...)
 	s := r.summarize(st, dr, vs, lost, ran)
+	s.reconciled = reconciled
 	if len(vs) > 0 {
 		if err := r.writeEvidence(ctx, st, vs); err != nil {
 			r.tl.add("error writing the evidence: %v", err)

@@ -24,14 +24,16 @@ type summary struct {
 	faults   *faultCounts
 	starts   map[string]int // process starts, by process
 
-	charges        int
-	chargesBy      map[gateway.ChargeStatus]int
-	pendingSeen    int
-	doubleCharges  int
-	lost           int
-	completion     []time.Duration // payments answered during the run, first send to answer
-	drainAnswered  int             // payments first answered during the drain
-	violations     []violation
+	charges       int
+	chargesBy     map[gateway.ChargeStatus]int
+	pendingSeen   int
+	doubleCharges int
+	lost          int
+	completion    []time.Duration // payments answered during the run, first send to answer
+	drainAnswered int             // payments first answered during the drain
+	violations    []violation
+	// reconciled is how many charges `pgsaga reconcile` checked after the drain.
+	reconciled     int
 	violationKinds map[string]int
 }
 
@@ -142,6 +144,7 @@ func (s *summary) String() string {
 	row("process starts", "%s", strings.Join(starts, ", "))
 	row("charges", "%d (%d succeeded, %d declined, %d still pending); %d were pending for a while",
 		s.charges, s.chargesBy[gateway.ChargeStatusSucceeded], s.chargesBy[gateway.ChargeStatusDeclined], s.chargesBy[gateway.ChargeStatusPending], s.pendingSeen)
+	row("reconciled", "%d charges listed by the provider, each checked against the keys", s.reconciled)
 	d := s.drain
 	row("drain", "%d keys started at the end; %d left after the workers alone; %d intents retried by their clients", d.startedAtEnd, d.leftByWorkers, d.retried)
 	row("parked keys", "%s", formatCounts(d.parked))

@@ -5,6 +5,7 @@
 package runstate
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -134,10 +135,12 @@ func (s *State) SetCreatedAt(t time.Time) { s.createdAt = t }
 type Call struct {
 	// Step is the call step's name; Reference the downstream reference it declared.
 	Step, Reference string
-	// Prior are the earlier attempts of this call, from the journal, oldest first.
+	// Prior are the earlier attempts of this call, from the journal, oldest first, their times
+	// on this process's clock.
 	Prior []CallRecord
-	// QuietAt is when (local clock) every earlier attempt has certainly stopped sending.
-	QuietAt time.Time
+	// Declare journals the provider's in-flight window before a request is sent (see
+	// phases.Run.DeclareInFlight); nil when nothing needs journaling.
+	Declare func(ctx context.Context, window time.Duration) error
 
 	recorded   bool
 	outcome    string
@@ -146,13 +149,15 @@ type Call struct {
 
 // CallRecord is one journal row (phases.CallRecord, without the dependency).
 type CallRecord struct {
-	Step       string
-	Attempt    int
-	Reference  string
-	StartedAt  time.Time
-	EndedAt    *time.Time
-	Outcome    string
-	ProviderID string
+	Step        string
+	Attempt     int
+	Reference   string
+	StartedAt   time.Time
+	EndedAt     *time.Time
+	Deadline    time.Time
+	MaxInFlight time.Duration
+	Outcome     string
+	ProviderID  string
 }
 
 // BeginCall enters an external call step.
@@ -169,6 +174,15 @@ func (s *State) EndCall() (outcome, providerID string, ok bool) {
 		return "", "", false
 	}
 	return c.outcome, c.providerID, true
+}
+
+// DeclareInFlight journals the in-flight window of the call under way before it sends (see
+// Call.Declare). Outside a call step, or with no Declare, it does nothing.
+func (s *State) DeclareInFlight(ctx context.Context, window time.Duration) error {
+	if s.call == nil || s.call.Declare == nil {
+		return nil
+	}
+	return s.call.Declare(ctx, window)
 }
 
 // Record notes what the call under way came to. Outside a call step it does nothing.

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pgsaga/pgsaga/internal/pgavail"
 	"github.com/pgsaga/pgsaga/migrations"
 )
 
@@ -165,22 +165,10 @@ func waitForDatabase(ctx context.Context, wait time.Duration, logger *slog.Logge
 }
 
 // databaseUnavailable reports whether err means the database could not be reached now, as
-// opposed to a database that answered and refused.
+// opposed to a database that answered and refused (pgavail.Unavailable); a missing migration
+// is a refusal.
 func databaseUnavailable(err error) bool {
-	if errors.Is(err, migrations.ErrMissingVersion) {
-		return false
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch pgErr.Code[:2] {
-		case "08", // connection exception
-			"53", // insufficient resources: too many connections, out of memory or disk
-			"57": // operator intervention: shutting down, starting up, terminated by the admin
-			return true
-		}
-		return false
-	}
-	return true // no answer: refused, reset, timed out, no such socket
+	return !errors.Is(err, migrations.ErrMissingVersion) && pgavail.Unavailable(err)
 }
 
 func (c *cli) migrateOpts() *migrations.MigrateOpts {

@@ -61,10 +61,12 @@ read or stored; each request reads its key, so a revoke takes effect at once.
 headers instead, which anyone can set: for local experiments and tests, and refused (exit 2)
 with an --addr that is not a loopback address.
 
-At start it waits up to --db-wait for a database that cannot be reached (down, starting up or
-shutting down), retrying with backoff and logging each failed attempt; while it runs, a
-database restart fails the requests it interrupts (503, the keys stay started) and the pool
-reconnects. It refuses to start on a database that lacks a migration.
+At start it waits up to --db-wait for a database that cannot be reached (down, starting up,
+shutting down, a standby refusing writes), retrying with backoff and logging each failed
+attempt, and exits 1 if it never answers. Once it has answered, serve never exits because it
+went away: a database outage fails the requests it interrupts (503, the keys stay started) and
+the pool reconnects; the --worker keeps trying to start if the outage meets its start. It
+refuses to start on a database that lacks a migration.
 
 Its doors are shut to slow and greedy clients: headers must arrive within 10s and fit in
 64 KiB (431 otherwise), a request body within 30s; a client that does not read its answer
@@ -117,7 +119,7 @@ func (c *cli) serve(cmd *cobra.Command, f *serveFlags) error {
 	var w *runningWorker
 	if f.worker {
 		w, err = c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg,
-			sweepInterval: time.Second, webhookSecrets: c.webhookSecrets()})
+			sweepInterval: time.Second, webhookSecrets: c.webhookSecrets(), lister: svc.Lister})
 		if err != nil {
 			return err
 		}

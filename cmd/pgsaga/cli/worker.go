@@ -11,12 +11,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/worker"
 )
 
 // workerStopTimeout bounds a clean stop: keys being resumed finish their current steps.
 const workerStopTimeout = 30 * time.Second
+
+// pauseWorkerStart is the point between the database checks and the worker's start where test
+// binaries can be held (see pause).
+const pauseWorkerStart = "worker/start"
 
 type workerFlags struct {
 	daemonFlags
@@ -41,10 +46,13 @@ worker resumes those keys then. --metrics-addr serves /metrics and /healthz. Del
 --webhook-url are signed (Pgsaga-Signature) with $PGSAGA_WEBHOOK_SECRET; while rotating it, set
 $PGSAGA_WEBHOOK_SECRET_NEXT too and both sign.
 
-At start it waits up to --db-wait for a database that cannot be reached (down, starting up or
-shutting down), retrying with backoff and logging each failed attempt; while it runs, it rides
-out a database restart: the jobs the restart interrupts fail and are retried, and the pool and
-River reconnect.`,
+At start it waits up to --db-wait for a database that cannot be reached (down, starting up,
+shutting down, a standby refusing writes), retrying with backoff and logging each failed
+attempt, and exits 1 if it never answers. Once it has answered, the worker never exits because
+it went away: should it go while the worker starts, the worker keeps trying to start (backoff
+capped at 5s, each failure logged) for as long as it takes; while it runs, the jobs an outage
+interrupts fail and are retried, and the pool and River reconnect. A database that answers
+and refuses (not migrated, a wrong password) makes it exit 1 with one line.`,
 		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.runWorker(cmd, f) },
 	}
@@ -68,7 +76,7 @@ func (c *cli) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	defer d.close()
 	ctx, logger, pool, reg, svc := d.ctx, d.logger, d.pool, d.reg, d.svc
 	w, err := c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg,
-		sweepInterval: f.sweepInterval, webhookURL: f.webhookURL, webhookSecrets: c.webhookSecrets()})
+		sweepInterval: f.sweepInterval, webhookURL: f.webhookURL, webhookSecrets: c.webhookSecrets(), lister: svc.Lister})
 	if err != nil {
 		return err
 	}
@@ -102,6 +110,8 @@ type workerParams struct {
 	webhookURL    string
 	// webhookSecrets sign the deliveries ($PGSAGA_WEBHOOK_SECRET).
 	webhookSecrets [][]byte
+	// lister lists the provider's charges: the worker reconciles them when it is set.
+	lister gateway.Lister
 }
 
 // Environment variables holding the secrets that sign outbox deliveries.
@@ -138,9 +148,14 @@ func (c *cli) startWorker(ctx context.Context, p *workerParams) (*runningWorker,
 		WebhookSecrets: p.webhookSecrets,
 		Registerer:     p.registerer,
 		Logger:         p.logger,
+		Lister:         p.lister,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error creating the worker: %w", err)
+	}
+	// The database answered the start-up checks; it may go away again right now.
+	if err := c.pause(ctx, pauseWorkerStart); err != nil {
+		return nil, err
 	}
 	if err := w.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, err
