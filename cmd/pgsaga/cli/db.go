@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgsaga/pgsaga/internal/pgavail"
@@ -27,11 +28,11 @@ const defaultMaxConns = 16
 // own commands (App.Commands): pool_max_conns defaults to 16 when the URL does not set it, and
 // the server must answer a ping within 10s. A malformed URL is bad usage (UsageErrorf), reported
 // without the URL, so its password is never printed.
-func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) { return openPool(ctx, url) }
+func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) { return openPool(ctx, url, nil) }
 
 // openPool connects to url and checks that the server answers.
-func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	pool, err := newPool(ctx, url)
+func openPool(ctx context.Context, url string, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
+	pool, err := newPool(ctx, url, tracer)
 	if err != nil {
 		return nil, err
 	}
@@ -44,8 +45,9 @@ func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// newPool makes a pool on url without connecting: pgxpool connects on first use.
-func newPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+// newPool makes a pool on url without connecting: pgxpool connects on first use. tracer, when
+// not nil, traces its statements.
+func newPool(ctx context.Context, url string, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx's parse errors can quote the URL, password included: say only what is wrong.
@@ -53,6 +55,9 @@ func newPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = defaultMaxConns
+	}
+	if tracer != nil {
+		cfg.ConnConfig.Tracer = tracer
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -84,7 +89,7 @@ func (c *cli) connect(ctx context.Context) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openPool(ctx, url)
+	return openPool(ctx, url, c.tracing.pgxTracer())
 }
 
 // connectMigrated opens the database and checks that it carries every migration this binary
@@ -103,7 +108,7 @@ func (c *cli) connectMigratedWaiting(ctx context.Context, wait time.Duration, lo
 	if err != nil {
 		return nil, err
 	}
-	pool, err := newPool(ctx, url)
+	pool, err := newPool(ctx, url, c.tracing.pgxTracer())
 	if err != nil {
 		return nil, err
 	}

@@ -149,7 +149,7 @@ func (c *cli) serve(cmd *cobra.Command, f *serveFlags) error {
 	}
 	// A request may work for about two leases (a phase, a call cut at two thirds of the lease,
 	// the next phase): its answer must still get out.
-	srv := newHTTPServer(limitInFlight(svc.Handler, maxInFlight), &serverOpts{WriteTimeout: max(time.Minute, 2*f.lease), Logger: logger})
+	srv := newHTTPServer(d.tracing.handler(limitInFlight(svc.Handler, maxInFlight)), &serverOpts{WriteTimeout: max(time.Minute, 2*f.lease), Logger: logger})
 	if ops != nil {
 		fmt.Fprintf(c.env.Stdout, "%s serve: metrics and health on http://%s\n", c.app.Name, ops.addr)
 	}
@@ -209,6 +209,7 @@ func (c *cli) build(ctx context.Context, cmd *cobra.Command, p *BuildParams) (*S
 	if p.Scope == nil {
 		p.Scope = noAPIScope
 	}
+	p.TracerProvider = c.tracing.tracerProvider()
 	svc, err := c.app.Build(ctx, p)
 	if err != nil {
 		return nil, err
