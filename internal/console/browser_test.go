@@ -213,6 +213,8 @@ func newTab(t *testing.T, e *env, ctx context.Context) *tab {
 	}
 	require.NoError(t, os.MkdirAll(shots, 0o755))
 	b := &tab{t: t, e: e, ctx: ctx, shots: shots}
+	// Open the tab before anything listens on it: two first uses at once would open two.
+	require.NoError(t, chromedp.Do(ctx), "opening a tab")
 	go func() {
 		for m, err := range chromedp.Console(ctx) {
 			if err != nil {
@@ -246,17 +248,25 @@ func (b *tab) step(name string, actions ...chromedp.Action[chromedp.Void]) {
 	require.NoError(b.t, os.WriteFile(filepath.Join(b.shots, name+".png"), shot, 0o644))
 }
 
+// readTimeout bounds one read of the page (a text, the location): a browser that never answers
+// fails the test instead of hanging it.
+const readTimeout = 15 * time.Second
+
 func (b *tab) text(sel string) string {
 	b.t.Helper()
-	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel)))
-	require.NoError(b.t, err)
+	ctx, cancel := context.WithTimeout(b.ctx, readTimeout)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	require.NoError(b.t, err, "reading %s", sel)
 	return s
 }
 
 func (b *tab) location() string {
 	b.t.Helper()
-	loc, err := chromedp.Run(b.ctx, chromedp.Location())
-	require.NoError(b.t, err)
+	ctx, cancel := context.WithTimeout(b.ctx, readTimeout)
+	defer cancel()
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(b.t, err, "reading the location")
 	return strings.TrimPrefix(loc, b.e.console.URL)
 }
 
@@ -270,7 +280,9 @@ func (b *tab) clickAndLoad(sel string) chromedp.Action[chromedp.Void] {
 // sessionCookie is the console's session cookie as the browser keeps it.
 func (b *tab) sessionCookie() *network.Cookie {
 	b.t.Helper()
-	res, err := chromedp.Call(b.ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{b.e.console.URL + "/"}})
+	ctx, cancel := context.WithTimeout(b.ctx, readTimeout)
+	defer cancel()
+	res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{b.e.console.URL + "/"}})
 	require.NoError(b.t, err)
 	for _, ck := range res.Cookies {
 		if strings.HasSuffix(ck.Name, "pgsaga_console") {
