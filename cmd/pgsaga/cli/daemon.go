@@ -29,6 +29,11 @@ const defaultDBWait = time.Minute
 type daemonFlags struct {
 	lease  time.Duration
 	dbWait time.Duration
+	// listens is set by the commands that run requests (serve): they take
+	// --listen-database-url (listenURL), and check at start that their bounded waits hear the
+	// notifications they listen for.
+	listens   bool
+	listenURL string
 }
 
 func (f *daemonFlags) add(fl *pflag.FlagSet, leaseUsage string) {
@@ -53,6 +58,7 @@ type daemon struct {
 	ctx     context.Context
 	logger  *slog.Logger
 	pool    *pgxpool.Pool
+	listen  *pgxpool.Pool // --listen-database-url's, or nil
 	reg     *prometheus.Registry
 	svc     *Service
 	tracing *tracing
@@ -87,18 +93,29 @@ func (c *cli) startDaemon(cmd *cobra.Command, f *daemonFlags, scope func(*pgxpoo
 	if scope != nil {
 		scopeFunc = scope(pool)
 	}
-	if err := d.start(c, cmd, f.lease, scopeFunc); err != nil {
+	if err := d.start(c, cmd, f, scopeFunc); err != nil {
 		d.close()
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *daemon) start(c *cli, cmd *cobra.Command, lease time.Duration, scope saga.ScopeFunc) error {
+func (d *daemon) start(c *cli, cmd *cobra.Command, f *daemonFlags, scope saga.ScopeFunc) error {
 	var err error
-	d.svc, err = c.build(d.ctx, cmd, &BuildParams{Pool: d.pool, Lease: lease, Logger: d.logger, Registerer: d.reg, Scope: scope})
+	if f.listens {
+		if err := d.openListen(c, f.listenURL); err != nil {
+			return err
+		}
+	}
+	d.svc, err = c.build(d.ctx, cmd, &BuildParams{Pool: d.pool, ListenPool: d.listen, Lease: f.lease, Logger: d.logger,
+		Registerer: d.reg, Scope: scope})
 	if err != nil {
 		return err
+	}
+	if f.listens {
+		if err := checkListen(d.ctx, d.svc.Client, d.listen != nil); err != nil {
+			return err
+		}
 	}
 	if err := d.reg.Register(worker.NewStateCollector(d.svc.Client, nil)); err != nil {
 		return fmt.Errorf("error registering the key state metrics: %w", err)
@@ -157,4 +174,23 @@ func (o *opsServer) stop(ctx context.Context) {
 	if err := o.srv.Shutdown(shutdownCtx); err != nil {
 		_ = o.srv.Close()
 	}
+}
+
+// openListen opens the pool of --listen-database-url, if any, closed with the daemon, and logs
+// where the bounded waits for requests in flight listen.
+func (d *daemon) openListen(c *cli, flag string) error {
+	listen, err := c.openListenPool(d.ctx, flag)
+	if err != nil {
+		return err
+	}
+	switch {
+	case listen != nil:
+		d.listen = listen
+		closePool := d.close
+		d.close = func() { listen.Close(); closePool() }
+		d.logger.Info("waits for requests in flight listen on --listen-database-url", "host", listen.Config().ConnConfig.Host)
+	case c.transactionPooled():
+		d.logger.Info("waits for requests in flight poll the key: --database-pooling is transaction and there is no --listen-database-url")
+	}
+	return nil
 }

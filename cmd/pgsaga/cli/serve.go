@@ -95,6 +95,8 @@ stops.`,
 	fl.StringVar(&f.opsAddr, "ops-addr", defaultServeOpsAddr, "address of /metrics and /healthz (port 0 picks a free port; empty: none)")
 	fl.BoolVar(&f.insecureScopeHeaders, "insecure-scope-headers", false, "take the scope from X-Tenant-ID and X-Actor-ID instead of an API key (loopback --addr only)")
 	f.daemonFlags.add(fl, "how long an execution owns a key before another may take it over")
+	f.listens = true
+	fl.StringVar(&f.listenURL, "listen-database-url", "", "a direct connection (or session pooling) to the same database, where a duplicate of a request in flight listens for it to finish, beside a transaction-pooled --database-url (default $"+envListenDatabaseURL+"; without it such duplicates poll)")
 	fl.BoolVar(&f.worker, "worker", false, "also run the recovery worker in this process")
 	fl.IntVar(&f.maxInFlight, "max-in-flight", 0, "most requests handled at once; more are answered 503 at once (default: 4 per pooled connection)")
 	c.appFlags(cmd)
@@ -119,7 +121,8 @@ func (c *cli) serve(cmd *cobra.Command, f *serveFlags) error {
 	var w *runningWorker
 	if f.worker {
 		w, err = c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg,
-			sweepInterval: time.Second, webhookSecrets: c.webhookSecrets(), lister: svc.Lister})
+			sweepInterval: time.Second, webhookSecrets: c.webhookSecrets(), lister: svc.Lister,
+			pollOnly: c.transactionPooled()})
 		if err != nil {
 			return err
 		}
@@ -210,12 +213,16 @@ func (c *cli) build(ctx context.Context, cmd *cobra.Command, p *BuildParams) (*S
 		p.Scope = noAPIScope
 	}
 	p.TracerProvider = c.tracing.tracerProvider()
+	p.TransactionPooling = c.transactionPooled()
 	svc, err := c.app.Build(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	if svc == nil || svc.Client == nil {
 		return nil, errors.New("the application's Build returned no saga Client")
+	}
+	if err := checkBuiltPooling(svc, p); err != nil {
+		return nil, err
 	}
 	return svc, nil
 }
@@ -234,17 +241,30 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// healthz answers 200 while the database answers a ping within 2s, 503 otherwise.
+// healthz answers 200 {"status":"ok"} while the database answers within 2s and takes writes;
+// 503 {"status":"unavailable"} when it does not answer, and 503 {"status":"read_only"} when the
+// server the pool reaches refuses writes (a standby: a single-host URL naming a node that was
+// demoted, or default_transaction_read_only on). One round trip, as a ping.
 func healthz(pool *pgxpool.Pool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		w.Header().Set("Content-Type", "application/json")
-		if err := pool.Ping(ctx); err != nil {
+		var readOnly bool
+		err := pool.QueryRow(ctx, healthSQL).Scan(&readOnly)
+		switch {
+		case err != nil:
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte(`{"status":"unavailable","error":"database unreachable"}`))
-			return
+		case readOnly:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"status":"read_only","error":"the database server refuses writes (a standby?)"}`))
+		default:
+			_, _ = w.Write([]byte(`{"status":"ok"}`))
 		}
-		_, _ = w.Write([]byte(`{"status":"ok"}`))
 	})
 }
+
+// healthSQL asks whether the server would refuse a write: a standby (in recovery) or a
+// session that is read-only by default.
+const healthSQL = `SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::bool`
