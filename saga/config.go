@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pgsaga/pgsaga/phases"
@@ -71,12 +70,9 @@ type Config struct {
 	// request body. Defaults to a logger that discards.
 	Logger *slog.Logger
 	// Observer receives what the engine does (requests by outcome, steps, calls by outcome
-	// class, resumes, parks by reason), for metrics. Defaults to NewPrometheusObserver on
-	// Registerer when that is set, else to observing nothing.
+	// class, resumes, parks by reason), for metrics: sagaprom.NewObserver feeds Prometheus.
+	// Defaults to observing nothing.
 	Observer Observer
-	// Registerer, when set (and Observer is not), receives pgsaga's Prometheus metrics.
-	// Defaults to none.
-	Registerer prometheus.Registerer
 	// TracerProvider, when set, receives the engine's OpenTelemetry spans (pgsaga.request,
 	// pgsaga.phase, pgsaga.call, pgsaga.compensate, pgsaga.resume, pgsaga.settle: see the
 	// package documentation), and each new key stores the trace context of the request that
