@@ -237,35 +237,37 @@ witness_tasks() {
 	echo "witnesses W-window-over-margin \"$S8_OVER_MARGIN\" 22 24"
 }
 variant_tasks() {
+	# (the largest first: two failovers about 4 minutes, then the keys' and S7 with heartbeats
+	# about 2, the rest a minute or less)
+	# Lost commits with two failovers in a run, and with heartbeats.
+	echo "clean S7-two-failovers \"$S7_LOST_COMMITS -DMAXLOSS=2\" \"$SAFETY_CFLAGS\" ''"
+	# The timing the lost-commits configuration assumes (finding 10): with a provider that
+	# honours idempotency keys, no second charge with a failover at any moment; without keys,
+	# none with a failover at any moment at which no execution may still send and no request may
+	# still land (the standby's leases, schedule and quiet times still running), and a second
+	# charge, even with intent-derived references, with a failover at any moment.
+	echo "clean S7-keys-failover-anytime \"$S7_LOST_COMMITS -DKEYS -DLOST_ANYTIME\" \"$SAFETY_CFLAGS\" ''"
+	echo "clean S7-heartbeat \"${S7_LOST_COMMITS/-DHBMAX=0/}\" \"$SAFETY_CFLAGS\" ''"
+	# Every actor at once, with smaller budgets.
+	echo "clean S6-everyone \"-DMAXCRASH=1 -DOPBUDGET=1 -DHBMAX=0 -DOP_ANYTIME -DNO_INPROC\" \"$SAFETY_CFLAGS\" ''"
+	echo "clean S7-failover-when-quiet \"$S7_LOST_COMMITS -DLOST_QUIET\" \"$SAFETY_CFLAGS\" ''"
+	echo "found S7-failover-anytime \"$S7_LOST_COMMITS -DLOST_ANYTIME\" \"$QUICK_CFLAGS\" ''"
+	echo "witnesses W-keys \"$S7_LOST_COMMITS -DKEYS -DLOST_ANYTIME\" 25"
 	# Liveness with the duplicate too, without fairness (every run of the model is finite, so no
 	# accepting run under -a proves the property for every schedule).
 	echo "clean L1-poison-duplicate \"-DLIVENESS $L1_POISON_DUPLICATE\" \"$LIVE_CFLAGS\" '-a'"
+	# The duplicate's configuration with two crashes, the operator's with heartbeats (larger).
+	echo "clean S2-operator-heartbeat \"-DNO_B -DOP_ANYTIME -DNO_INPROC -DMAXCRASH=1\" \"$SAFETY_CFLAGS\" ''"
+	echo "clean S1-duplicate-2-crashes \"-DOPRESUMES=0 -DTRIES_B=2 -DNO_INPROC -DMAXCRASH=2\" \"$SAFETY_CFLAGS\" ''"
 	# With a fenced renewal before a resumed call (the takeover journaled no row), a resumer that
 	# measures its lease from its own start is harmless: its renewal is fenced, or fresh.
 	echo "clean BUG_RESUMER_LATE-renewed \"$S4_RENEWAL -DBUG_RESUMER_LATE\" \"$QUICK_CFLAGS\" ''"
+	# A row quiet only from its deadline (the code also uses its ended_at): the same verdict.
+	echo "clean S1-deadline-only \"$S1_DUPLICATE -DDEADLINE_ONLY\" \"$SAFETY_CFLAGS\" ''"
 	# A takeover statement that parks by itself ends the poison key even when the process can
 	# crash between a takeover and a separate park write.
 	echo "clean L3-crash-before-park \"-DLIVENESS $L2_POISON_FAIR -DCRASH_PARK -DPARK_IN_TAKEOVER\" \"$QUICK_LIVE_CFLAGS\" '-a -f'"
 	echo "found L3-crash-before-park-separate \"-DLIVENESS $L2_POISON_FAIR -DCRASH_PARK\" \"$QUICK_LIVE_CFLAGS\" '-a -f'"
-	# The duplicate's configuration with two crashes, the operator's with heartbeats (larger).
-	echo "clean S1-duplicate-2-crashes \"-DOPRESUMES=0 -DTRIES_B=2 -DNO_INPROC -DMAXCRASH=2\" \"$SAFETY_CFLAGS\" ''"
-	echo "clean S2-operator-heartbeat \"-DNO_B -DOP_ANYTIME -DNO_INPROC -DMAXCRASH=1\" \"$SAFETY_CFLAGS\" ''"
-	# A row quiet only from its deadline (the code also uses its ended_at): the same verdict.
-	echo "clean S1-deadline-only \"$S1_DUPLICATE -DDEADLINE_ONLY\" \"$SAFETY_CFLAGS\" ''"
-	# Every actor at once, with smaller budgets (the largest search; minutes).
-	echo "clean S6-everyone \"-DMAXCRASH=1 -DOPBUDGET=1 -DHBMAX=0 -DOP_ANYTIME -DNO_INPROC\" \"$SAFETY_CFLAGS\" ''"
-	# Lost commits with two failovers in a run, and with heartbeats (minutes each).
-	echo "clean S7-two-failovers \"$S7_LOST_COMMITS -DMAXLOSS=2\" \"$SAFETY_CFLAGS\" ''"
-	echo "clean S7-heartbeat \"${S7_LOST_COMMITS/-DHBMAX=0/}\" \"$SAFETY_CFLAGS\" ''"
-	# The timing the lost-commits configuration assumes (finding 10): with a failover at any
-	# moment, a second charge even with intent-derived references; with a failover at any moment
-	# at which no execution may still send and no request may still land (the standby's leases,
-	# schedule and quiet times still running), none; and with a provider that honours
-	# idempotency keys, none at any moment (the largest of these: about a minute).
-	echo "found S7-failover-anytime \"$S7_LOST_COMMITS -DLOST_ANYTIME\" \"$QUICK_CFLAGS\" ''"
-	echo "clean S7-failover-when-quiet \"$S7_LOST_COMMITS -DLOST_QUIET\" \"$SAFETY_CFLAGS\" ''"
-	echo "clean S7-keys-failover-anytime \"$S7_LOST_COMMITS -DKEYS -DLOST_ANYTIME\" \"$SAFETY_CFLAGS\" ''"
-	echo "witnesses W-keys \"$S7_LOST_COMMITS -DKEYS -DLOST_ANYTIME\" 25"
 }
 
 # run: runs the tasks on its input MODEL_JOBS at a time, then prints their results in the order
