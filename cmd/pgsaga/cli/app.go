@@ -64,8 +64,15 @@ type BuildParams struct {
 	Lease time.Duration
 	// Logger is the command's logger (stderr).
 	Logger *slog.Logger
-	// Registerer receives the service's metrics; serve exposes them on /metrics.
+	// Registerer receives the service's metrics; serve exposes them on /metrics of its
+	// operations address (--ops-addr).
 	Registerer prometheus.Registerer
+	// Scope authenticates each request of the service's API: give it to saga.HandlerOpts.Scope
+	// and use it in the application's own routes. For serve it is the request's API key
+	// ("Authorization: Bearer <secret>", made by `apikey create`), or with
+	// --insecure-scope-headers the X-Tenant-ID and X-Actor-ID headers. The other commands serve
+	// no API: theirs refuses every request. Never nil.
+	Scope saga.ScopeFunc
 	// Outbox inserts outbox events in the caller's transaction (worker.EmitTx); any worker
 	// delivers them. It is an insert-only River client, the same whether or not this process
 	// also runs a worker.
@@ -77,6 +84,14 @@ type BuildParams struct {
 	// saga.Config.TracerProvider. It is nil when tracing is off (the OpenTelemetry environment
 	// asks for no spans).
 	TracerProvider trace.TracerProvider
+	// TransactionPooling is true when Pool goes through a pooler in transaction pooling mode
+	// (--database-pooling=transaction). Pass it to saga.Config.TransactionPooling: the command
+	// refuses a saga client that does not run as its flags say.
+	TransactionPooling bool
+	// ListenPool is serve's --listen-database-url, a direct connection where the bounded wait
+	// for a request in flight listens; nil without it (and for the other commands). Pass it to
+	// saga.Config.ListenDB.
+	ListenPool *pgxpool.Pool
 }
 
 // Service is an application's service as the commands run it.

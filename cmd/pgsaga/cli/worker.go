@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -71,43 +69,36 @@ func (c *cli) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	if f.sweepInterval < time.Millisecond {
 		return usageErrorf("--sweep-interval must be at least 1ms, got %s", f.sweepInterval)
 	}
-	d, err := c.startDaemon(cmd, &f.daemonFlags)
+	d, err := c.startDaemon(cmd, &f.daemonFlags, nil)
 	if err != nil {
 		return err
 	}
 	defer d.close()
 	ctx, logger, pool, reg, svc := d.ctx, d.logger, d.pool, d.reg, d.svc
 	w, err := c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg,
-		sweepInterval: f.sweepInterval, webhookURL: f.webhookURL, webhookSecrets: c.webhookSecrets(), lister: svc.Lister})
+		sweepInterval: f.sweepInterval, webhookURL: f.webhookURL, webhookSecrets: c.webhookSecrets(), lister: svc.Lister,
+		pollOnly: c.transactionPooled()})
 	if err != nil {
 		return err
 	}
 	defer w.stop(context.WithoutCancel(ctx))
 
-	var srv *http.Server
-	srvErr := make(chan error, 1)
+	var ops *opsServer
 	if f.metricsAddr != "" {
-		ln, err := net.Listen("tcp", f.metricsAddr)
-		if err != nil {
-			return fmt.Errorf("error listening on %s: %w", f.metricsAddr, err)
+		if ops, err = startOps(f.metricsAddr, reg, pool, logger); err != nil {
+			return err
 		}
-		srv = newHTTPServer(d.opsMux(), &serverOpts{Logger: logger})
-		go func() { srvErr <- srv.Serve(ln) }()
-		fmt.Fprintf(c.env.Stdout, "%s worker: metrics listening on http://%s\n", c.app.Name, ln.Addr())
+		fmt.Fprintf(c.env.Stdout, "%s worker: metrics listening on http://%s\n", c.app.Name, ops.addr)
 	}
 	fmt.Fprintf(c.env.Stdout, "%s worker: running (sweep every %s)\n", c.app.Name, f.sweepInterval)
 
 	select {
 	case <-ctx.Done():
-	case err := <-srvErr:
+	case err := <-ops.failed():
 		return fmt.Errorf("metrics server stopped: %w", err)
 	}
 	logger.Info("stopping")
-	if srv != nil {
-		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		_ = srv.Shutdown(shutdownCtx)
-		cancel()
-	}
+	ops.stop(ctx)
 	return w.stop(context.WithoutCancel(ctx))
 }
 
@@ -122,6 +113,8 @@ type workerParams struct {
 	webhookSecrets [][]byte
 	// lister lists the provider's charges: the worker reconciles them when it is set.
 	lister gateway.Lister
+	// pollOnly runs River without LISTEN (--database-pooling=transaction).
+	pollOnly bool
 }
 
 // Environment variables holding the secrets that sign outbox deliveries.
@@ -159,6 +152,7 @@ func (c *cli) startWorker(ctx context.Context, p *workerParams) (*runningWorker,
 		Registerer:     p.registerer,
 		Logger:         p.logger,
 		Lister:         p.lister,
+		PollOnly:       p.pollOnly,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error creating the worker: %w", err)
@@ -168,6 +162,11 @@ func (c *cli) startWorker(ctx context.Context, p *workerParams) (*runningWorker,
 		return nil, err
 	}
 	if err := w.Start(context.WithoutCancel(ctx)); err != nil {
+		if errors.Is(err, saga.ErrListenUnheard) {
+			return nil, fmt.Errorf("%w: River listens on --database-url, which reaches no session of its own "+
+				"(a pooler in transaction pooling mode?): declare it with --database-pooling=transaction (River then polls), "+
+				"or give the worker a direct --database-url", saga.ErrListenUnheard)
+		}
 		return nil, err
 	}
 	return &runningWorker{w: w, logger: p.logger}, nil
