@@ -96,7 +96,7 @@ func TestWorkerMetrics(t *testing.T) {
 	seedCrashed(t, db.Pool, "crashed", 3)
 	reg := prometheus.NewRegistry()
 	eff := newEffects()
-	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}, Registerer: reg})
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
 	// Read on every scrape: the test looks at the gauges right after the keys change.
 	require.NoError(t, reg.Register(worker.NewStateCollector(c, &worker.StateCollectorOpts{MaxAge: -1})))
 	startWorker(t, &worker.Config{Pool: db.Pool, Client: c, Registerer: reg})

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pgsaga/pgsaga/examples/payments/schema"
@@ -44,8 +43,9 @@ type Config struct {
 	Lease time.Duration
 	// Logger defaults to discarding.
 	Logger *slog.Logger
-	// Registerer receives the metrics. Defaults to none.
-	Registerer prometheus.Registerer
+	// Observer receives the saga client's metrics (saga.Config.Observer; sagaprom.NewObserver
+	// feeds Prometheus). Defaults to none.
+	Observer saga.Observer
 	// PaymentHooks run inside the phase transaction that records a payment's result (the
 	// worker's outbox hooks in here). Defaults to none.
 	PaymentHooks []PaymentHook
@@ -101,7 +101,7 @@ func New(cfg *Config) (*Service, error) {
 		Operations:         s.Operations(),
 		Lease:              cfg.Lease,
 		Logger:             cfg.Logger,
-		Registerer:         cfg.Registerer,
+		Observer:           cfg.Observer,
 		TracerProvider:     cfg.TracerProvider,
 		TransactionPooling: cfg.TransactionPooling,
 		ListenDB:           cfg.ListenDB,

@@ -64,9 +64,11 @@ type BuildParams struct {
 	Lease time.Duration
 	// Logger is the command's logger (stderr).
 	Logger *slog.Logger
-	// Registerer receives the service's metrics; serve exposes them on /metrics of its
+	// Registerer receives the service's own metrics; serve exposes them on /metrics of its
 	// operations address (--ops-addr).
 	Registerer prometheus.Registerer
+	// Observer feeds pgsaga's metrics to Registerer: give it to saga.Config.Observer.
+	Observer saga.Observer
 	// Scope authenticates each request of the service's API: give it to saga.HandlerOpts.Scope
 	// and use it in the application's own routes. For serve it is the request's API key
 	// ("Authorization: Bearer <secret>", made by `apikey create`), or with

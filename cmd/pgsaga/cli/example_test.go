@@ -58,7 +58,7 @@ func shopApp() *cli.App {
 				Operations: []*phases.Operation{issueReceipt(prefix)},
 				Lease:      p.Lease,
 				Logger:     p.Logger,
-				Registerer: p.Registerer,
+				Observer:   p.Observer,
 				// --database-pooling and --listen-database-url (see BuildParams).
 				TransactionPooling: p.TransactionPooling,
 				ListenDB:           p.ListenPool,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pgsaga/pgsaga/internal/apikey"
 	"github.com/pgsaga/pgsaga/saga"
+	"github.com/pgsaga/pgsaga/saga/sagaprom"
 	"github.com/pgsaga/pgsaga/worker"
 )
 
@@ -214,6 +215,11 @@ func (c *cli) build(ctx context.Context, cmd *cobra.Command, p *BuildParams) (*S
 	}
 	p.TracerProvider = c.tracing.tracerProvider()
 	p.TransactionPooling = c.transactionPooled()
+	if p.Registerer != nil {
+		if p.Observer, err = sagaprom.NewObserver(p.Registerer); err != nil {
+			return nil, err
+		}
+	}
 	svc, err := c.app.Build(ctx, p)
 	if err != nil {
 		return nil, err
