@@ -1,10 +1,16 @@
 # pgsaga developer tasks. `make help` lists them. The tests start their own throwaway
 # PostgreSQL (initdb + postgres must be installed); set PGSAGA_TEST_DATABASE_URL to use a server.
+#
+# The repository holds several Go modules (go.work lists them): the library at the root, the
+# pgsaga binary and its console (cmd), the Stripe adapter (gateway/stripe), the offline client
+# example (examples/offline-client) and the performance lab (bench). PKGS names every package of
+# every one, so one `go test` schedules them all at once.
 
 GO        ?= go
 BENCHTIME ?= 1s
 FUZZTIME  ?= 5s
-PKGS      ?= ./...
+MODULES   := . cmd gateway/stripe examples/offline-client bench
+PKGS      ?= $(foreach m,$(MODULES),$(if $(filter .,$(m)),./...,./$(m)/...))
 CHAOS_DURATION ?= 5m
 
 .DEFAULT_GOAL := help
@@ -13,11 +19,11 @@ CHAOS_DURATION ?= 5m
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-deps: ## Download the Go modules
-	$(GO) mod download
+deps: ## Download the Go modules of every module
+	@set -e; for m in $(MODULES); do (cd $$m && $(GO) mod download); done
 
-tools: ## Install what the tests need when missing (stripe-mock into .tools/bin; chromium, spin, gcc with apt-get as root)
-	.ci/install-tools
+tools: ## Install what the tests need when missing (stripe-mock into .tools/bin; chromium, gcc, patroni, etcd, pgbouncer with apt-get as root)
+	.ci/install-tools test
 
 vet: ## go vet every package
 	$(GO) vet $(PKGS)
@@ -30,8 +36,8 @@ test: deps tools vet ## Install tools, vet, run every test with the race detecto
 	# Allocation budgets are counted without the race detector (its sync.Pool drops items at random).
 	$(GO) test -count=1 -run 'Allocation' ./saga
 
-model: ## Check the protocol model with spin
-	@command -v spin >/dev/null 2>&1 || { echo "make model: spin is not installed (make tools, or apt-get install -y spin gcc)" >&2; exit 1; }
+model: ## Check the protocol model with spin (needs spin and gcc: .ci/install-tools model)
+	@command -v spin >/dev/null 2>&1 || { echo "make model: spin is not installed (.ci/install-tools model, or apt-get install -y spin gcc)" >&2; exit 1; }
 	saga/model/check.sh
 
 bench: deps ## Run the benchmarks (BENCHTIME=1s by default)

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // QueueState is where an intent stands in a [Queue].
@@ -144,7 +143,7 @@ func OpenQueue(path string, opts *QueueOpts) (*Queue, error) {
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
 	if err != nil {
-		if errors.Is(err, bolterrors.ErrTimeout) {
+		if errors.Is(err, bolt.ErrTimeout) {
 			return nil, fmt.Errorf("%w: %s (waited %s)", ErrQueueLocked, path, lockTimeout)
 		}
 		return nil, fmt.Errorf("error opening queue %s: %w", path, err)

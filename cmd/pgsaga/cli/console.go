@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pgsaga/pgsaga/internal/console"
+	"github.com/pgsaga/pgsaga/cmd/internal/console"
 	"github.com/pgsaga/pgsaga/internal/operator"
 	"github.com/pgsaga/pgsaga/worker"
 )

@@ -15,7 +15,7 @@ import (
 // times on its own database after a warm-up, and prints what PostgreSQL spent per statement
 // (pg_stat_statements, with planning), and the key table's HOT updates.
 //
-//	go test ./internal/perflab -run TestLabStatements -lab -v
+//	go test ./bench/perflab -run TestLabStatements -lab -v
 func TestLabStatements(t *testing.T) {
 	requireLab(t)
 	for _, path := range []struct {

@@ -40,7 +40,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binary = filepath.Join(dir, "pgsaga")
-	build := exec.Command("go", "build", "-o", binary, "../../cmd/pgsaga")
+	build := exec.Command("go", "build", "-o", binary, "../../pgsaga")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintf(os.Stderr, "error building pgsaga: %v\n", err)

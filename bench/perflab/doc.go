@@ -4,7 +4,7 @@
 //
 // Nothing here is imported: it is test code.
 //
-//	go test ./internal/perflab -run '^$' -bench . -benchtime 3000x -cpuprofile cpu.out
+//	go test ./bench/perflab -run '^$' -bench . -benchtime 3000x -cpuprofile cpu.out
 //
 // The schema experiments of phase 1 (FINDINGS.md §5) were lab code on copies of the key table;
 // their findings are applied in the store, and the code that measured them is in the history

@@ -115,7 +115,7 @@ func engineVariant(name, op string, replay bool, schema string) variant {
 // TestLabEngine is the side-by-side harness's pgsaga rows against its hand-written floors, with
 // the server's CPU read for the cluster only (the harness counts the whole machine).
 //
-//	go test ./internal/perflab -run TestLabEngine -lab -lab.rounds 4 -v
+//	go test ./bench/perflab -run TestLabEngine -lab -lab.rounds 4 -v
 func TestLabEngine(t *testing.T) {
 	requireLab(t)
 	floor2rt, hand1tx := floorVariants()
@@ -127,7 +127,7 @@ func TestLabEngine(t *testing.T) {
 
 // TestLabSchema compares the engine's phased path on migration 004's schema with changes to it.
 //
-//	go test ./internal/perflab -run TestLabSchema -lab -lab.rounds 4 -v
+//	go test ./bench/perflab -run TestLabSchema -lab -lab.rounds 4 -v
 func TestLabSchema(t *testing.T) {
 	requireLab(t)
 	const noCallCheck = `ALTER TABLE pgsaga_call DROP CONSTRAINT pgsaga_call_outcome;`
