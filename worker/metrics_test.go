@@ -21,6 +21,7 @@ import (
 	"github.com/pgsaga/pgsaga/internal/dbtest"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
+	"github.com/pgsaga/pgsaga/saga/sagaprom"
 	"github.com/pgsaga/pgsaga/worker"
 )
 
@@ -96,7 +97,9 @@ func TestWorkerMetrics(t *testing.T) {
 	seedCrashed(t, db.Pool, "crashed", 3)
 	reg := prometheus.NewRegistry()
 	eff := newEffects()
-	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
+	observer, err := sagaprom.NewObserver(reg)
+	require.NoError(t, err)
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}, Observer: observer})
 	// Read on every scrape: the test looks at the gauges right after the keys change.
 	require.NoError(t, reg.Register(worker.NewStateCollector(c, &worker.StateCollectorOpts{MaxAge: -1})))
 	startWorker(t, &worker.Config{Pool: db.Pool, Client: c, Registerer: reg})
@@ -104,7 +107,7 @@ func TestWorkerMetrics(t *testing.T) {
 	waitFor(t, "three completed resume jobs", 20*time.Second, func() bool {
 		return gather(t, reg, "pgsaga_worker_resume_jobs_total")["pgsaga_worker_resume_jobs_total{result=completed}"] == 3
 	})
-	_, err := db.Pool.Exec(t.Context(), `ANALYZE pgsaga_key`) // refreshes the completed estimate
+	_, err = db.Pool.Exec(t.Context(), `ANALYZE pgsaga_key`) // refreshes the completed estimate
 	require.NoError(t, err)
 	got := gather(t, reg)
 	require.Equal(t, float64(3), got["pgsaga_resumes_total{operation=effect}"])
