@@ -47,7 +47,7 @@ fuzz: ## Run every fuzz test briefly (FUZZTIME=5s each)
 	done
 
 chaos: ## Run the chaos soak (CHAOS_DURATION=5m)
-	$(GO) run ./internal/chaosrun -duration $(CHAOS_DURATION)
+	$(GO) run ./cmd/pgsaga-chaos -duration $(CHAOS_DURATION)
 
 demo: ## Run the demo against a throwaway PostgreSQL
 	$(GO) run ./cmd/pgsaga demo

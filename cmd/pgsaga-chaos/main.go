@@ -11,18 +11,18 @@ import (
 
 func main() {
 	cfg := &Config{}
-	fs := flag.NewFlagSet("chaosrun", flag.ContinueOnError)
+	fs := flag.NewFlagSet("pgsaga-chaos", flag.ContinueOnError)
 	cfg.bindFlags(fs)
 	quiet := fs.Bool("quiet", false, "print only the summary, not the timeline as it goes")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: go run ./internal/chaosrun [flags]\n\n%s\nFlags:\n", usage)
+		fmt.Fprintf(fs.Output(), "usage: go run ./cmd/pgsaga-chaos [flags]\n\n%s\nFlags:\n", usage)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "chaosrun: unexpected argument %q\n", fs.Arg(0))
+		fmt.Fprintf(os.Stderr, "pgsaga-chaos: unexpected argument %q\n", fs.Arg(0))
 		os.Exit(2)
 	}
 	if !*quiet {
@@ -32,7 +32,7 @@ func main() {
 	defer stop()
 	s, err := run(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "chaosrun: %v\n", err)
+		fmt.Fprintf(os.Stderr, "pgsaga-chaos: %v\n", err)
 		os.Exit(1)
 	}
 	fmt.Print(s)

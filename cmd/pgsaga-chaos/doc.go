@@ -1,9 +1,9 @@
-// Command chaosrun is pgsaga's chaos soak: it runs the real pgsaga binary as separate processes
+// Command pgsaga-chaos is pgsaga's chaos soak: it runs the real pgsaga binary as separate processes
 // (two serve, two worker, gateway-sim) on a throwaway PostgreSQL cluster and injects faults into
 // them while clients submit payment intents, then checks that the promise held: one intent, one
 // effect.
 //
-//	go run ./internal/chaosrun -duration 10m
+//	go run ./cmd/pgsaga-chaos -duration 10m
 //
 // The world it makes:
 //   - gateway-sim with --idempotency=false --inquiry=true: every charge sent is a charge, and only
