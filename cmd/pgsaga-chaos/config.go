@@ -19,6 +19,11 @@ type Config struct {
 	// DoubleClick is the probability that a payment intent is submitted twice at once (same
 	// key, same body), as a user's double click. Defaults to 0.1; negative: never.
 	DoubleClick float64
+	// SharedKeys is the probability that an intent takes the idempotency key another client (an
+	// actor of its own, half of them in a second tenant) used lately instead of a new one: the
+	// same key string in two scopes is two keys, and neither may be answered with the other's
+	// response. Defaults to 0.05; negative: never.
+	SharedKeys float64
 
 	// Lease is the --lease of every serve and worker. Defaults to 2s.
 	Lease time.Duration
@@ -99,6 +104,7 @@ func (c *Config) WithDefaults() *Config {
 	setDefault(&out.Duration, 5*time.Minute)
 	setDefault(&out.Clients, 12)
 	setDefault(&out.DoubleClick, 0.1)
+	setDefault(&out.SharedKeys, 0.05)
 	setDefault(&out.Lease, 2*time.Second)
 	setDefault(&out.SweepInterval, 250*time.Millisecond)
 	setDefault(&out.FaultEvery, 1500*time.Millisecond)
@@ -124,6 +130,9 @@ func (c *Config) WithDefaults() *Config {
 	return out
 }
 
+// claim is the promise the run is judged by.
+func (c *Config) claim() claim { return claimExact }
+
 func setDefault[T comparable](field *T, def T) {
 	var zero T
 	if *field == zero {
@@ -143,7 +152,7 @@ func (c *Config) validate() error {
 	check(c.Lease >= time.Second, "Lease must be at least 1s (pgsaga's minimum), got %s", c.Lease)
 	check(c.PauseFor > 0 && c.PauseFor < c.Lease, "PauseFor must be positive and shorter than Lease (%s), got %s", c.Lease, c.PauseFor)
 	check(c.WorkerDrain >= 0 && c.WorkerDrain < c.DrainTimeout, "WorkerDrain must be in [0, DrainTimeout (%s)), got %s", c.DrainTimeout, c.WorkerDrain)
-	for name, p := range map[string]float64{"DoubleClick": c.DoubleClick, "Sim.Pending": c.Sim.Pending,
+	for name, p := range map[string]float64{"DoubleClick": c.DoubleClick, "SharedKeys": c.SharedKeys, "Sim.Pending": c.Sim.Pending,
 		"Sim.LoseResponse": c.Sim.LoseResponse, "Sim.FailBefore": c.Sim.FailBefore} {
 		check(p <= 1, "%s must be a probability (at most 1; negative: never), got %v", name, p)
 	}
@@ -157,6 +166,7 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Duration, "duration", d.Duration, "how long clients submit and faults are injected")
 	fs.IntVar(&c.Clients, "clients", d.Clients, "client goroutines submitting intents at once")
 	fs.Float64Var(&c.DoubleClick, "double-click", d.DoubleClick, "probability that a payment is submitted twice at once")
+	fs.Float64Var(&c.SharedKeys, "shared-keys", d.SharedKeys, "probability that an intent takes the key another client used lately (negative: never)")
 	fs.DurationVar(&c.Lease, "lease", d.Lease, "--lease of every serve and worker")
 	fs.DurationVar(&c.SweepInterval, "sweep-interval", d.SweepInterval, "--sweep-interval of the workers")
 	fs.DurationVar(&c.FaultEvery, "fault-every", d.FaultEvery, "mean time between two faults")

@@ -20,9 +20,6 @@ import (
 	"github.com/pgsaga/pgsaga/internal/pglocal"
 )
 
-// Tenant is the tenant of every intent; each client goroutine is an actor of its own.
-const tenant = "chaos"
-
 var (
 	listeningLine = regexp.MustCompile(`listening on http://`)
 	workerLine    = regexp.MustCompile(`worker: running`)

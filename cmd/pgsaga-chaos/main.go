@@ -14,6 +14,7 @@ func main() {
 	fs := flag.NewFlagSet("pgsaga-chaos", flag.ContinueOnError)
 	cfg.bindFlags(fs)
 	quiet := fs.Bool("quiet", false, "print only the summary, not the timeline as it goes")
+	judgeFile := fs.String("judge", "", "judge the evidence a run recorded (its evidence.json) again, and run nothing")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: go run ./cmd/pgsaga-chaos [flags]\n\n%s\nFlags:\n", usage)
 		fs.PrintDefaults()
@@ -24,6 +25,19 @@ func main() {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "pgsaga-chaos: unexpected argument %q\n", fs.Arg(0))
 		os.Exit(2)
+	}
+	if *judgeFile != "" {
+		ev, err := readEvidence(*judgeFile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "pgsaga-chaos: %v\n", err)
+			os.Exit(1)
+		}
+		v := judge(ev)
+		fmt.Print(v)
+		if !v.pass() {
+			os.Exit(1)
+		}
+		return
 	}
 	if !*quiet {
 		cfg.Progress = os.Stderr

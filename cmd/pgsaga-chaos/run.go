@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 )
@@ -98,18 +96,18 @@ func (r *runner) run(ctx context.Context) (*summary, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("drain interrupted: %w", err)
 	}
-	st, err := r.readState(ctx)
+	ev, err := r.collect(ctx, dr, nil)
 	if err != nil {
 		return nil, fmt.Errorf("error reading the final state: %w", err)
 	}
-	vs, lost := r.check(st, dr.settledFailedKeys)
-	for _, e := range dr.errs {
-		vs = append(vs, violation{kind: "drain", text: e})
+	if err := writeEvidence(filepath.Join(r.dir, "evidence.json"), ev); err != nil {
+		r.tl.add("error writing the evidence: %v", err)
 	}
-	s := r.summarize(st, dr, vs, lost, ran)
-	if len(vs) > 0 {
-		if err := r.writeEvidence(ctx, st, vs); err != nil {
-			r.tl.add("error writing the evidence: %v", err)
+	v := judge(ev)
+	s := r.summarize(ev, v, dr, ran)
+	if !v.pass() {
+		if err := r.writeViolations(ctx, ev, v); err != nil {
+			r.tl.add("error writing the violations: %v", err)
 		}
 	}
 	return s, nil
@@ -130,30 +128,4 @@ func (r *runner) progress(ctx context.Context) {
 			r.faults.KillServe.Load()+r.faults.KillWorker.Load()+r.faults.FreezeServe.Load()+r.faults.FreezeWorker.Load()+r.faults.PausePG.Load()+r.faults.RestartPG.Load()+r.faults.InquiryOff.Load(),
 			r.ledger.pendingSeen())
 	}
-}
-
-// writeEvidence writes every violation, and for each key concerned what the run knows of it, to
-// evidence.txt in the run's directory.
-func (r *runner) writeEvidence(ctx context.Context, st *state, vs []violation) error {
-	var b strings.Builder
-	keys := map[string]bool{}
-	for _, v := range vs {
-		fmt.Fprintf(&b, "%s: %s\n", v.kind, v.text)
-		if v.key != "" {
-			keys[v.key] = true
-		}
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
-	for i, k := range sorted {
-		if i == 50 {
-			fmt.Fprintf(&b, "\n… and %d more keys\n", len(sorted)-50)
-			break
-		}
-		b.WriteString("\n" + r.evidence(ctx, st, k))
-	}
-	return os.WriteFile(filepath.Join(r.dir, "evidence.txt"), []byte(b.String()), 0o644)
 }

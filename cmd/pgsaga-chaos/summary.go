@@ -19,33 +19,48 @@ type summary struct {
 	payments int
 	invoices int
 	doubles  int // payments double-clicked
-	requests int
-	byStatus map[string]int
-	faults   *faultCounts
-	starts   map[string]int // process starts, by process
+	// sharedKeys counts the intents under a key string another scope's intent used too.
+	sharedKeys int
+	requests   int
+	byStatus   map[string]int
+	faults     *faultCounts
+	starts     map[string]int // process starts, by process
 
 	charges        int
 	chargesBy      map[gateway.ChargeStatus]int
 	pendingSeen    int
-	doubleCharges  int
-	lost           int
 	completion     []time.Duration // payments answered during the run, first send to answer
 	drainAnswered  int             // payments first answered during the drain
-	violations     []violation
+	verdict        *verdict
 	violationKinds map[string]int
+	// reconciled is set when reconciliation ran; unmatched is how many charges it reported.
+	reconciled bool
+	unmatched  int
 }
 
-func (s *summary) pass() bool { return len(s.violations) == 0 }
+func (s *summary) pass() bool { return s.verdict.pass() }
 
-func (r *runner) summarize(st *state, dr *drainResult, vs []violation, lost int, ran time.Duration) *summary {
+func (r *runner) summarize(ev *evidence, v *verdict, dr *drainResult, ran time.Duration) *summary {
 	s := &summary{cfg: r.cfg, dir: r.dir, ran: ran, drain: dr, faults: r.faults, starts: map[string]int{},
-		chargesBy: map[gateway.ChargeStatus]int{}, pendingSeen: r.ledger.pendingSeen(), lost: lost, violations: vs,
+		chargesBy: map[gateway.ChargeStatus]int{}, pendingSeen: r.ledger.pendingSeen(), verdict: v,
 		violationKinds: map[string]int{}}
+	if ev.Reconcile != nil {
+		s.reconciled, s.unmatched = true, len(ev.Reconcile.Unmatched)
+	}
 	s.requests, s.byStatus = r.traffic.tr.figures()
 	for _, d := range append(r.env.daemons(), r.env.sim) {
 		d.mu.Lock()
 		s.starts[d.name] = d.starts
 		d.mu.Unlock()
+	}
+	byString := map[string]int{}
+	for _, it := range ev.Intents {
+		byString[it.Key]++
+	}
+	for _, it := range ev.Intents {
+		if byString[it.Key] > 1 {
+			s.sharedKeys++
+		}
 	}
 	for _, it := range r.traffic.intents.all() {
 		sent, answers, _ := it.snapshot()
@@ -69,15 +84,12 @@ func (r *runner) summarize(st *state, dr *drainResult, vs []violation, lost int,
 		}
 	}
 	slices.Sort(s.completion)
-	s.charges = len(st.ledger.Charges)
-	for _, c := range st.ledger.Charges {
+	s.charges = len(ev.Charges)
+	for _, c := range ev.Charges {
 		s.chargesBy[c.Status]++
 	}
-	for _, v := range vs {
-		s.violationKinds[v.kind]++
-		if v.kind == "double charge" {
-			s.doubleCharges++
-		}
+	for _, vi := range v.violations {
+		s.violationKinds[vi.kind]++
 	}
 	return s
 }
@@ -98,8 +110,9 @@ func (s *summary) String() string {
 		fmt.Fprintf(&b, "  %-22s %s\n", name, fmt.Sprintf(format, args...))
 	}
 	verdict := "PASS"
+	v := s.verdict
 	if !s.pass() {
-		verdict = fmt.Sprintf("FAIL (%d violations)", len(s.violations))
+		verdict = fmt.Sprintf("FAIL (%d violations)", len(v.violations))
 	}
 	c, sf := s.cfg, s.cfg.Sim
 	fmt.Fprintf(&b, "pgsaga chaos run: %s\n", verdict)
@@ -108,7 +121,8 @@ func (s *summary) String() string {
 	row("setup", "2 serve + 2 worker (lease %s, sweep %s), %d clients, double-click %.2f", c.Lease, c.SweepInterval, c.Clients, max(c.DoubleClick, 0))
 	row("gateway-sim", "idempotency off, inquiry on; pending %.2f for %s, latency %s +0..%s, latency-before %s, lose-response %.2f, fail-before %.2f",
 		max(sf.Pending, 0), sf.PendingFor, orNone(sf.Latency), orNone(sf.LatencyJitter), orNone(sf.LatencyBefore), max(sf.LoseResponse, 0), max(sf.FailBefore, 0))
-	row("intents", "%d payments (%d double-clicked), %d invoices", s.payments, s.doubles, s.invoices)
+	row("intents", "%d payments (%d double-clicked), %d invoices, %d tenants; %d under a key string another scope used",
+		s.payments, s.doubles, s.invoices, len(tenants), s.sharedKeys)
 	row("requests", "%d (%d retries)", s.requests, s.requests-s.payments-s.doubles-s.invoices)
 	labels := make([]string, 0, len(s.byStatus))
 	for l := range s.byStatus {
@@ -146,8 +160,19 @@ func (s *summary) String() string {
 	row("drain", "%d keys started at the end; %d left after the workers alone; %d intents retried by their clients", d.startedAtEnd, d.leftByWorkers, d.retried)
 	row("parked keys", "%s", formatCounts(d.parked))
 	row("operator", "%d settled succeeded, %d settled failed, %d resumed", d.settledSucceeded, d.settledFailed, d.resumed)
-	row("double charges", "%d", s.doubleCharges)
-	row("lost intents", "%d", s.lost)
+	row("claim", "%s", c.claim())
+	row("double charges", "%d", v.doubleCharges)
+	row("lost intents", "%d", v.lost)
+	if c.claim() == claimMoney {
+		row("forgotten keys", "%d (answered, then lost by a failover)", v.forgotten)
+		row("answers changed", "%d intents (bytes only, after a lost commit)", v.changedBytes)
+	}
+	row("unaccounted charges", "%d (no completed key accounts for them); %d not reported by reconciliation", v.unaccounted, v.unreported)
+	if s.reconciled {
+		row("reconciliation", "reported %d charges", s.unmatched)
+	} else {
+		row("reconciliation", "not run")
+	}
 	row("payment completion", "p50 %s, p99 %s, max %s (%d answered during the run, %d in the drain)",
 		percentile(s.completion, 50).Round(time.Millisecond), percentile(s.completion, 99).Round(time.Millisecond),
 		percentile(s.completion, 100).Round(time.Millisecond), len(s.completion), s.drainAnswered)
@@ -158,14 +183,14 @@ func (s *summary) String() string {
 		}
 		row("operator action", "%s", line)
 	}
-	if len(s.violations) > 0 {
+	if len(v.violations) > 0 {
 		row("violations", "%s", formatCounts(s.violationKinds))
-		for i, v := range s.violations {
+		for i, vi := range v.violations {
 			if i == 20 {
-				fmt.Fprintf(&b, "    … %d more in evidence.txt\n", len(s.violations)-20)
+				fmt.Fprintf(&b, "    … %d more in violations.txt\n", len(v.violations)-20)
 				break
 			}
-			fmt.Fprintf(&b, "    %s: %s\n", v.kind, firstLine(v.text))
+			fmt.Fprintf(&b, "    %s: %s\n", vi.kind, firstLine(vi.text))
 		}
 	}
 	if s.dir != "" {
