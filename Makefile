@@ -16,14 +16,15 @@ help: ## List the targets
 deps: ## Download the Go modules
 	$(GO) mod download
 
-tools: ## Install what the tests need when missing (chromium, spin; apt-get as root)
+tools: ## Install what the tests need when missing (stripe-mock into .tools/bin; chromium, spin, gcc with apt-get as root)
 	.ci/install-tools
 
 vet: ## go vet every package
 	$(GO) vet $(PKGS)
 
 # Every test runs against real parts: a throwaway PostgreSQL, headless Chromium for the console,
-# stripe-mock for the Stripe adapter (PGSAGA_REQUIRE_STRIPE_MOCK=1: fail, never skip, without it).
+# stripe-mock for the Stripe adapter (installed by tools; PGSAGA_REQUIRE_STRIPE_MOCK=1: fail,
+# never skip, without it).
 test: deps tools vet ## Install tools, vet, run every test with the race detector (starts its own PostgreSQL)
 	PGSAGA_REQUIRE_STRIPE_MOCK=1 $(GO) test -race -count=1 -timeout 12m $(PKGS)
 	# Allocation budgets are counted without the race detector (its sync.Pool drops items at random).

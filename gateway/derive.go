@@ -7,6 +7,10 @@ package gateway
 // its primary key), never of time or randomness: a request resumed after a crash, by a retry
 // or by the worker, derives the same key and so cannot be charged twice by a provider that
 // honours idempotency keys, and can be found again by inquiry.
+//
+// id must itself derive from the intent (phases.Run.IntentID), not be drawn at random in a
+// phase: a database failover that loses the phase's commit forgets a random id, the client's
+// retry runs the operation again with a new one, and the provider sees a new key.
 func DeriveKey(prefix, id string) string {
 	return prefix + ":" + id
 }

@@ -21,9 +21,13 @@
 //
 // Guarantees of Execute, given the engine's call journal (Journal):
 //
-//   - Retry: a charge is always sent with a key derived from stored data (DeriveKey), so every
-//     attempt for the same payment, in this process or after a crash, carries the same key and
-//     reference.
+//   - Retry: a charge is always sent with a key derived from the intent (phases.DefaultReference,
+//     or DeriveKey over an id from phases.Run.IntentID), so every attempt for the same payment, in
+//     this process, after a crash, or in an execution that runs again after a database failover
+//     lost the key's commits, carries the same key and reference.
+//   - Lost journal: a provider with inquiry that cannot de-duplicate by key is asked by
+//     reference before the first send too, since the journal that would say an earlier execution
+//     charged can be lost with the key's commits.
 //   - Crash and resume: whether an earlier attempt may have reached the provider comes from the
 //     journal, not from the step. When one may have, Execute asks the provider by reference
 //     first (when it supports inquiry) and takes a charge it finds only if amount, currency and
@@ -55,6 +59,6 @@
 // provider that breaks either, a charge sent again after an empty inquiry can be a second one.
 //
 // Subpackages: sim is a stateful, fault-injecting provider (in-process and over HTTP),
-// stripe an adapter on the Stripe API, and gatewaytest the conformance suite every adapter
-// runs and an in-memory Journal for tests.
+// stripe an adapter on Stripe's PaymentIntents API, and gatewaytest the conformance suite every
+// adapter runs and an in-memory Journal for tests. Both adapters list their charges (Lister).
 package gateway

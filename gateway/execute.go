@@ -95,8 +95,11 @@ func defaultRetryDelay(n int) time.Duration {
 //     ErrPending in phases.RetryAfter; pending past opts.PendingWindow: ErrPendingTooLong.
 //   - When an earlier attempt may have reached the provider (a prior call not recorded as
 //     certainly not done, or opts.MayHaveReached) and the provider has inquiry, it asks by
-//     reference first. A charge found is taken only if it matches the intent (amount, currency,
-//     reference; ErrMismatch otherwise), a pending one is followed as above. An empty answer
+//     reference first. So it does before the first send to a provider with inquiry that cannot
+//     de-duplicate the charge by its idempotency key: a re-execution after a failover that lost
+//     the key's commits (and its journal) finds the charge the first execution made. A charge
+//     found is taken only if it matches the intent (amount, currency, reference; ErrMismatch
+//     otherwise), a pending one is followed as above. An empty answer
 //     counts only once every earlier attempt (and every send of this one) that may have
 //     reached the provider has been quiet for the longer of the in-flight window it was sent
 //     under and Capabilities.MaxInFlight now: before that it waits when the wait fits in ctx
@@ -156,7 +159,10 @@ type execution struct {
 
 func newExecution(j Journal, gw Gateway, params ChargeParams, o ExecuteOpts) *execution {
 	x := &execution{j: j, gw: gw, caps: gw.Capabilities(), params: params, opts: o, outcome: phases.CallOutcomeFailedBefore}
-	x.unresolved = o.MayHaveReached
+	// A provider that cannot tell a repeated charge by its key is asked before the first send
+	// too: a failover that lost acknowledged commits loses the journal with them, and an earlier
+	// execution of the same intent may have charged under the same reference.
+	x.unresolved = o.MayHaveReached || x.caps.Inquiry && !x.keyed()
 	if j == nil {
 		return x
 	}
@@ -199,6 +205,9 @@ func newExecution(j Journal, gw Gateway, params ChargeParams, o ExecuteOpts) *ex
 	}
 	return x
 }
+
+// keyed reports whether the provider de-duplicates this charge by its idempotency key.
+func (x *execution) keyed() bool { return x.caps.IdempotencyKeys && x.params.IdempotencyKey != "" }
 
 // result is what one step of a round came to: a charge (final or pending), or an error that
 // the next round may retry (retry) or that ends Execute.
@@ -301,7 +310,7 @@ func (x *execution) send(ctx context.Context) result {
 	if phases.IsOutcomeUnknown(err) {
 		return failed(err)
 	}
-	if !x.caps.Inquiry && (!x.caps.IdempotencyKeys || x.params.IdempotencyKey == "") {
+	if !x.caps.Inquiry && !x.keyed() {
 		// Neither inquiry nor keys: another send could be a second charge. Never guess.
 		return failed(fmt.Errorf("%w (%w)", ErrCannotResolve, err))
 	}
@@ -426,7 +435,7 @@ func (x *execution) check(c *Charge) error {
 // resendKey re-sends the same key to a provider that cannot be asked: the provider answers
 // the first charge instead of making a second one, while it remembers the key.
 func (x *execution) resendKey(ctx context.Context) result {
-	if !x.caps.IdempotencyKeys || x.params.IdempotencyKey == "" {
+	if !x.keyed() {
 		return failed(fmt.Errorf("error resolving charge %q: %w", x.params.Reference, ErrCannotResolve))
 	}
 	created := x.opts.KeyCreatedAt

@@ -54,7 +54,7 @@ func TestExecuteLostResponseWithInquiryOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
 	require.Equal(t, p.Reference, charge.Reference)
-	require.Equal(t, []string{"charge", "inquire"}, gw.list(), "inquiry resolves it without a second charge")
+	require.Equal(t, []string{"inquire", "charge", "inquire"}, gw.list(), "inquiry resolves it without a second charge")
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 	require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())
 }
@@ -154,10 +154,11 @@ func TestExecuteResumeWithInquiryNothingFoundCharges(t *testing.T) {
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 }
 
-// A prior attempt recorded as certainly not done does not call for an inquiry.
+// A prior attempt recorded as certainly not done does not call for an inquiry (with a provider
+// that de-duplicates by key: one without keys is always asked first).
 func TestExecuteAfterFailedBeforeSendsAtOnce(t *testing.T) {
 	t.Parallel()
-	s := newSim(false, true)
+	s := newSim(true, true)
 	gw := trace(s.Gateway())
 	var j gatewaytest.Journal
 	j.Add(phases.CallRecord{StartedAt: time.Now(), Outcome: failedBefore})
@@ -393,4 +394,28 @@ func TestExecuteRetryDelays(t *testing.T) {
 	_, err = gateway.Execute(ctxFor(t), nil, s.Gateway(), params("payment:delays", 100), o)
 	require.Error(t, err)
 	require.Empty(t, delays, "a negative Retries means none")
+}
+
+// A failover that lost the key's commits lost its journal too: the re-execution's first
+// attempt has no prior call, while the provider holds the first execution's charge under the
+// same reference. With keys the same key answers it; without keys the inquiry before the first
+// send finds it. Neither charges again.
+func TestExecuteFirstAttemptFindsACharge(t *testing.T) {
+	t.Parallel()
+	for name, s := range map[string]*sim.Simulator{"keys only": newSim(true, false), "inquiry only": newSim(false, true)} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := params("ref_lost-journal", 100)
+			first, err := s.Gateway().Charge(ctxFor(t), p)
+			require.NoError(t, err)
+			gw := trace(s.Gateway())
+			var j gatewaytest.Journal
+
+			charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
+			require.NoError(t, err)
+			require.Equal(t, first.ID, charge.ID)
+			require.Equal(t, 1, s.ChargesFor(p.Reference), "one charge: %v", gw.list())
+			require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())
+		})
+	}
 }

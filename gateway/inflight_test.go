@@ -136,7 +136,7 @@ func TestExecuteOwnTimeoutWaitsOutWindow(t *testing.T) {
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
 	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
-	require.Equal(t, []string{"charge", "inquire", "inquire"}, gw.list(), "asked again after the window")
+	require.Equal(t, []string{"inquire", "charge", "inquire", "inquire"}, gw.list(), "asked again after the window")
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 	require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())
 }
@@ -166,7 +166,7 @@ func TestExecuteProxy502AfterChargeIsResolvedNotResent(t *testing.T) {
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
 	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
-	require.Equal(t, []string{"charge", "inquire"}, gw.list())
+	require.Equal(t, []string{"inquire", "charge", "inquire"}, gw.list())
 	require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())
 	require.Equal(t, 1, s.ChargesFor(p.Reference), "one charge, never a second after a 502")
 }

@@ -7,7 +7,8 @@
 //     of its lease, guarded by the lease's fencing token: a process whose lease was taken over
 //     cannot commit a phase. A phase either commits whole or leaves nothing.
 //   - An external call (Call) runs between transactions, never inside one. The engine journals
-//     each attempt before it is sent (with the reference the step derives, WithReference) and
+//     each attempt before it is sent (with the reference the step derives, WithReference, or
+//     else DefaultReference, derived from the intent) and
 //     records its outcome class after (Run.RecordCall, or succeeded/unknown by the error). On
 //     resume, Run.PriorCalls says what earlier attempts did; send the same downstream key, and
 //     resolve an attempt that may have reached the provider (inquiry) before acting again —
@@ -15,6 +16,13 @@
 //
 // Steps share values through typed, named slots (Value): saved with the key, committed with the
 // next phase, read back after a crash.
+//
+// Ids and references derive from the intent — the tenant, the actor and the idempotency key,
+// which the client sends again — never from something a phase draws at random (Run.IntentID,
+// DefaultReference). With asynchronous replication a database failover can lose commits the
+// old primary acknowledged; the client's retry then runs the operation again from the start,
+// and only intent-derived ids and references make that execution find the first one's charge
+// instead of making a second.
 //
 // The step that calls Run.Respond ends the operation; the response is stored and replayed byte
 // for byte. A step decides a deterministic business outcome by returning Reject: the outcome is

@@ -22,8 +22,9 @@ type AtomicFunc func(ctx context.Context, tx pgx.Tx, run *Run) error
 type CallFunc func(ctx context.Context, run *Run) error
 
 // ReferenceFunc derives a call's downstream reference (the key the provider sees) from the
-// values saved so far. It must be a pure function of them: every attempt, in this process or
-// after a crash, must derive the same reference.
+// values saved so far. It must be a pure function of the intent: every attempt, in this process
+// or after a crash, and every execution of the intent, after a failover that lost the key's
+// commits too, must derive the same reference (see Step.WithReference).
 type ReferenceFunc func(run *Run) (string, error)
 
 // Step is one element of an operation: an atomic phase or an external call.
@@ -60,7 +61,12 @@ func wrapAtomic(fn AtomicFunc) runstate.AtomicFunc {
 
 // WithReference declares how the call derives its downstream reference, so that the engine can
 // journal it before the call is sent (an operator looking at a call that crashed mid-flight
-// sees what the provider was told). Only external calls have references.
+// sees what the provider was told). Only external calls have references. A call without one
+// gets DefaultReference's, derived from the intent.
+//
+// Derive it from the intent: from Run.IntentID values, or the key's scope and key, never from
+// an id a phase draws at random. A failover that loses acknowledged commits forgets such an id,
+// the client's retry runs the operation again with a new one, and the provider sees a new key.
 func (s Step) WithReference(fn ReferenceFunc) Step {
 	var ref runstate.ReferenceFunc
 	if fn != nil {

@@ -9,6 +9,23 @@ import (
 	"github.com/pgsaga/pgsaga/internal/runstate"
 )
 
+// DefaultReference is the downstream reference (the idempotency key and inquiry reference a
+// provider sees) of a call step that declares none with Step.WithReference: "ref_" and 26
+// characters of lowercase, unpadded RFC 4648 base32 of the first 16 bytes of the SHA-256 of
+// "pgsaga call reference v1", the tenant, the actor, the idempotency key, the operation's name
+// and the step's name, each preceded by its length in bytes as a uvarint
+// (encoding/binary.PutUvarint). It derives from the intent, which the client sends again,
+// so every execution of it — a retry, the worker, a re-execution after a failover lost the
+// key's commits — sends the same reference, and two calls of one operation send two. It is 30
+// characters, within every provider's limits (Stripe's idempotency keys: 255), and carries no
+// client-supplied text. The derivation never changes: references are stored at providers.
+//
+// Renaming the operation or the step changes the references of keys that have not journaled
+// the call yet; keys that have keep the journaled one.
+func DefaultReference(tenant, actor, key, operation, step string) string {
+	return runstate.DefaultReference(tenant, actor, key, operation, step)
+}
+
 // Run is one execution of an operation, given to every step: the request that claimed the key,
 // the values earlier steps saved (see Value), the response once a step decides it and, during an
 // external call, what the call journal knows of the call's earlier attempts.
@@ -69,8 +86,26 @@ func (r *Run) RespondRaw(status int, contentType string, body []byte) {
 	r.state().RespondRaw(status, contentType, body)
 }
 
-// Reference is the downstream reference the call step under way declared (Step.WithReference),
-// as journaled before the call was sent; empty outside a call step or when none was declared.
+// IntentID returns an identifier derived from the intent alone — the key's tenant, actor and
+// idempotency key, which the client sends again on every retry — for a business row that one
+// execution creates (a payment's id): prefix, "_", and 26 characters of lowercase, unpadded
+// RFC 4648 base32 of the first 16 bytes of the SHA-256 of "pgsaga intent id v1", the tenant,
+// the actor, the key and prefix, each preceded by its length in bytes as a uvarint
+// (encoding/binary.PutUvarint), such as "pay_rne4adu4q7uttomahtfnsihyc4". Two prefixes give two
+// unrelated ids; the operation's name is not part of it. 128 bits make a collision between any
+// two of 2^40 intents a chance below 1 in 10^14. The prefix is used as given: keep it short
+// and URL-safe.
+//
+// An id drawn at random in a phase is forgotten with that phase's commit: when a database
+// failover loses acknowledged commits (asynchronous replication), the client's retry runs the
+// operation again and draws a new id, and a downstream key derived from it is new to the
+// provider, which charges again. An IntentID is the same in every execution of the intent,
+// so is every key derived from it. The derivation never changes: ids are stored.
+func (r *Run) IntentID(prefix string) string { return r.state().IntentID(prefix) }
+
+// Reference is the downstream reference of the call step under way, as journaled before the
+// call was sent: the one the step declared (Step.WithReference), or else DefaultReference's
+// for this key, operation and step. Empty outside a call step.
 func (r *Run) Reference() string {
 	if c := r.state().Call(); c != nil {
 		return c.Reference

@@ -51,7 +51,7 @@ func BenchmarkResume(b *testing.B) {
 				for _, r := range resumers {
 					wg.Go(func() {
 						res, err := drain(b.Context(), r)
-						if err != nil || res.Failed+res.Parked > 0 {
+						if err != nil || res.Rescheduled+res.Parked > 0 {
 							b.Errorf("drain: %+v, %v", res, err)
 						}
 					})

@@ -42,7 +42,7 @@ func drain(ctx context.Context, r *recovery.Resumer) (*recovery.RunResult, error
 		}
 		total.Claimed += res.Claimed
 		total.Completed += res.Completed
-		total.Failed += res.Failed
+		total.Rescheduled += res.Rescheduled
 		total.Parked += res.Parked
 		total.Superseded += res.Superseded
 		if res.Claimed == 0 {

@@ -15,9 +15,10 @@ const (
 	// OutcomeCompleted: the key finished and its response is stored (a success or a stored
 	// business outcome such as a decline).
 	OutcomeCompleted Outcome = "completed"
-	// OutcomeFailed: the attempt did not finish the key; it is still started, with its next
-	// attempt scheduled (a transient failure or a pending call).
-	OutcomeFailed Outcome = "failed"
+	// OutcomeRescheduled: the attempt did not finish the key; it is still started, with its
+	// next attempt scheduled (a transient failure or a pending call). Not parked: "failed" is
+	// only ever a parked key's state.
+	OutcomeRescheduled Outcome = "rescheduled"
 	// OutcomeParked: the key was parked for an operator (attempts exhausted, a permanent
 	// failure, an outcome nothing can resolve).
 	OutcomeParked Outcome = "parked"
@@ -33,11 +34,11 @@ const (
 type RunResult struct {
 	// Claimed is how many keys the pass took the lease of.
 	Claimed int
-	// Completed, Failed, Parked and Superseded count the resumes by outcome (see Outcome).
-	Completed  int
-	Failed     int
-	Parked     int
-	Superseded int
+	// Completed, Rescheduled, Parked and Superseded count the resumes by outcome (see Outcome).
+	Completed   int
+	Rescheduled int
+	Parked      int
+	Superseded  int
 }
 
 // Resumer claims due keys and resumes them through a saga client.
@@ -162,7 +163,7 @@ func (r *Resumer) outcome(ctx context.Context, ref saga.KeyRef, res *saga.Result
 		return OutcomeParked
 	}
 	r.cfg.Logger.WarnContext(ctx, "resume did not finish the key", "tenant", ref.Scope.Tenant, "key", ref.Key, "error", err)
-	return OutcomeFailed
+	return OutcomeRescheduled
 }
 
 func (res *RunResult) count(out Outcome) {
@@ -174,6 +175,6 @@ func (res *RunResult) count(out Outcome) {
 	case OutcomeSuperseded:
 		res.Superseded++
 	default:
-		res.Failed++
+		res.Rescheduled++
 	}
 }

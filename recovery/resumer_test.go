@@ -130,7 +130,7 @@ func TestConcurrentResumersResumeEachKeyOnce(t *testing.T) {
 	claimed := 0
 	for i, res := range results {
 		require.NoError(t, errs[i])
-		require.Zero(t, res.Failed+res.Parked, "resumer %d: %+v", i, res)
+		require.Zero(t, res.Rescheduled+res.Parked, "resumer %d: %+v", i, res)
 		claimed += res.Claimed
 		t.Logf("resumer %d: %+v", i, res)
 	}
@@ -167,7 +167,7 @@ func TestKeyThatAlwaysFailsIsParkedAfterMaxAttempts(t *testing.T) {
 	// Attempt 2, by the resumer.
 	res, err := r.RunOnce(ctx)
 	require.NoError(t, err)
-	require.Equal(t, &recovery.RunResult{Claimed: 1, Failed: 1}, res)
+	require.Equal(t, &recovery.RunResult{Claimed: 1, Rescheduled: 1}, res)
 	k := keyRow(t, c, "always-fails")
 	require.Equal(t, saga.KeyStatusStarted, k.Status)
 	require.Equal(t, 2, k.Attempts)

@@ -34,16 +34,19 @@ func (e *execution) callAt(i int) (runstate.Step, bool) {
 }
 
 // callStart is the journal row of call step, with the downstream reference it declared,
-// derived from the values saved so far.
+// derived from the values saved so far, or else the default one derived from the intent.
 func (e *execution) callStart(step runstate.Step) (*callStart, error) {
 	start := &callStart{step: step.Name(), aliases: step.Aliases(), window: e.c.callWindow(e.op, step.Name())}
-	if ref := step.Reference(); ref != nil {
-		r, err := ref(e.st)
-		if err != nil {
-			return nil, fmt.Errorf("error deriving the reference of call %q: %w", step.Name(), err)
-		}
-		start.reference = r
+	ref := step.Reference()
+	if ref == nil {
+		start.reference = runstate.DefaultReference(e.req.Scope.Tenant, e.req.Scope.Actor, e.req.Key, e.op.Name, step.Name())
+		return start, nil
 	}
+	r, err := ref(e.st)
+	if err != nil {
+		return nil, fmt.Errorf("error deriving the reference of call %q: %w", step.Name(), err)
+	}
+	start.reference = r
 	return start, nil
 }
 

@@ -1,35 +1,24 @@
 package saga
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgsaga/pgsaga/phases"
 )
 
-// DB is what the client needs from a database handle: *pgxpool.Pool. Phases take a connection
-// of their own so that their BEGIN and COMMIT can travel with pgsaga's statements.
-type DB interface {
-	Acquire(ctx context.Context) (*pgxpool.Conn, error)
-	Begin(ctx context.Context) (pgx.Tx, error)
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 // Config configures a Client.
 type Config struct {
-	// DB is the database holding pgsaga's tables (migrated by the migrations package). Required.
-	DB DB
+	// DB is the pool of the database holding pgsaga's tables (migrated by the migrations
+	// package). Phases take a connection of their own from it, so that their BEGIN and COMMIT
+	// travel with pgsaga's statements. Required.
+	DB *pgxpool.Pool
 	// Operations are the operations this client can run and resume. A stored key whose
 	// operation is not here cannot be resumed by this client.
 	Operations []*phases.Operation

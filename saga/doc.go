@@ -58,4 +58,28 @@
 // per atomic phase (the claim, then fenced advances), carrying the call journal's rows; when the
 // first phase sends no statement (as the client learns by running it) the key is not read first.
 // A takeover whose recovery point comes right before a call journals that call itself.
+//
+// # Files
+//
+// A request reads top to bottom through:
+//
+//   - http.go: the net/http handler (Idempotency-Key, body limits, errors); request.go and
+//     keyformat.go: a Request and its checks; fingerprint.go: the body's fingerprint.
+//   - admit.go: Run, and answering a retry from one read of the key; decide.go: what an
+//     existing key means (replay, 422, 409, parked, not due, takeover).
+//   - execute.go: the step loop; phasetx.go: a phase's lazy transaction; call.go: an external
+//     call under its lease, journal and heartbeats; failure.go: transient failures and parking;
+//     compensate.go: compensations; runtx.go: RunTx inside the caller's transaction.
+//   - resume.go: resuming a key (Resume, the worker's ResumeDue/ResumeNextDue); settle.go: an
+//     operator's settlement; wait.go: the bounded wait for an execution in flight.
+//
+// The key store, the only SQL on pgsaga_key, pgsaga_call and pgsaga_key_action:
+// store_write_sql.go (the claims and fenced writes, with their parameters), store_key.go
+// (choosing and sending them; args.go keeps their arguments allocation-free), store_head.go
+// (reads of one key), store_lease.go (takeovers, heartbeats, the worker's claims),
+// store_read.go and store_action.go (the operators' reads, deletions and history).
+//
+// Around them: client.go and config.go (Client, Config), key.go (Key, states), keyread.go (the
+// operators' read API), errors.go, header.go (stored response headers), metrics.go (Observer),
+// inbox.go (RecordInboxTx).
 package saga

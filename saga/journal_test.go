@@ -40,3 +40,44 @@ func TestCallOutcomeOutsideTheClassesIsJournaledUnknown(t *testing.T) {
 	require.Equal(t, phases.CallOutcomeUnknown, k.Calls[0].Outcome)
 	require.Equal(t, "p-1", k.Calls[0].ProviderID)
 }
+
+// TestCallWithoutReferenceJournalsTheIntentsOwn: a call step that declares no reference gets
+// the default one, derived from the intent: journaled before the call, given to the step, the
+// same for a second execution of the same intent (after its rows are lost), different for
+// another step.
+func TestCallWithoutReferenceJournalsTheIntentsOwn(t *testing.T) {
+	t.Parallel()
+	seen := make(chan string, 4)
+	call := func(_ context.Context, run *phases.Run) error {
+		seen <- run.Reference()
+		return nil
+	}
+	h := newHarness(t, nil, func(*harness) []*phases.Operation {
+		return []*phases.Operation{{Name: "default_reference", Steps: []phases.Step{
+			phases.Call("first", call),
+			phases.Call("second", call),
+			phases.Atomic("recorded", func(_ context.Context, _ pgx.Tx, run *phases.Run) error {
+				return run.Respond(http.StatusCreated, map[string]bool{"ok": true})
+			}),
+		}}}
+	})
+	key := "default-reference-" + newID()
+	want := []string{
+		phases.DefaultReference(h.scope.Tenant, h.scope.Actor, key, "default_reference", "first"),
+		phases.DefaultReference(h.scope.Tenant, h.scope.Actor, key, "default_reference", "second"),
+	}
+	require.NotEqual(t, want[0], want[1])
+	for range 2 {
+		_, err := h.client.Run(t.Context(), "default_reference", h.req(key, `{}`))
+		require.NoError(t, err)
+		k := h.key(key)
+		require.Len(t, k.Calls, 2)
+		require.Equal(t, want, []string{k.Calls[0].Reference, k.Calls[1].Reference})
+		require.Equal(t, want, []string{<-seen, <-seen})
+		// A failover that loses the key's commits: the next execution starts afresh.
+		_, err = h.db.Pool.Exec(t.Context(), `DELETE FROM pgsaga_call WHERE key = $1`, key)
+		require.NoError(t, err)
+		_, err = h.db.Pool.Exec(t.Context(), `DELETE FROM pgsaga_key WHERE key = $1`, key)
+		require.NoError(t, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgsaga/pgsaga/internal/pgpipe"
 )
@@ -25,7 +26,7 @@ import (
 // pgx's Tx would cost two more (BEGIN alone, COMMIT alone).
 
 // beginPhase opens a phase's transaction; nothing is sent yet.
-func beginPhase(ctx context.Context, db DB) (*pgpipe.Tx, error) {
+func beginPhase(ctx context.Context, db *pgxpool.Pool) (*pgpipe.Tx, error) {
 	tx, err := pgpipe.Begin(ctx, db, nil)
 	if err != nil {
 		return nil, fmt.Errorf("error beginning a phase: %w", err)

@@ -68,6 +68,16 @@ func listKeys(ctx context.Context, q pgxQuerier, p *KeyListParams, after *keyCur
 	panic("unreachable: the last window is unbounded")
 }
 
+// callReferencesSQL finds the keys that journaled calls under any of the references $1, with
+// the provider ids their attempts recorded: an index scan of pgsaga_call_reference_idx per
+// reference, then each key by its primary key.
+const callReferencesSQL = `SELECT c.reference, c.tenant_id, c.actor_id, c.key, k.status,
+	coalesce(array_agg(DISTINCT c.provider_id ORDER BY c.provider_id) FILTER (WHERE c.provider_id IS NOT NULL), '{}')
+FROM pgsaga_call c
+JOIN pgsaga_key k ON k.tenant_id = c.tenant_id AND k.actor_id = c.actor_id AND k.key = c.key
+WHERE c.reference = ANY($1::text[])
+GROUP BY c.reference, c.tenant_id, c.actor_id, c.key, k.status`
+
 // pgxQuerier is a pool or a transaction.
 type pgxQuerier interface {
 	queryer

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -59,6 +60,19 @@ type Config struct {
 	// must outlast every producer's redeliveries: an id deleted earlier lets a late duplicate be
 	// applied again. Defaults to 30 days.
 	InboxRetention time.Duration
+	// Lister lists the charges of the payment provider the operations charge. When set, the
+	// worker reconciles them every ReconcileInterval (package reconcile): the charges created in
+	// the last ReconcileWindow that no key accounts for are stored in pgsaga_unmatched_charge,
+	// which the console lists, and counted by pgsaga_unmatched_charges. Defaults to nil: no
+	// reconciliation.
+	Lister gateway.Lister
+	// ReconcileInterval is how often the worker reconciles (with a Lister). Defaults to 10m.
+	ReconcileInterval time.Duration
+	// ReconcileWindow is how far back each reconciliation looks: longer than ReconcileInterval,
+	// so that every charge is looked at by a few runs, and shorter than the retention of the
+	// operations' completed keys (deleted with their journals, their charges would look
+	// unmatched). Defaults to 1h.
+	ReconcileWindow time.Duration
 	// Registerer receives the worker's metrics and the key-state gauges (NewStateCollector).
 	// Defaults to none.
 	Registerer prometheus.Registerer
@@ -96,6 +110,12 @@ func (c *Config) WithDefaults() *Config {
 	if out.GCBatchSize == 0 {
 		out.GCBatchSize = 1000
 	}
+	if out.ReconcileInterval == 0 {
+		out.ReconcileInterval = 10 * time.Minute
+	}
+	if out.ReconcileWindow == 0 {
+		out.ReconcileWindow = time.Hour
+	}
 	if out.Logger == nil && out.Client != nil {
 		out.Logger = out.Client.Config().Logger
 	}
@@ -129,6 +149,11 @@ func (c *Config) validate() error {
 		return fmt.Errorf("worker: Config.InboxRetention must be at least 1h, got %s", c.InboxRetention)
 	case c.GCBatchSize < 1:
 		return fmt.Errorf("worker: Config.GCBatchSize must be at least 1, got %d", c.GCBatchSize)
+	case c.ReconcileInterval < time.Second:
+		return fmt.Errorf("worker: Config.ReconcileInterval must be at least 1s, got %s", c.ReconcileInterval)
+	case c.ReconcileWindow <= c.ReconcileInterval:
+		return fmt.Errorf("worker: Config.ReconcileWindow (%s) must be longer than ReconcileInterval (%s): a charge between two runs would be looked at by none",
+			c.ReconcileWindow, c.ReconcileInterval)
 	}
 	if c.WebhookURL != "" {
 		if u, err := url.Parse(c.WebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

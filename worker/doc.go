@@ -67,4 +67,9 @@
 //     X-Event-ID header with saga.RecordInboxTx.
 //   - Retention: the periodic GC deletes completed keys past their expiry (or Config.Retention),
 //     in batches that skip locked rows, and never a started or failed key.
+//   - Reconciliation (with Config.Lister): a periodic job (one at a time) lists the
+//     provider's charges of the last ReconcileWindow and stores in pgsaga_unmatched_charge each
+//     one no key accounts for (package reconcile), which the console lists. It writes no key and
+//     sends nothing to the provider; a run that fails is counted and the next one looks again
+//     (the window is longer than the interval, so every charge is looked at by several runs).
 package worker

@@ -17,6 +17,8 @@ type metrics struct {
 	resumes    *prometheus.CounterVec
 	deliveries *prometheus.CounterVec
 	gcDeleted  prometheus.Counter
+	reconciles *prometheus.CounterVec
+	unmatched  prometheus.Gauge
 }
 
 // newMetrics registers the worker's collectors on reg.
@@ -28,7 +30,7 @@ func newMetrics(reg prometheus.Registerer, client *saga.Client) (*metrics, error
 		}, []string{"result"}),
 		resumes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pgsaga_worker_resume_jobs_total",
-			Help: "Keys worked by resume jobs, one per key, by result (completed, failed, parked, superseded, skipped; error: a job whose claim failed).",
+			Help: "Keys worked by resume jobs, one per key, by result (completed, rescheduled, parked, superseded, skipped; error: a job whose claim failed).",
 		}, []string{"result"}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pgsaga_outbox_deliveries_total",
@@ -37,6 +39,14 @@ func newMetrics(reg prometheus.Registerer, client *saga.Client) (*metrics, error
 		gcDeleted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pgsaga_gc_deleted_keys_total",
 			Help: "Completed keys deleted by retention GC.",
+		}),
+		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgsaga_reconcile_runs_total",
+			Help: "Reconciliations of the provider's charges, by result (ok, error).",
+		}, []string{"result"}),
+		unmatched: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pgsaga_unmatched_charges",
+			Help: "Charges at the provider that no key accounts for, as the last reconciliation stored them (pgsaga_unmatched_charge).",
 		}),
 	}
 	var err error
@@ -50,6 +60,12 @@ func newMetrics(reg prometheus.Registerer, client *saga.Client) (*metrics, error
 		return nil, err
 	}
 	if m.gcDeleted, err = promreg.Register(reg, m.gcDeleted); err != nil {
+		return nil, err
+	}
+	if m.reconciles, err = promreg.Register(reg, m.reconciles); err != nil {
+		return nil, err
+	}
+	if m.unmatched, err = promreg.Register(reg, m.unmatched); err != nil {
 		return nil, err
 	}
 	if _, err := promreg.Register(reg, NewStateCollector(client)); err != nil {
@@ -79,6 +95,17 @@ func (m *metrics) delivery(err error) {
 func (m *metrics) deleted(n int) {
 	if m != nil {
 		m.gcDeleted.Add(float64(n))
+	}
+}
+
+// reconciled counts a reconciliation and, when it succeeded, sets the stored unmatched charges.
+func (m *metrics) reconciled(stored int, err error) {
+	if m == nil {
+		return
+	}
+	m.reconciles.WithLabelValues(resultOf(err, "ok")).Inc()
+	if err == nil {
+		m.unmatched.Set(float64(stored))
 	}
 }
 

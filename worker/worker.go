@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/pgsaga/pgsaga/internal/pgavail"
+	"github.com/pgsaga/pgsaga/reconcile"
 	"github.com/pgsaga/pgsaga/recovery"
 )
 
@@ -67,6 +68,16 @@ func New(cfg *Config) (*Worker, error) {
 		river.NewPeriodicJob(river.PeriodicInterval(cfg.GCInterval),
 			func() (river.JobArgs, *river.InsertOpts) { return gcArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "pgsaga_gc", RunOnStart: true}),
+	}
+	if cfg.Lister != nil {
+		rec, err := reconcile.New(&reconcile.Config{Client: cfg.Client, Lister: cfg.Lister})
+		if err != nil {
+			return nil, err
+		}
+		river.AddWorker(workers, &reconcileWorker{w: w, rec: rec})
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(cfg.ReconcileInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return reconcileArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "pgsaga_reconcile", RunOnStart: true}))
 	}
 	w.river, err = river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
 		Logger: cfg.Logger,

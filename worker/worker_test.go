@@ -40,6 +40,8 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"negative retention", &worker.Config{Pool: db.Pool, Client: c, Retention: -time.Hour}, "Config.Retention"},
 		{"tiny gc interval", &worker.Config{Pool: db.Pool, Client: c, GCInterval: time.Millisecond}, "Config.GCInterval"},
 		{"negative resume batch", &worker.Config{Pool: db.Pool, Client: c, ResumeBatchSize: -1}, "Config.ResumeBatchSize"},
+		{"tiny reconcile interval", &worker.Config{Pool: db.Pool, Client: c, ReconcileInterval: time.Millisecond}, "Config.ReconcileInterval"},
+		{"reconcile window within its interval", &worker.Config{Pool: db.Pool, Client: c, ReconcileInterval: time.Hour}, "Config.ReconcileWindow"},
 		{"short webhook secret", &worker.Config{Pool: db.Pool, Client: c, WebhookSecrets: [][]byte{[]byte("0123456789abcdef"), []byte("short")}}, "Config.WebhookSecrets[1]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -53,6 +53,8 @@ func TestChaosShort(t *testing.T) {
 	require.Greater(t, len(s.completion), 20, "too few payments answered during the run to mean anything")
 	require.Positive(t, s.sharedKeys, "no intent used a key string of another scope")
 	require.FileExists(t, filepath.Join(s.dir, "evidence.json"))
+	require.True(t, s.reconciled, "reconciliation did not run")
+	require.Equal(t, s.charges, s.checked, "charges reconciliation checked")
 }
 
 func TestConfigValidate(t *testing.T) {

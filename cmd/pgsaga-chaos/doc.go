@@ -43,6 +43,8 @@
 //     named by no answer;
 //   - the invoices' books balanced: paid is the sum of the succeeded payments, nothing reserved
 //     beyond it;
+//   - reconciliation (`pgsaga reconcile --json` over the run, after the drain) reports exactly
+//     the charges no completed key accounts for: none, on a database that loses no commit;
 //   - no serve or worker exited on its own, every fault injected and undone.
 //
 // It prints the figures and exits 1 on any violation, leaving the processes' logs, the timeline,

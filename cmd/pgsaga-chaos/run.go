@@ -96,7 +96,11 @@ func (r *runner) run(ctx context.Context) (*summary, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("drain interrupted: %w", err)
 	}
-	ev, err := r.collect(ctx, dr, nil)
+	rec, err := r.reconcile(ctx, begin.Add(-time.Minute))
+	if err != nil {
+		return nil, err
+	}
+	ev, err := r.collect(ctx, dr, rec)
 	if err != nil {
 		return nil, fmt.Errorf("error reading the final state: %w", err)
 	}

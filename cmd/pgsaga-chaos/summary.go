@@ -34,8 +34,8 @@ type summary struct {
 	verdict        *verdict
 	violationKinds map[string]int
 	// reconciled is set when reconciliation ran; unmatched is how many charges it reported.
-	reconciled bool
-	unmatched  int
+	reconciled         bool
+	checked, unmatched int
 }
 
 func (s *summary) pass() bool { return s.verdict.pass() }
@@ -45,7 +45,7 @@ func (r *runner) summarize(ev *evidence, v *verdict, dr *drainResult, ran time.D
 		chargesBy: map[gateway.ChargeStatus]int{}, pendingSeen: r.ledger.pendingSeen(), verdict: v,
 		violationKinds: map[string]int{}}
 	if ev.Reconcile != nil {
-		s.reconciled, s.unmatched = true, len(ev.Reconcile.Unmatched)
+		s.reconciled, s.checked, s.unmatched = true, ev.Reconcile.Checked, len(ev.Reconcile.Unmatched)
 	}
 	s.requests, s.byStatus = r.traffic.tr.figures()
 	for _, d := range append(r.env.daemons(), r.env.sim) {
@@ -169,7 +169,7 @@ func (s *summary) String() string {
 	}
 	row("unaccounted charges", "%d (no completed key accounts for them); %d not reported by reconciliation", v.unaccounted, v.unreported)
 	if s.reconciled {
-		row("reconciliation", "reported %d charges", s.unmatched)
+		row("reconciliation", "%d charges listed by the provider since the run began, %d reported without a key", s.checked, s.unmatched)
 	} else {
 		row("reconciliation", "not run")
 	}

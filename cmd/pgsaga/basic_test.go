@@ -74,7 +74,7 @@ func TestMigrateTwiceIsANoOp(t *testing.T) {
 	var n int
 	require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM pgsaga_migration`).Scan(&n))
 	require.Equal(t, applied, n)
-	require.GreaterOrEqual(t, n, 7, "pgsaga 001-005, payments 001-002 at least")
+	require.GreaterOrEqual(t, n, 10, "pgsaga 001-008, payments 001-002 at least")
 }
 
 func TestUnreachableDatabaseIsAFailure(t *testing.T) {

@@ -28,7 +28,8 @@ func (c *cli) gatewaySimCmd() *cobra.Command {
 		Short: "Run the payment gateway simulator over HTTP",
 		Long: `Runs the stateful payment gateway simulator (gateway/sim) over HTTP until SIGINT or SIGTERM.
 Its ledger lives in memory for the life of the process. Endpoints: POST /charges,
-GET /charges?reference=R (inquiry), GET /charges/{id}, GET /_sim/ledger, GET /_sim/info,
+GET /charges?reference=R (inquiry), GET /charges?since=RFC3339 (the list of charges, oldest
+first; served with --inquiry=false too), GET /charges/{id}, GET /_sim/ledger, GET /_sim/info,
 POST /_sim/faults. Prints "<name> gateway-sim: listening on http://ADDR" on stdout once it
 accepts connections (--addr 127.0.0.1:0 picks a free port). --fail-before, --lose-response and
 --pending are probabilities in [0, 1]. It needs no database.`,

@@ -15,7 +15,7 @@ import (
 )
 
 // flagGatewayURL is the binary's own flag on the commands that build the payments service
-// (serve, worker, resume, settle): where payments are charged.
+// (serve, worker, resume, settle, reconcile): where payments are charged.
 const flagGatewayURL = "gateway-url"
 
 // addPaymentsFlags adds --gateway-url to the commands that build the payments service.
@@ -54,7 +54,9 @@ func buildPayments(ctx context.Context, p *sagacli.BuildParams) (*sagacli.Servic
 	if err != nil {
 		return nil, fmt.Errorf("error building the service: %w", err)
 	}
-	return &sagacli.Service{Client: svc.Client(), Handler: h}, nil
+	// A gateway that can list its charges is reconciled (pgsaga reconcile, the worker's job).
+	lister, _ := gw.(gateway.Lister)
+	return &sagacli.Service{Client: svc.Client(), Handler: h, Lister: lister}, nil
 }
 
 // envWebhookSecretPrefix names the variables holding the receivers' secrets:

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -168,7 +169,7 @@ func BenchmarkCompareSingleTransaction(b *testing.B) {
 	res := compare(b, []benchVariant{
 		{"bare", func(ctx context.Context, i int) error {
 			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-				_, err := payments.CompleteOrderTx(ctx, tx, benchScope.Tenant, bareOrders[i])
+				_, err := payments.CompleteOrderTx(ctx, tx, benchScope.Tenant, "sale_"+uuid.NewString(), bareOrders[i])
 				return err
 			})
 		}},
@@ -252,7 +253,7 @@ func paymentRequest(key, invoice string) *saga.Request {
 func rawPayment(ctx context.Context, pool *pgxpool.Pool, gw gateway.Gateway, invoice string, journal bool) error {
 	var p *payments.PendingPayment
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
-		if p, err = payments.ReservePaymentTx(ctx, tx, benchScope.Tenant, invoice, 2000); err != nil || !journal {
+		if p, err = payments.ReservePaymentTx(ctx, tx, benchScope.Tenant, "pay_"+uuid.NewString(), invoice, 2000); err != nil || !journal {
 			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline)

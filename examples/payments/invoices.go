@@ -52,9 +52,22 @@ func createInvoice() *phases.Operation {
 				if err != nil {
 					return phases.Permanent(err)
 				}
-				inv := Invoice{ID: newID("inv"), Amount: amount, Currency: currency, Status: "open"}
-				if _, err := tx.Exec(ctx, `INSERT INTO invoices (id, tenant_id, amount, currency) VALUES ($1, $2, $3, $4)`,
-					inv.ID, run.Tenant(), inv.Amount, inv.Currency); err != nil {
+				inv := Invoice{ID: run.IntentID("inv"), Amount: amount, Currency: currency, Status: "open"}
+				// The id derives from the intent: an invoice made by an earlier execution of
+				// it whose key is gone (deleted after its retention) is answered as it stands.
+				err = tx.QueryRow(ctx, `WITH created AS (
+						INSERT INTO invoices (id, tenant_id, amount, currency) VALUES ($1, $2, $3, $4)
+						ON CONFLICT (id) DO NOTHING RETURNING paid, status)
+					SELECT paid, status FROM created
+					UNION ALL
+					SELECT paid, status FROM invoices
+					WHERE id = $1 AND tenant_id = $2 AND amount = $3 AND currency = $4 AND NOT EXISTS (SELECT FROM created)`,
+					inv.ID, run.Tenant(), inv.Amount, inv.Currency).Scan(&inv.Paid, &inv.Status)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return phases.Reject(http.StatusUnprocessableEntity, saga.CodeKeyReused,
+						"this idempotency key was used for another invoice")
+				}
+				if err != nil {
 					return err
 				}
 				return run.Respond(http.StatusCreated, inv)

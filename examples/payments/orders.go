@@ -58,8 +58,22 @@ func createOrder() *phases.Operation {
 				if err != nil {
 					return phases.Permanent(err)
 				}
-				o := Order{ID: newID("ord"), Total: total, Status: "served"}
-				if _, err := tx.Exec(ctx, `INSERT INTO orders (id, tenant_id, total) VALUES ($1, $2, $3)`, o.ID, run.Tenant(), o.Total); err != nil {
+				o := Order{ID: run.IntentID("ord"), Total: total}
+				// The id derives from the intent: an order made by an earlier execution of it
+				// whose key is gone (deleted after its retention) is answered as it stands.
+				err = tx.QueryRow(ctx, `WITH created AS (
+						INSERT INTO orders (id, tenant_id, total) VALUES ($1, $2, $3)
+						ON CONFLICT (id) DO NOTHING RETURNING status)
+					SELECT status FROM created
+					UNION ALL
+					SELECT status FROM orders
+					WHERE id = $1 AND tenant_id = $2 AND total = $3 AND NOT EXISTS (SELECT FROM created)`,
+					o.ID, run.Tenant(), o.Total).Scan(&o.Status)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return phases.Reject(http.StatusUnprocessableEntity, saga.CodeKeyReused,
+						"this idempotency key was used for another order")
+				}
+				if err != nil {
 					return err
 				}
 				return run.Respond(http.StatusCreated, o)
@@ -77,9 +91,10 @@ func orderIDFromPath(path string) string {
 
 // CompleteOrderTx turns a served order into its sale: a guarded transition (only a served order
 // completes) plus a sale whose uniqueness per order the database enforces. It is the business
-// transaction of complete_order, exported so benchmarks can run it without idempotency.
-func CompleteOrderTx(ctx context.Context, tx pgx.Tx, tenant, orderID string) (*Completion, error) {
-	c := Completion{OrderID: orderID, SaleID: newID("sale")}
+// transaction of complete_order, exported so benchmarks can run it without idempotency. saleID
+// is the new sale's id (derived from the intent by complete_order).
+func CompleteOrderTx(ctx context.Context, tx pgx.Tx, tenant, saleID, orderID string) (*Completion, error) {
+	c := Completion{OrderID: orderID, SaleID: saleID}
 	err := tx.QueryRow(ctx, `WITH completed AS (
 			UPDATE orders SET status = 'completed', completed_at = now()
 			WHERE id = $1 AND tenant_id = $2 AND status = 'served'
@@ -111,7 +126,7 @@ func completeOrder() *phases.Operation {
 		Validate: validateObject,
 		Steps: []phases.Step{
 			phases.Atomic("order_completed", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
-				c, err := CompleteOrderTx(ctx, tx, run.Tenant(), orderIDFromPath(run.Path()))
+				c, err := CompleteOrderTx(ctx, tx, run.Tenant(), run.IntentID("sale"), orderIDFromPath(run.Path()))
 				if err != nil {
 					return err
 				}

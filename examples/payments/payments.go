@@ -54,6 +54,11 @@ var (
 // createPayment is the phased operation behind POST /payments: reserve the amount and create
 // the payment row, charge the gateway with the derived key payment:<id>, record the result. An
 // operator settles a payment parked with an unknowable outcome (SettlePayment).
+//
+// The payment's id derives from the intent (run.IntentID), and so does the charge's key: an
+// execution that runs again after a database failover lost the first one's commits makes the
+// same payment and sends the same key, which the provider answers with the first charge (or
+// which the inquiry before the charge finds), never a second one.
 func (s *Service) createPayment() *phases.Operation {
 	return &phases.Operation{
 		Name: OpCreatePayment,
@@ -77,11 +82,32 @@ func createPaymentRow(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
 	if err != nil {
 		return phases.Permanent(err)
 	}
-	p, err := ReservePaymentTx(ctx, tx, run.Tenant(), invoiceID, amount)
+	p, err := ReservePaymentTx(ctx, tx, run.Tenant(), run.IntentID("pay"), invoiceID, amount)
+	var settled *SettledPaymentError
+	if errors.As(err, &settled) {
+		return answerSettled(run, settled.Payment)
+	}
 	if err != nil {
 		return err
 	}
 	return pendingPayment.Set(run, *p)
+}
+
+// answerSettled answers a request whose payment was settled by an earlier execution of the same
+// intent whose key is gone (deleted after its retention): with the payment as it stands, as
+// that execution answered (201, or 402 for a decline or a failure), without charging again.
+func answerSettled(run *phases.Run, p *Payment) error {
+	switch p.Status {
+	case "succeeded":
+		return run.Respond(http.StatusCreated, p)
+	case "declined":
+		return run.Respond(http.StatusPaymentRequired, map[string]string{
+			"error": "card_declined", "message": "the gateway declined the charge", "payment_id": p.ID,
+		})
+	}
+	return run.Respond(http.StatusPaymentRequired, map[string]string{
+		"error": "payment_failed", "message": "the payment failed", "payment_id": p.ID,
+	})
 }
 
 // paymentReference is the downstream key and reference of a payment's charge: payment:<id>,
@@ -103,28 +129,68 @@ type PendingPayment struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// ReservePaymentTx reserves amount on the invoice and creates a pending payment, in one
+// SettledPaymentError is ReservePaymentTx finding the payment id already settled (succeeded,
+// declined or failed) for the same invoice and amount: an earlier execution of the same intent
+// finished it, and nothing is reserved again.
+type SettledPaymentError struct{ Payment *Payment }
+
+func (e *SettledPaymentError) Error() string {
+	return fmt.Sprintf("payment %s is already %s", e.Payment.ID, e.Payment.Status)
+}
+
+// ReservePaymentTx reserves amount on the invoice and creates the pending payment id, in one
 // statement. The reservation is a conditional UPDATE of the invoice row: concurrent payments of
 // one invoice queue on that row, and each re-checks the balance against the row as the one
 // before it left it, so together they can never exceed the invoice. It rejects with 404
 // not_found or 422 amount_exceeds_balance. It is the first business transaction of
 // create_payment, exported so benchmarks can run it without idempotency.
-func ReservePaymentTx(ctx context.Context, tx pgx.Tx, tenant, invoiceID string, amount int64) (*PendingPayment, error) {
-	p := &PendingPayment{ID: newID("pay"), InvoiceID: invoiceID, Amount: amount}
+//
+// id derives from the intent, so the payment may exist already, made by an earlier execution of
+// the same intent whose key is gone (deleted after its retention): then nothing is reserved,
+// and ReservePaymentTx returns the payment when it is still pending (its charge is resolved by
+// its key or by inquiry), a *SettledPaymentError when it is settled, and rejects with 422
+// idempotency_key_reused when it is for another invoice or amount.
+func ReservePaymentTx(ctx context.Context, tx pgx.Tx, tenant, id, invoiceID string, amount int64) (*PendingPayment, error) {
+	p := &PendingPayment{ID: id, InvoiceID: invoiceID, Amount: amount}
 	err := tx.QueryRow(ctx, `WITH reserved AS (
 			UPDATE invoices SET reserved = reserved + $3
 			WHERE id = $1 AND tenant_id = $2 AND amount - reserved >= $3
+				AND NOT EXISTS (SELECT FROM payments WHERE id = $4)
 			RETURNING id, currency)
 		INSERT INTO payments (id, tenant_id, invoice_id, amount, currency)
 		SELECT $4, $2, id, $3, currency FROM reserved
 		RETURNING currency, created_at`, invoiceID, tenant, amount, p.ID).Scan(&p.Currency, &p.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, refusePayment(ctx, tx, tenant, invoiceID, amount)
+		return existingPayment(ctx, tx, tenant, p)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// existingPayment is ReservePaymentTx when nothing was reserved: the payment made by an earlier
+// execution of the intent, or why none can be (refusePayment).
+func existingPayment(ctx context.Context, tx pgx.Tx, tenant string, want *PendingPayment) (*PendingPayment, error) {
+	found := *want
+	var status string
+	var chargeID *string
+	err := tx.QueryRow(ctx, `SELECT invoice_id, amount, currency, status, charge_id, created_at
+		FROM payments WHERE id = $1 AND tenant_id = $2`, want.ID, tenant).Scan(
+		&found.InvoiceID, &found.Amount, &found.Currency, &status, &chargeID, &found.CreatedAt)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, refusePayment(ctx, tx, tenant, want.InvoiceID, want.Amount)
+	case err != nil:
+		return nil, err
+	case found.InvoiceID != want.InvoiceID || found.Amount != want.Amount:
+		return nil, phases.Reject(http.StatusUnprocessableEntity, saga.CodeKeyReused,
+			"this idempotency key was used for another payment")
+	case status == "pending":
+		return &found, nil
+	}
+	return nil, &SettledPaymentError{Payment: &Payment{ID: found.ID, InvoiceID: found.InvoiceID, Amount: found.Amount,
+		Status: status, ChargeID: chargeID}}
 }
 
 // refusePayment says why no payment could be reserved: no such invoice, or not enough left.

@@ -9,8 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-
-	"github.com/google/uuid"
 )
 
 // decodeStrict decodes a JSON object body, keeping numbers exact.
@@ -104,7 +102,3 @@ func checkCurrency(c string) error {
 	}
 	return nil
 }
-
-func newID(prefix string) string { return prefix + "_" + uuidV7() }
-
-func uuidV7() string { return uuid.Must(uuid.NewV7()).String() }

@@ -3,8 +3,11 @@ package sim
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pgsaga/pgsaga/gateway"
@@ -18,7 +21,7 @@ const maxBody = 64 << 10
 func (s *Simulator) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /charges", s.handleCharge)
-	mux.HandleFunc("GET /charges", s.handleInquire)
+	mux.HandleFunc("GET /charges", s.handleCharges)
 	mux.HandleFunc("GET /charges/{id}", s.handleGet)
 	mux.HandleFunc("GET /_sim/ledger", s.handleLedger)
 	mux.HandleFunc("GET /_sim/info", s.handleInfo)
@@ -90,10 +93,26 @@ func loseResponse(w http.ResponseWriter) {
 	_ = conn.Close()
 }
 
+// handleCharges serves GET /charges: an inquiry by reference, or the list of charges since a
+// time; never both at once.
+func (s *Simulator) handleCharges(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	switch {
+	case q.Has("reference") && q.Has("since"):
+		writeError(w, http.StatusBadRequest, "invalid_request",
+			"give query parameter reference (inquiry) or since (list), not both")
+	case q.Has("since"):
+		s.handleList(w, r)
+	default:
+		s.handleInquire(w, r)
+	}
+}
+
 func (s *Simulator) handleInquire(w http.ResponseWriter, r *http.Request) {
 	reference := r.URL.Query().Get("reference")
 	if reference == "" {
-		writeError(w, http.StatusBadRequest, "invalid_request", "query parameter reference is required")
+		writeError(w, http.StatusBadRequest, "invalid_request",
+			"query parameter reference (inquiry) or since (list) is required")
 		return
 	}
 	found, ok := s.inquire(reference)
@@ -104,6 +123,41 @@ func (s *Simulator) handleInquire(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
 		Charges []gateway.Charge `json:"charges"`
 	}{found})
+}
+
+// listAnswer is the body of GET /charges?since=….
+type listAnswer struct {
+	Charges []gateway.Charge `json:"charges"`
+	// HasMore is true when limit cut the list short: the next page starts after the last charge.
+	HasMore bool `json:"has_more"`
+}
+
+// handleList serves GET /charges?since=T[&limit=N][&starting_after=ID]: every charge landed
+// since T, oldest first, in one answer, or a page of at most N after the charge ID.
+func (s *Simulator) handleList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	// An unescaped "+" of a zone offset arrives as a space; no RFC 3339 time has one.
+	since, err := time.Parse(time.RFC3339Nano, strings.ReplaceAll(q.Get("since"), " ", "+"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request",
+			fmt.Sprintf("query parameter since must be an RFC 3339 time such as 2026-01-02T15:04:05Z: %v", err))
+		return
+	}
+	limit := 0
+	if q.Has("limit") {
+		limit, err = strconv.Atoi(q.Get("limit"))
+		if err != nil || limit < 1 || limit > maxListLimit {
+			writeError(w, http.StatusBadRequest, "invalid_request",
+				fmt.Sprintf("query parameter limit must be an integer in [1, %d], got %q", maxListLimit, q.Get("limit")))
+			return
+		}
+	}
+	page, more, err := s.listPage(since, q.Get("starting_after"), limit)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, listAnswer{Charges: page, HasMore: more})
 }
 
 func (s *Simulator) handleGet(w http.ResponseWriter, r *http.Request) {

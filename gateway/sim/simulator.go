@@ -314,6 +314,9 @@ func (s *Simulator) create(p gateway.ChargeParams, st Settings, arrivedAt, landA
 		Currency:  p.Currency,
 		Reference: p.Reference,
 		Status:    gateway.ChargeStatusSucceeded,
+		// The charge exists from when it lands; in UTC without the monotonic reading, so that
+		// it compares equal to itself read back over HTTP.
+		CreatedAt: landAt.Round(0).UTC(),
 	}}
 	if st.DeclineOver > 0 && p.Amount > st.DeclineOver {
 		r.charge.Status = gateway.ChargeStatusDeclined

@@ -12,8 +12,8 @@ import (
 	"github.com/pgsaga/pgsaga/phases"
 )
 
-// Issue 9, break 11: Stripe replays a key's first answer for good, so re-sending the key can
-// settle neither a pending charge nor a 500. The charge is read back instead.
+// Stripe replays a key's first answer for good, so re-sending the key can settle neither a
+// pending PaymentIntent nor a 500. The PaymentIntent is read back instead.
 
 func TestPendingIsReadBackNotResent(t *testing.T) {
 	t.Parallel()
@@ -25,7 +25,7 @@ func TestPendingIsReadBackNotResent(t *testing.T) {
 	charge, err := gateway.Execute(ctxFor(t), &j, newGateway(t, f.url()), p, polling)
 	require.NoError(t, err)
 	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
-	require.Equal(t, 1, f.postCount(), "a pending charge is never sent again")
+	require.Equal(t, 1, f.postCount(), "a pending PaymentIntent is never sent again")
 	require.Equal(t, 1, f.chargesFor(p.Reference))
 	require.Equal(t, []phases.CallOutcome{phases.CallOutcomeSucceeded}, j.Outcomes())
 }
@@ -70,6 +70,91 @@ func TestServerErrorBeforeChargeStaysUnknown(t *testing.T) {
 	require.ErrorIs(t, err, gateway.ErrKeyExpired)
 	require.True(t, phases.IsOutcomeUnknown(err))
 	require.Equal(t, posts, f.postCount())
+}
+
+// A key Stripe refuses as used with other parameters (or on another endpoint) reached Stripe
+// before, and that request may have charged: it is read back by reference, and taken only if it
+// is this charge; otherwise the attempt is unknown (parked once the key is past its window), or
+// a mismatch, and never a refusal that compensates.
+func TestKeyUsedWithOtherParameters(t *testing.T) {
+	t.Parallel()
+	refused := apiError(400, "idempotency_error", "",
+		"Keys for idempotent requests can only be used with the same parameters they were first used with.", "", nil)
+	later := &gateway.ExecuteOpts{Now: func() time.Time { return time.Now().Add(25 * time.Hour) }}
+
+	t.Run("found", func(t *testing.T) {
+		t.Parallel()
+		f := newFakeStripe(t)
+		gw := newGateway(t, f.url())
+		p := params("payment:key-refused-found", 700)
+		first, err := gw.Charge(ctxFor(t), p)
+		require.NoError(t, err)
+		f.set(func(f *fakeStripe) { f.answers[p.IdempotencyKey] = refused })
+
+		var j gatewaytest.Journal
+		j.Add(phases.CallRecord{StartedAt: time.Now()})
+		charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast)
+		require.NoError(t, err)
+		require.Equal(t, first.ID, charge.ID, "the first request's PaymentIntent")
+		require.Equal(t, 1, f.chargesFor(p.Reference))
+	})
+
+	t.Run("not found", func(t *testing.T) {
+		t.Parallel()
+		f := newFakeStripe(t)
+		gw := newGateway(t, f.url())
+		p := params("payment:key-refused-missing", 700)
+		// The first request went elsewhere (the Charges API): no PaymentIntent to find.
+		f.set(func(f *fakeStripe) { f.answers[p.IdempotencyKey] = refused })
+
+		var j gatewaytest.Journal
+		j.Add(phases.CallRecord{StartedAt: time.Now()})
+		charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast)
+		require.Nil(t, charge)
+		require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, err), "%v", err)
+		require.True(t, phases.IsRetryable(err), "not a refusal that compensates: %v", err)
+
+		_, err = gateway.Execute(ctxFor(t), &j, gw, p, later)
+		require.ErrorIs(t, err, gateway.ErrKeyExpired)
+		require.Zero(t, f.chargesFor(p.Reference))
+	})
+
+	t.Run("another amount", func(t *testing.T) {
+		t.Parallel()
+		f := newFakeStripe(t)
+		gw := newGateway(t, f.url())
+		p := params("payment:key-refused-amount", 700)
+		_, err := gw.Charge(ctxFor(t), p)
+		require.NoError(t, err)
+		f.set(func(f *fakeStripe) { f.answers[p.IdempotencyKey] = refused })
+
+		p.Amount = 900
+		charge, err := gateway.Execute(ctxFor(t), &gatewaytest.Journal{}, gw, p, fast)
+		require.Nil(t, charge, "a PaymentIntent of 700 is not the charge of 900")
+		require.ErrorIs(t, err, gateway.ErrMismatch)
+		require.True(t, phases.IsOutcomeUnknown(err), "parked, not compensated")
+		require.Equal(t, 1, f.chargesFor(p.Reference))
+	})
+}
+
+// A call journal may hold the id of a charge made through the Charges API, recorded pending: it
+// is still read back to its end, and never sent again as a PaymentIntent.
+func TestChargesAPIPendingIsFollowed(t *testing.T) {
+	t.Parallel()
+	f := newFakeStripe(t)
+	p := params("payment:charges-api", 100)
+	id := f.addCharge(p.Reference, "pending", 300*time.Millisecond)
+	var j gatewaytest.Journal
+	j.Add(phases.CallRecord{StartedAt: time.Now().Add(-time.Minute), Outcome: phases.CallOutcomePending, ProviderID: id})
+
+	charge, err := gateway.Execute(ctxFor(t), &j, newGateway(t, f.url()), p, polling)
+	require.NoError(t, err)
+	require.Equal(t, id, charge.ID)
+	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Zero(t, f.postCount(), "nothing sent")
+
+	_, err = newGateway(t, f.url()).Get(ctxFor(t), "ch_missing")
+	require.ErrorIs(t, err, gateway.ErrNotFound)
 }
 
 func TestConformanceFakeStripe(t *testing.T) {

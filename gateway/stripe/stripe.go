@@ -1,21 +1,3 @@
-// Package stripe is a gateway.Gateway on the Stripe API (stripe-go v85), usable against
-// Stripe itself or stripe-mock.
-//
-// Guarantees: every charge carries the derived key as Stripe's Idempotency-Key, so a
-// re-sent key within Stripe's 24 hour key window returns the first answer instead of
-// charging again. The SDK's own network retries are off: every send is an attempt the
-// caller (gateway.Execute) sees and classifies.
-//
-// Stripe saves a key's first answer and replays it for the key's life, a pending charge and a
-// 500 included, so re-sending a key can settle neither: a pending charge is answered as
-// gateway.ChargeStatusPending (gateway.Execute then reads it back by id with Get, never
-// re-sending it), and a 5xx (or any answer whose outcome is unknown) is resolved by reading the
-// charge back by the reference kept in its metadata (Stripe's charge search). Search is eventually consistent (Stripe: usually under a
-// minute, up to an hour in outages), so a charge it finds settles the call while an empty
-// answer proves nothing: the call stays unknown (an UnknownError; a later re-send of the key is
-// a harmless replay followed by another search) until the charge shows up or the key leaves its
-// window (gateway.ErrKeyExpired: parked for an operator). For the same reason Inquiry is not
-// offered.
 package stripe
 
 import (
@@ -42,10 +24,23 @@ type Config struct {
 	// HTTPClient sends the requests; its Timeout bounds each call, and a call that times
 	// out is ambiguous. Defaults to a client with a 30s timeout.
 	HTTPClient *http.Client
-	// Source is the payment source every charge draws on (a token or a source id).
-	// Defaults to "tok_visa", Stripe's test card.
-	Source string
-	// KeyRetention is how long Stripe remembers an idempotency key. Defaults to 24h.
+	// PaymentMethod is the PaymentMethod every charge is confirmed with (pm_…). Defaults to
+	// "pm_card_visa", Stripe's test card.
+	PaymentMethod string
+	// Customer is the customer PaymentMethod is saved to (cus_…), which Stripe requires when it
+	// is. Defaults to "": none.
+	Customer string
+	// OffSession says the customer is not there during the charge (a card saved for later use),
+	// so that Stripe can apply the exemptions of charges the merchant starts; a charge that needs
+	// the customer anyway fails (authentication_required) instead of waiting for them. When
+	// false, the charge is sent with error_on_requires_action, which fails it the same way.
+	// Defaults to false.
+	OffSession bool
+	// StatementDescriptorSuffix is appended to the account's statement descriptor on the
+	// customer's statement. Defaults to "": the account's descriptor alone.
+	StatementDescriptorSuffix string
+	// KeyRetention is how long Stripe remembers an idempotency key. Defaults to 24h, the age
+	// from which Stripe may prune a key.
 	KeyRetention time.Duration
 }
 
@@ -58,8 +53,8 @@ func (cfg *Config) WithDefaults() Config {
 	if out.HTTPClient == nil {
 		out.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
-	if out.Source == "" {
-		out.Source = "tok_visa"
+	if out.PaymentMethod == "" {
+		out.PaymentMethod = "pm_card_visa"
 	}
 	if out.KeyRetention == 0 {
 		out.KeyRetention = 24 * time.Hour
@@ -77,13 +72,16 @@ func (cfg Config) validate() error {
 	return nil
 }
 
-// Gateway charges through the Stripe Charges API. It is safe for concurrent use.
+// Gateway charges through Stripe's PaymentIntents API. It is safe for concurrent use.
 type Gateway struct {
 	client *stripeapi.Client
 	cfg    Config
 }
 
-var _ gateway.Gateway = (*Gateway)(nil)
+var (
+	_ gateway.Gateway = (*Gateway)(nil)
+	_ gateway.Lister  = (*Gateway)(nil)
+)
 
 // New returns a Gateway configured by cfg.
 func New(cfg *Config) (*Gateway, error) {
@@ -109,10 +107,10 @@ func (g *Gateway) Capabilities() gateway.Capabilities {
 	return gateway.Capabilities{IdempotencyKeys: true, KeyRetention: g.cfg.KeyRetention}
 }
 
-// Charge creates a Stripe charge for params, with params.Reference in its metadata and
-// params.IdempotencyKey as its Idempotency-Key. A card error is a declined Charge, not an
-// error; a 5xx is answered by the charge found by reference when there is one (see the package
-// documentation).
+// Charge creates and confirms a PaymentIntent for params, with params.Reference in its
+// metadata and params.IdempotencyKey as its Idempotency-Key. A card error is a declined Charge,
+// not an error; an unknown outcome is answered by the PaymentIntent found by reference when
+// there is one (see the package documentation).
 func (g *Gateway) Charge(ctx context.Context, params gateway.ChargeParams) (*gateway.Charge, error) {
 	if err := validateParams(params); err != nil {
 		return nil, &gateway.PermanentError{Err: err}
@@ -120,40 +118,74 @@ func (g *Gateway) Charge(ctx context.Context, params gateway.ChargeParams) (*gat
 	if err := ctx.Err(); err != nil {
 		return nil, &gateway.NotDoneError{Err: fmt.Errorf("stripe charge %q not sent: %w", params.Reference, err)}
 	}
-	p := &stripeapi.ChargeCreateParams{
-		Amount:   stripeapi.Int64(params.Amount),
-		Currency: stripeapi.String(strings.ToLower(params.Currency)),
+	pi, err := g.client.V1PaymentIntents.Create(ctx, g.createParams(params))
+	if err != nil {
+		return g.classify(ctx, params, fmt.Errorf("error creating stripe PaymentIntent %q: %w", params.Reference, err))
 	}
-	if err := p.SetSource(g.cfg.Source); err != nil {
-		return nil, &gateway.PermanentError{Err: fmt.Errorf("error setting charge source: %w", err)}
+	return toCharge(pi, params.Reference)
+}
+
+// createParams is the one request that creates and confirms the PaymentIntent for params. It
+// is the same on every attempt (Stripe compares a re-sent key's parameters with the first's).
+func (g *Gateway) createParams(params gateway.ChargeParams) *stripeapi.PaymentIntentCreateParams {
+	p := &stripeapi.PaymentIntentCreateParams{
+		Amount:        stripeapi.Int64(params.Amount),
+		Currency:      stripeapi.String(strings.ToLower(params.Currency)),
+		PaymentMethod: stripeapi.String(g.cfg.PaymentMethod),
+		Confirm:       stripeapi.Bool(true),
+		AutomaticPaymentMethods: &stripeapi.PaymentIntentCreateAutomaticPaymentMethodsParams{
+			Enabled:        stripeapi.Bool(true),
+			AllowRedirects: stripeapi.String(string(stripeapi.PaymentIntentAutomaticPaymentMethodsAllowRedirectsNever)),
+		},
+		Description: stripeapi.String(params.Reference),
+	}
+	if g.cfg.Customer != "" {
+		p.Customer = stripeapi.String(g.cfg.Customer)
+	}
+	if g.cfg.OffSession {
+		p.OffSession = stripeapi.Bool(true)
+	} else {
+		p.ErrorOnRequiresAction = stripeapi.Bool(true)
+	}
+	if g.cfg.StatementDescriptorSuffix != "" {
+		p.StatementDescriptorSuffix = stripeapi.String(g.cfg.StatementDescriptorSuffix)
 	}
 	p.AddMetadata(referenceKey, params.Reference)
 	if params.IdempotencyKey != "" {
 		p.SetIdempotencyKey(params.IdempotencyKey)
 	}
-	ch, err := g.client.V1Charges.Create(ctx, p)
-	if err != nil {
-		return g.classify(ctx, params, fmt.Errorf("error creating stripe charge %q: %w", params.Reference, err))
-	}
-	return toCharge(ch, params.Reference)
+	return p
 }
 
-// Get retrieves a charge by id as it stands now. Reads change nothing, so every failure but a
-// refusal may be retried (a gateway.NotDoneError); an unknown id is gateway.ErrNotFound.
+// Get retrieves a PaymentIntent (or a charge of the Charges API, ch_…) by id as it stands now.
+// Reads change nothing, so every failure but a refusal may be retried (a gateway.NotDoneError);
+// an unknown id is gateway.ErrNotFound.
 func (g *Gateway) Get(ctx context.Context, id string) (*gateway.Charge, error) {
-	ch, err := g.client.V1Charges.Retrieve(ctx, id, nil)
-	if err != nil {
-		err = fmt.Errorf("error retrieving stripe charge %q: %w", id, err)
-		var se *stripeapi.Error
-		switch {
-		case errors.As(err, &se) && se.Code == stripeapi.ErrorCodeResourceMissing:
-			return nil, fmt.Errorf("%w: %w", gateway.ErrNotFound, err)
-		case errors.As(err, &se) && se.HTTPStatusCode >= 400 && se.HTTPStatusCode < 500 && se.HTTPStatusCode != http.StatusTooManyRequests:
-			return nil, &gateway.PermanentError{Err: err}
+	if strings.HasPrefix(id, "ch_") {
+		ch, err := g.client.V1Charges.Retrieve(ctx, id, nil)
+		if err != nil {
+			return nil, readError(fmt.Errorf("error retrieving stripe charge %q: %w", id, err))
 		}
-		return nil, &gateway.NotDoneError{Err: err}
+		return fromChargesAPI(ch)
 	}
-	return toCharge(ch, "")
+	pi, err := g.client.V1PaymentIntents.Retrieve(ctx, id, nil)
+	if err != nil {
+		return nil, readError(fmt.Errorf("error retrieving stripe PaymentIntent %q: %w", id, err))
+	}
+	return toCharge(pi, "")
+}
+
+// readError classifies a failed read: an unknown id is gateway.ErrNotFound, a refusal (a 4xx but
+// 429) a gateway.PermanentError, anything else a gateway.NotDoneError (a read changes nothing).
+func readError(err error) error {
+	var se *stripeapi.Error
+	switch {
+	case errors.As(err, &se) && se.Code == stripeapi.ErrorCodeResourceMissing:
+		return fmt.Errorf("%w: %w", gateway.ErrNotFound, err)
+	case errors.As(err, &se) && se.HTTPStatusCode >= 400 && se.HTTPStatusCode < 500 && se.HTTPStatusCode != http.StatusTooManyRequests:
+		return &gateway.PermanentError{Err: err}
+	}
+	return &gateway.NotDoneError{Err: err}
 }
 
 // Inquire is not supported (see the package documentation): it returns an error wrapping
@@ -162,55 +194,34 @@ func (g *Gateway) Inquire(context.Context, string) ([]gateway.Charge, error) {
 	return nil, fmt.Errorf("stripe inquiry by reference: %w", gateway.ErrUnsupported)
 }
 
-// referenceKey is the metadata key holding ChargeParams.Reference on every charge.
-const referenceKey = "reference"
-
-// toCharge maps a Stripe charge: succeeded, failed (declined) or pending; any other status is
-// unknown, never taken for one of those. reference is used when the charge carries none.
-func toCharge(ch *stripeapi.Charge, reference string) (*gateway.Charge, error) {
-	charge := &gateway.Charge{
-		ID:        ch.ID,
-		Amount:    ch.Amount,
-		Currency:  strings.ToUpper(string(ch.Currency)),
-		Reference: reference,
-	}
-	if ref := ch.Metadata[referenceKey]; ref != "" {
-		charge.Reference = ref
-	}
-	switch ch.Status {
-	case stripeapi.ChargeStatusSucceeded:
-		charge.Status = gateway.ChargeStatusSucceeded
-	case stripeapi.ChargeStatusFailed:
-		charge.Status = gateway.ChargeStatusDeclined
-	case stripeapi.ChargeStatusPending:
-		charge.Status = gateway.ChargeStatusPending
-	default:
-		return nil, &gateway.UnknownError{Err: fmt.Errorf("stripe charge %s for %q has status %q", ch.ID, charge.Reference, ch.Status)}
-	}
-	return charge, nil
-}
-
-// classify turns a failed charge call into a decline, a charge read back, or a classified
-// error. When the outcome is unknown Stripe may hold the charge, and re-sending the key would
-// only replay this answer: the charge is read back by reference, and taken when found.
+// classify turns a failed create call into a decline, a PaymentIntent read back, or a
+// classified error. When the outcome is unknown Stripe may hold the PaymentIntent, and re-sending
+// the key would only replay this answer: it is read back by reference, and taken when found and
+// it is this charge (amount and currency); one for another amount or currency is
+// gateway.ErrMismatch, never taken for it.
 func (g *Gateway) classify(ctx context.Context, params gateway.ChargeParams, err error) (*gateway.Charge, error) {
 	charge, err := classifyError(params, err)
 	if charge != nil || gateway.Classify(nil, err) != phases.CallOutcomeUnknown {
 		return charge, err
 	}
 	found, findErr := g.find(ctx, params.Reference)
-	if found != nil {
-		return found, nil
+	switch {
+	case found == nil:
+		return nil, fmt.Errorf("%w (read back: %w)", err, findErr)
+	case found.Amount != params.Amount || !strings.EqualFold(found.Currency, params.Currency):
+		return nil, fmt.Errorf("%w (read back PaymentIntent %s for %q, %d %s, asked %d %s: %w)", err, found.ID,
+			params.Reference, found.Amount, found.Currency, params.Amount, params.Currency, gateway.ErrMismatch)
 	}
-	return nil, fmt.Errorf("%w (read back: %w)", err, findErr)
+	return found, nil
 }
 
-// classifyError classifies a failed charge call by what Stripe documents.
+// classifyError classifies a failed create call by what Stripe documents.
 //
-//   - card_error (402): Stripe declined; a result, with the failed charge's id.
+//   - card_error (402): Stripe declined; a result, with the PaymentIntent's id.
 //   - 429 (rate limit, lock timeout): refused before acting; not done.
+//   - idempotency_error: the key reached Stripe before, with other parameters or on another
+//     endpoint, and that request may have charged; unknown. So is 409 (the same key in flight).
 //   - 5xx: indeterminate; unknown.
-//   - 409 (the same key in flight elsewhere): unknown.
 //   - other 4xx: the request is wrong; permanent.
 //   - a connection that could not be opened: not done; any other transport failure
 //     (timeout, reset, an answer that is not Stripe's JSON such as a proxy's 502): unknown.
@@ -221,38 +232,49 @@ func classifyError(params gateway.ChargeParams, err error) (*gateway.Charge, err
 	}
 	switch {
 	case se.Type == stripeapi.ErrorTypeCard:
-		return &gateway.Charge{
-			ID:        se.ChargeID,
-			Amount:    params.Amount,
-			Currency:  params.Currency,
-			Reference: params.Reference,
-			Status:    gateway.ChargeStatusDeclined,
-		}, nil
+		return declined(params, se), nil
 	case se.HTTPStatusCode == http.StatusTooManyRequests:
 		return nil, &gateway.NotDoneError{Err: err}
-	case se.HTTPStatusCode >= 400 && se.HTTPStatusCode < 500 && se.HTTPStatusCode != http.StatusConflict:
+	case se.Type == stripeapi.ErrorTypeIdempotency || se.HTTPStatusCode == http.StatusConflict:
+		return nil, &gateway.UnknownError{Err: err}
+	case se.HTTPStatusCode >= 400 && se.HTTPStatusCode < 500:
 		return nil, &gateway.PermanentError{Err: err}
 	}
 	return nil, &gateway.UnknownError{Err: err}
 }
 
-// errNotListed is a search that found no charge for the reference: it proves nothing, since
-// search lags behind writes.
-var errNotListed = errors.New("no charge listed for the reference yet")
+// declined is the declined Charge a card error stands for: the PaymentIntent it carries (its id
+// and creation time), for the charge params asked.
+func declined(params gateway.ChargeParams, se *stripeapi.Error) *gateway.Charge {
+	charge := &gateway.Charge{
+		ID:        se.ChargeID,
+		Amount:    params.Amount,
+		Currency:  params.Currency,
+		Reference: params.Reference,
+		Status:    gateway.ChargeStatusDeclined,
+	}
+	if pi := se.PaymentIntent; pi != nil && pi.ID != "" {
+		charge.ID, charge.CreatedAt = pi.ID, createdAt(pi.Created)
+	}
+	return charge
+}
 
-// find reads back the charge Stripe holds for reference, a succeeded one in preference, by
-// searching the metadata every charge carries. It returns an error saying why when it finds
-// none.
+// errNotListed is a search that found no PaymentIntent for the reference: it proves nothing,
+// since search lags behind writes.
+var errNotListed = errors.New("no PaymentIntent listed for the reference yet")
+
+// find reads back the PaymentIntent Stripe holds for reference, a succeeded one in preference,
+// by searching the metadata every one carries. It returns an error saying why when it finds none.
 func (g *Gateway) find(ctx context.Context, reference string) (*gateway.Charge, error) {
-	q := &stripeapi.ChargeSearchParams{SearchParams: stripeapi.SearchParams{
+	q := &stripeapi.PaymentIntentSearchParams{SearchParams: stripeapi.SearchParams{
 		Query: fmt.Sprintf("metadata['%s']:'%s'", referenceKey, strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(reference)),
 	}}
 	var found *gateway.Charge
-	for ch, err := range g.client.V1Charges.Search(ctx, q).All(ctx) {
+	for pi, err := range g.client.V1PaymentIntents.Search(ctx, q).All(ctx) {
 		if err != nil {
-			return nil, fmt.Errorf("error searching stripe charges for %q: %w", reference, err)
+			return nil, fmt.Errorf("error searching stripe PaymentIntents for %q: %w", reference, err)
 		}
-		charge, err := toCharge(ch, "")
+		charge, err := toCharge(pi, "")
 		if err != nil || charge.Reference != reference {
 			continue
 		}

@@ -3,12 +3,15 @@ package stripe_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,7 +28,14 @@ const testKey = "sk_test_123"
 
 func newGateway(t *testing.T, backendURL string) *stripe.Gateway {
 	t.Helper()
-	gw, err := stripe.New(&stripe.Config{APIKey: testKey, BackendURL: backendURL})
+	return newGatewayWith(t, &stripe.Config{BackendURL: backendURL})
+}
+
+func newGatewayWith(t *testing.T, cfg *stripe.Config) *stripe.Gateway {
+	t.Helper()
+	c := *cfg
+	c.APIKey = testKey
+	gw, err := stripe.New(&c)
 	require.NoError(t, err)
 	return gw
 }
@@ -34,7 +44,7 @@ func params(ref string, amount int64) gateway.ChargeParams {
 	return gateway.ChargeParams{Amount: amount, Currency: "USD", Reference: ref, IdempotencyKey: ref}
 }
 
-// --- against stripe-mock -------------------------------------------------------------
+// --- against stripe-mock: every request checked against Stripe's OpenAPI description --------
 
 func TestConformanceStripeMock(t *testing.T) {
 	t.Parallel()
@@ -47,15 +57,36 @@ func TestConformanceStripeMock(t *testing.T) {
 
 func TestChargeStripeMock(t *testing.T) {
 	t.Parallel()
-	gw := newGateway(t, stripeMockURL(t))
-	require.Equal(t, gateway.Capabilities{IdempotencyKeys: true, KeyRetention: 24 * time.Hour}, gw.Capabilities())
+	base := stripeMockURL(t)
+	for name, cfg := range map[string]*stripe.Config{
+		"defaults":    {BackendURL: base},
+		"off session": {BackendURL: base, Customer: "cus_123", OffSession: true, StatementDescriptorSuffix: "ORDER"},
+	} {
+		gw := newGatewayWith(t, cfg)
+		require.Equal(t, gateway.Capabilities{IdempotencyKeys: true, KeyRetention: 24 * time.Hour}, gw.Capabilities())
 
-	charge, err := gw.Charge(context.Background(), params("payment:stripe-mock", 2000))
+		charge, err := gw.Charge(context.Background(), params("payment:stripe-mock", 2000))
+		require.NoError(t, err, name)
+		require.True(t, strings.HasPrefix(charge.ID, "pi_"), charge.ID)
+		require.Equal(t, int64(2000), charge.Amount)
+		require.Equal(t, "USD", charge.Currency)
+		require.Equal(t, "payment:stripe-mock", charge.Reference)
+		require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+		require.False(t, charge.CreatedAt.IsZero(), "created is read")
+	}
+}
+
+func TestGetStripeMock(t *testing.T) {
+	t.Parallel()
+	gw := newGateway(t, stripeMockURL(t))
+	charge, err := gw.Get(context.Background(), "pi_123")
 	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(charge.ID, "ch_"), charge.ID)
-	require.Equal(t, int64(2000), charge.Amount)
-	require.Equal(t, "USD", charge.Currency)
-	require.Equal(t, "payment:stripe-mock", charge.Reference)
+	require.Equal(t, "pi_123", charge.ID)
+	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+
+	charge, err = gw.Get(context.Background(), "ch_123")
+	require.NoError(t, err, "a Charges API id is read from the Charges API")
+	require.Equal(t, "ch_123", charge.ID)
 	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
 }
 
@@ -73,6 +104,62 @@ func TestExecuteStripeMock(t *testing.T) {
 	_, err = gateway.Execute(context.Background(), &old, gw, params("payment:old", 500), nil)
 	require.ErrorIs(t, err, gateway.ErrKeyExpired)
 	require.True(t, phases.IsOutcomeUnknown(err))
+}
+
+// The list requests (created filters, limit, both cursors) are ones Stripe's API description
+// accepts. stripe-mock answers each with its one canned PaymentIntent, created in 2009.
+func TestListChargesStripeMock(t *testing.T) {
+	t.Parallel()
+	gw := newGateway(t, stripeMockURL(t))
+	got := listAll(t, gw, time.Time{})
+	require.Len(t, got, 1, "the canned PaymentIntent, once")
+	require.Equal(t, gateway.ChargeStatusSucceeded, got[0].Status)
+	require.Equal(t, time.Date(2009, 2, 13, 23, 31, 30, 0, time.UTC), got[0].CreatedAt)
+
+	require.Empty(t, listAll(t, gw, time.Now().Add(-time.Hour)), "the canned PaymentIntent is older")
+}
+
+// After an unknown outcome the adapter searches by reference: the search is one Stripe's API
+// description accepts. A proxy answers the creation with a 500 and passes the rest to stripe-mock.
+func TestSearchAfterUnknownStripeMock(t *testing.T) {
+	t.Parallel()
+	target, err := url.Parse(stripeMockURL(t))
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var searches []int
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if resp.Request.URL.Path == "/v1/payment_intents/search" {
+			mu.Lock()
+			searches = append(searches, resp.StatusCode)
+			mu.Unlock()
+		}
+		return nil
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/payment_intents" {
+			writeAnswer(w, apiError(500, "api_error", "", "An unknown error occurred", "", nil))
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	charge, err := newGateway(t, srv.URL).Charge(context.Background(), params("payment:it's-searched", 700))
+	require.Nil(t, charge)
+	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(charge, err), "%v", err)
+	require.ErrorContains(t, err, "no PaymentIntent listed", "the canned PaymentIntent carries no reference")
+	require.Equal(t, []int{http.StatusOK}, searches, "stripe-mock accepted the search")
+}
+
+func listAll(t *testing.T, l gateway.Lister, since time.Time) []gateway.Charge {
+	t.Helper()
+	var out []gateway.Charge
+	for c, err := range l.ListCharges(context.Background(), since) {
+		require.NoError(t, err)
+		out = append(out, c)
+	}
+	return out
 }
 
 // --- against a stub speaking Stripe's wire format, for answers stripe-mock never gives ---
@@ -102,41 +189,92 @@ func newStub(t *testing.T, status int, body string) (*stub, string) {
 	return s, srv.URL
 }
 
-const chargeBody = `{"id":"ch_stub","object":"charge","amount":700,"currency":"usd","status":"%s","paid":true,"metadata":{"reference":"payment:stub"}}`
+// intentBody is a PaymentIntent answer with the given status.
+func intentBody(status string) string {
+	return fmt.Sprintf(`{"id":"pi_stub","object":"payment_intent","amount":700,"currency":"usd","status":%q,"created":1767225600,"metadata":{"reference":"payment:stub"}}`, status)
+}
 
-func TestChargeSendsKeyAndReference(t *testing.T) {
+func TestChargeSendsOneConfirmedPaymentIntent(t *testing.T) {
 	t.Parallel()
-	s, base := newStub(t, http.StatusOK, strings.Replace(chargeBody, "%s", "succeeded", 1))
+	s, base := newStub(t, http.StatusOK, intentBody("succeeded"))
 	charge, err := newGateway(t, base).Charge(context.Background(), params("payment:stub", 700))
 	require.NoError(t, err)
-	require.Equal(t, &gateway.Charge{ID: "ch_stub", Amount: 700, Currency: "USD", Reference: "payment:stub", Status: gateway.ChargeStatusSucceeded}, charge)
+	require.Equal(t, &gateway.Charge{ID: "pi_stub", Amount: 700, Currency: "USD", Reference: "payment:stub",
+		Status: gateway.ChargeStatusSucceeded, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, charge)
 	require.Equal(t, "payment:stub", s.key.Load())
+	require.Equal(t, url.Values{
+		"amount":                             {"700"},
+		"currency":                           {"usd"},
+		"confirm":                            {"true"},
+		"payment_method":                     {"pm_card_visa"},
+		"automatic_payment_methods[enabled]": {"true"},
+		"automatic_payment_methods[allow_redirects]": {"never"},
+		"error_on_requires_action":                   {"true"},
+		"description":                                {"payment:stub"},
+		"metadata[reference]":                        {"payment:stub"},
+	}, s.form.Load().(url.Values))
+
+	s, base = newStub(t, http.StatusOK, intentBody("succeeded"))
+	_, err = newGatewayWith(t, &stripe.Config{BackendURL: base, PaymentMethod: "pm_saved", Customer: "cus_1",
+		OffSession: true, StatementDescriptorSuffix: "ORDER 7"}).Charge(context.Background(), params("payment:stub", 700))
+	require.NoError(t, err)
 	form := s.form.Load().(url.Values)
-	require.Equal(t, "payment:stub", form.Get("metadata[reference]"))
-	require.Equal(t, "700", form.Get("amount"))
-	require.Equal(t, "usd", form.Get("currency"))
-	require.Equal(t, "tok_visa", form.Get("source"))
+	require.Equal(t, "pm_saved", form.Get("payment_method"))
+	require.Equal(t, "cus_1", form.Get("customer"))
+	require.Equal(t, "true", form.Get("off_session"))
+	require.False(t, form.Has("error_on_requires_action"), "off_session already fails what needs the customer")
+	require.Equal(t, "ORDER 7", form.Get("statement_descriptor_suffix"))
+}
+
+// Every PaymentIntent status is one class (the package documentation says why).
+func TestPaymentIntentStatuses(t *testing.T) {
+	t.Parallel()
+	for status, want := range map[string]phases.CallOutcome{
+		"succeeded":               phases.CallOutcomeSucceeded,
+		"processing":              phases.CallOutcomePending,
+		"requires_action":         phases.CallOutcomePending,
+		"requires_confirmation":   phases.CallOutcomePending,
+		"requires_capture":        phases.CallOutcomePending,
+		"requires_payment_method": phases.CallOutcomeDeclined,
+		"canceled":                phases.CallOutcomeDeclined,
+		"on_hold_forever":         phases.CallOutcomeUnknown,
+	} {
+		t.Run(status, func(t *testing.T) {
+			t.Parallel()
+			_, base := newStub(t, http.StatusOK, intentBody(status))
+			gw := newGateway(t, base)
+			charge, err := gw.Charge(context.Background(), params("payment:stub", 700))
+			require.Equal(t, want, gateway.Classify(charge, err), "Charge: %v", err)
+			got, err := gw.Get(context.Background(), "pi_stub")
+			require.Equal(t, want, gateway.Classify(got, err), "Get: %v", err)
+			if want == phases.CallOutcomeUnknown {
+				require.Nil(t, charge)
+				require.ErrorContains(t, err, status)
+			}
+		})
+	}
 }
 
 func TestChargeClassification(t *testing.T) {
 	t.Parallel()
+	declinedIntent := strings.Replace(intentBody("requires_payment_method"), `"pi_stub"`, `"pi_declined"`, 1)
 	for name, tc := range map[string]struct {
 		status int
 		body   string
 		want   phases.CallOutcome
 	}{
 		"card declined": {http.StatusPaymentRequired,
-			`{"error":{"type":"card_error","code":"card_declined","decline_code":"generic_decline","message":"Your card was declined.","charge":"ch_declined"}}`,
+			`{"error":{"type":"card_error","code":"card_declined","decline_code":"generic_decline","message":"Your card was declined.","payment_intent":` + declinedIntent + `}}`,
 			phases.CallOutcomeDeclined},
-		"failed status":   {http.StatusOK, strings.Replace(chargeBody, "%s", "failed", 1), phases.CallOutcomeDeclined},
-		"pending status":  {http.StatusOK, strings.Replace(chargeBody, "%s", "pending", 1), phases.CallOutcomePending},
-		"unknown status":  {http.StatusOK, strings.Replace(chargeBody, "%s", "refunded", 1), phases.CallOutcomeUnknown},
+		"authentication required": {http.StatusPaymentRequired,
+			`{"error":{"type":"card_error","code":"authentication_required","decline_code":"authentication_required","message":"Your card was declined. This transaction requires authentication.","payment_intent":` + declinedIntent + `}}`,
+			phases.CallOutcomeDeclined},
 		"server error":    {http.StatusInternalServerError, `{"error":{"type":"api_error","message":"boom"}}`, phases.CallOutcomeUnknown},
 		"bad gateway":     {http.StatusBadGateway, `<html>bad gateway</html>`, phases.CallOutcomeUnknown},
 		"rate limited":    {http.StatusTooManyRequests, `{"error":{"type":"invalid_request_error","code":"rate_limit","message":"slow down"}}`, phases.CallOutcomeFailedBefore},
 		"lock timeout":    {http.StatusTooManyRequests, `{"error":{"type":"invalid_request_error","code":"lock_timeout","message":"locked"}}`, phases.CallOutcomeFailedBefore},
 		"key in flight":   {http.StatusConflict, `{"error":{"type":"idempotency_error","code":"idempotency_key_in_use","message":"in use"}}`, phases.CallOutcomeUnknown},
-		"key reused":      {http.StatusBadRequest, `{"error":{"type":"idempotency_error","message":"Keys for idempotent requests can only be used with the same parameters"}}`, phases.CallOutcomeFailedBefore},
+		"key reused":      {http.StatusBadRequest, `{"error":{"type":"idempotency_error","message":"Keys for idempotent requests can only be used with the same parameters they were first used with."}}`, phases.CallOutcomeUnknown},
 		"invalid request": {http.StatusBadRequest, `{"error":{"type":"invalid_request_error","param":"amount","message":"bad amount"}}`, phases.CallOutcomeFailedBefore},
 		"unauthorized":    {http.StatusUnauthorized, `{"error":{"type":"invalid_request_error","message":"Invalid API Key provided"}}`, phases.CallOutcomeFailedBefore},
 	} {
@@ -145,7 +283,7 @@ func TestChargeClassification(t *testing.T) {
 			s, base := newStub(t, tc.status, tc.body)
 			charge, err := newGateway(t, base).Charge(context.Background(), params("payment:stub", 700))
 			require.Equal(t, tc.want, gateway.Classify(charge, err), "%v", err)
-			if tc.want == phases.CallOutcomeUnknown && tc.status != http.StatusOK {
+			if tc.want == phases.CallOutcomeUnknown {
 				// An unknown outcome is read back by reference (the stub answers the search with
 				// the same error, so it stays unknown).
 				require.Equal(t, int32(2), s.requests.Load())
@@ -155,7 +293,9 @@ func TestChargeClassification(t *testing.T) {
 			switch tc.want {
 			case phases.CallOutcomeDeclined:
 				require.NoError(t, err)
-				require.Equal(t, "payment:stub", charge.Reference)
+				require.Equal(t, &gateway.Charge{ID: "pi_declined", Amount: 700, Currency: "USD", Reference: "payment:stub",
+					Status: gateway.ChargeStatusDeclined, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, charge,
+					"the declined PaymentIntent, stored and replayed")
 			case phases.CallOutcomeFailedBefore:
 				if tc.status != http.StatusTooManyRequests {
 					require.False(t, phases.IsRetryable(err), "a refused request is permanent")
@@ -165,7 +305,8 @@ func TestChargeClassification(t *testing.T) {
 	}
 }
 
-func TestCardDeclineKeepsChargeID(t *testing.T) {
+// A card error without a PaymentIntent (a charge id only) is still a decline.
+func TestCardDeclineWithoutPaymentIntent(t *testing.T) {
 	t.Parallel()
 	_, base := newStub(t, http.StatusPaymentRequired,
 		`{"error":{"type":"card_error","code":"card_declined","message":"Your card was declined.","charge":"ch_declined"}}`)
@@ -196,6 +337,18 @@ func TestChargeTransportFailures(t *testing.T) {
 	_, err = newGateway(t, hang.URL).Charge(ctx, params("payment:hang", 100))
 	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, err), "%v", err)
 	require.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
+}
+
+func TestGetClassification(t *testing.T) {
+	t.Parallel()
+	_, base := newStub(t, http.StatusNotFound, `{"error":{"type":"invalid_request_error","code":"resource_missing","message":"No such payment_intent"}}`)
+	_, err := newGateway(t, base).Get(context.Background(), "pi_missing")
+	require.ErrorIs(t, err, gateway.ErrNotFound)
+
+	_, base = newStub(t, http.StatusInternalServerError, `{"error":{"type":"api_error","message":"boom"}}`)
+	_, err = newGateway(t, base).Get(context.Background(), "pi_1")
+	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(nil, err), "a read changes nothing: %v", err)
+	require.True(t, phases.IsRetryable(err))
 }
 
 func TestInquireUnsupported(t *testing.T) {

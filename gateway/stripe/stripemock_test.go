@@ -2,7 +2,8 @@ package stripe_test
 
 import (
 	"bufio"
-	"context"
+	"debug/buildinfo"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,8 +15,14 @@ import (
 	"time"
 )
 
-// stripeMockVersion is the pinned stripe-mock the wire tests run against.
+// stripeMockVersion is the stripe-mock the wire tests run against, as `make tools`
+// (.ci/install-tools) installs it.
 const stripeMockVersion = "v0.203.0"
+
+// stripeMockFixtures are stripe-mock's own fixtures for the resources the adapter reads, with
+// the PaymentIntent succeeded: stripe-mock answers every request with its fixture, and the one
+// it bundles is a PaymentIntent whose payment failed (requires_payment_method).
+const stripeMockFixtures = "testdata/stripe-mock-fixtures.json"
 
 // mock is the one stripe-mock process of this test binary, started on first use and
 // stopped by TestMain.
@@ -36,23 +43,27 @@ func TestMain(m *testing.M) {
 }
 
 // requireStripeMock is the environment variable that turns a missing stripe-mock from a skip
-// into a failure, for CI (.ci/run sets PGSAGA_REQUIRE_STRIPE_MOCK=1).
+// into a failure, for CI (make test sets PGSAGA_REQUIRE_STRIPE_MOCK=1).
 const requireStripeMock = "PGSAGA_REQUIRE_STRIPE_MOCK"
 
-// stripeMockURL returns the base URL of a running stripe-mock, building it at the pinned
-// version on first use. When stripe-mock cannot be built or started on this machine it skips
-// the test with the reason, or fails it when PGSAGA_REQUIRE_STRIPE_MOCK=1.
+// stripeMockPath is the environment variable naming the stripe-mock binary to run, for a
+// machine that keeps it elsewhere than `make tools` puts it.
+const stripeMockPath = "PGSAGA_STRIPE_MOCK"
+
+// stripeMockURL returns the base URL of a running stripe-mock, started on first use. When
+// stripe-mock is not installed at the pinned version, or does not start, it skips the test
+// with the reason, or fails it when PGSAGA_REQUIRE_STRIPE_MOCK=1.
 func stripeMockURL(t *testing.T) string {
 	t.Helper()
 	mock.once.Do(func() {
-		bin, err := buildStripeMock()
+		bin, err := findStripeMock()
 		if err != nil {
-			mock.skipWhy = fmt.Sprintf("cannot build stripe-mock %s: %v", stripeMockVersion, err)
+			mock.skipWhy = fmt.Sprintf("stripe-mock %s: %v (make tools installs it)", stripeMockVersion, err)
 			return
 		}
 		mock.url, mock.cmd, err = startStripeMock(bin)
 		if err != nil {
-			mock.skipWhy = fmt.Sprintf("cannot start stripe-mock %s: %v", stripeMockVersion, err)
+			mock.skipWhy = fmt.Sprintf("cannot start stripe-mock %s (%s): %v", stripeMockVersion, bin, err)
 		}
 	})
 	if mock.skipWhy != "" {
@@ -64,50 +75,60 @@ func stripeMockURL(t *testing.T) string {
 	return mock.url
 }
 
-// buildStripeMock installs stripe-mock at the pinned version into the user's cache
-// directory (once per machine) and returns the binary's path.
-func buildStripeMock() (string, error) {
-	cache, err := os.UserCacheDir()
+// findStripeMock returns the stripe-mock binary to run: $PGSAGA_STRIPE_MOCK, else .tools/bin in
+// the repository (where `make tools` installs it), else stripe-mock on PATH; it must have been
+// built from stripe-mock at the pinned version, as its build information says.
+func findStripeMock() (string, error) {
+	bin := os.Getenv(stripeMockPath)
+	if bin == "" {
+		root, err := repositoryRoot()
+		if err != nil {
+			return "", err
+		}
+		bin = filepath.Join(root, ".tools", "bin", "stripe-mock")
+		if _, err := os.Stat(bin); errors.Is(err, os.ErrNotExist) {
+			if onPath, err := exec.LookPath("stripe-mock"); err == nil {
+				bin = onPath
+			}
+		}
+	}
+	info, err := buildinfo.ReadFile(bin)
 	if err != nil {
-		return "", fmt.Errorf("no cache directory: %w", err)
+		return "", fmt.Errorf("cannot read %s: %w", bin, err)
 	}
-	dir := filepath.Join(cache, "pgsaga", "tools", "stripe-mock-"+stripeMockVersion)
-	bin := filepath.Join(dir, "stripe-mock")
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("go command not found: %w", err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	// Install into a private directory, then rename: concurrent test binaries never see a
-	// half-written executable.
-	tmp, err := os.MkdirTemp(dir, "build-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, "install", "github.com/stripe/stripe-mock@"+stripeMockVersion)
-	cmd.Dir = tmp
-	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOWORK=off", "GOFLAGS=-mod=mod")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go install: %w: %s", err, strings.TrimSpace(string(out)))
-	}
-	if err := os.Rename(filepath.Join(tmp, "stripe-mock"), bin); err != nil {
-		return "", err
+	if info.Main.Path != "github.com/stripe/stripe-mock" || info.Main.Version != stripeMockVersion {
+		return "", fmt.Errorf("%s is not github.com/stripe/stripe-mock %s: its build information names %q at %q",
+			bin, stripeMockVersion, info.Main.Path, info.Main.Version)
 	}
 	return bin, nil
 }
 
-// startStripeMock runs bin bound to loopback on ports of its choosing and returns its HTTP
-// base URL once it listens.
+// repositoryRoot is the nearest directory above the working directory holding go.mod.
+func repositoryRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// startStripeMock runs bin bound to loopback on ports of its choosing, with the test fixtures,
+// and returns its HTTP base URL once it listens.
 func startStripeMock(bin string) (string, *exec.Cmd, error) {
-	cmd := exec.Command(bin, "-http-addr", "127.0.0.1:0", "-https-addr", "127.0.0.1:0")
+	fixtures, err := filepath.Abs(stripeMockFixtures)
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(bin, "-http-addr", "127.0.0.1:0", "-https-addr", "127.0.0.1:0", "-fixtures", fixtures)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return "", nil, err
@@ -122,11 +143,16 @@ func startStripeMock(bin string) (string, *exec.Cmd, error) {
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		addr := "" // stays empty when stripe-mock exits without listening
+		var said []string
 		for sc.Scan() {
 			if a, ok := strings.CutPrefix(sc.Text(), prefix); ok {
 				addr = strings.TrimSpace(a)
 				break
 			}
+			said = append(said, sc.Text())
+		}
+		if addr == "" {
+			addr = "!" + strings.Join(said, "; ")
 		}
 		found <- addr
 		// Keep draining: a full pipe would block stripe-mock's request logging.
@@ -134,10 +160,10 @@ func startStripeMock(bin string) (string, *exec.Cmd, error) {
 	}()
 	select {
 	case addr := <-found:
-		if addr == "" {
+		if why, failed := strings.CutPrefix(addr, "!"); failed {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			return "", nil, fmt.Errorf("exited before listening")
+			return "", nil, fmt.Errorf("exited before listening: %s", why)
 		}
 		return "http://" + addr, cmd, nil
 	case <-time.After(30 * time.Second):

@@ -169,6 +169,7 @@ func (c *Console) routes() http.Handler {
 	private.HandleFunc("POST /logout", c.logout)
 	private.HandleFunc("GET /{$}", c.overview)
 	private.HandleFunc("GET /keys", c.keyList)
+	private.HandleFunc("GET /charges/unmatched", c.unmatchedCharges)
 	private.HandleFunc("GET /keys/{tenant}/{actor}/{key}", c.keyPage)
 	private.HandleFunc("POST /keys/{tenant}/{actor}/{key}/resume", c.resume)
 	private.HandleFunc("POST /keys/{tenant}/{actor}/{key}/settle", c.settle)

@@ -1,9 +1,12 @@
 // Package console is pgsaga's operator console (`pgsaga console`, CONTRACT.md): server-rendered
 // pages for the people who look after stuck payments, each with a JSON twin for scripts, and
-// River's own UI (riverui) under /river/.
+// River's own UI (riverui) under /river/. GET /charges/unmatched lists the provider's charges
+// that the worker's reconciliation found no key accounting for (package reconcile), and the
+// overview says how many there are.
 //
 // What it guarantees:
-//   - Every read goes through the engine's read API (saga.Client.KeyGet, KeyList, KeyCount);
+//   - Every read goes through the engine's read API (saga.Client.KeyGet, KeyList, KeyCount) or
+//     reconcile.Reconciler's (List, Count);
 //     every action through saga.Client.Resume and Settle, recorded in the key's history as done
 //     by "console". It writes no SQL of its own.
 //   - Nothing but GET /login, POST /login and the stylesheet answers without the token: as a

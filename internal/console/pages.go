@@ -43,6 +43,8 @@ type overviewView struct {
 	Oldest     *keyRow
 	StuckKeys  []keyRow
 	MoreStuck  bool
+	// Unmatched counts the provider's charges the worker's reconciliation found no key for.
+	Unmatched int
 }
 
 func (*overviewView) title() (string, string) { return "Overview", "overview" }
@@ -73,6 +75,10 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := &overviewView{Counts: newCounts(counts.ByState), Stuck: counts.Stuck}
+	if v.Unmatched, err = c.unmatchedCount(ctx); err != nil {
+		c.internalError(w, r, "counting unmatched charges", err)
+		return
+	}
 	v.Total = v.Counts.Started + v.Counts.Completed + v.Counts.Failed
 	for op, m := range counts.ByOperation {
 		v.Operations = append(v.Operations, operationRow{Name: op, countsJSON: newCounts(m)})

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/migrations"
 	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/worker"
@@ -18,7 +19,7 @@ import (
 
 // App is what an application plugs into the commands: its migrations, how to build its
 // service, and its own flags and commands. The zero App has no operations of its own: migrate,
-// keys, show and gc work; serve, worker, resume and settle need Build.
+// keys, show and gc work; serve, worker, resume, settle and reconcile need Build.
 //
 // The commands are operator tools and carry nothing of an application: the pgsaga binary adds
 // its example payments service, its --gateway-url flag and its gateway-sim and demo commands
@@ -30,12 +31,12 @@ type App struct {
 	// pgsaga's own. Defaults to none.
 	Migrations []migrations.Line
 	// Flags adds the application's own flags to each command that builds the service (serve,
-	// worker, resume and settle): command is the command's name, flags its flag set. Define flags
+	// worker, resume, settle and reconcile): command is the command's name, flags its flag set. Define flags
 	// without binding them to variables (flags.String, not flags.StringVar): Build reads their
 	// values from BuildParams.Flags, so one App can run any number of command lines at once.
 	// Called each time a command tree is made. Defaults to nil: no flags of its own.
 	Flags func(command string, flags *pflag.FlagSet)
-	// Build constructs the application's service for serve, worker, resume and settle: the saga client
+	// Build constructs the application's service for serve, worker, resume, settle and reconcile: the saga client
 	// holding its operations and the HTTP handler serving its API. It is called once per
 	// command run. Its error is the command's one-line error, printed as it is: make it say
 	// what failed. Defaults to nil: those commands then fail with a clear message.
@@ -51,7 +52,7 @@ type App struct {
 
 // BuildParams is what the commands hand to App.Build.
 type BuildParams struct {
-	// Command is the name of the command being run: serve, worker, resume or settle.
+	// Command is the name of the command being run: serve, worker, resume, settle or reconcile.
 	Command string
 	// Flags are the command's parsed flags, the application's own (App.Flags) among them:
 	// read them with Flags.GetString and its siblings.
@@ -79,6 +80,10 @@ type Service struct {
 	Client *saga.Client
 	// Handler serves the application's API (serve mounts it at /). Required for serve.
 	Handler http.Handler
+	// Lister lists the charges of the application's payment provider, for reconciliation:
+	// `reconcile` reads it, and the worker's periodic reconciliation runs when it is set.
+	// Defaults to nil: reconcile fails, and the worker does not reconcile.
+	Lister gateway.Lister
 }
 
 func (a *App) withDefaults() *App {

@@ -127,6 +127,7 @@ value, missing required flag or argument, no database URL). Errors are one line 
 		c.resumeCmd(),
 		c.settleCmd(),
 		c.gcCmd(),
+		c.reconcileCmd(),
 		c.consoleCmd(),
 	)
 	if c.app.Commands != nil {

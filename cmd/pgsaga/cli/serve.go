@@ -94,7 +94,7 @@ func (c *cli) serve(cmd *cobra.Command, f *serveFlags) error {
 	var w *runningWorker
 	if f.worker {
 		w, err = c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg,
-			sweepInterval: time.Second, webhookSecrets: c.webhookSecrets()})
+			sweepInterval: time.Second, webhookSecrets: c.webhookSecrets(), lister: svc.Lister})
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/worker"
 )
@@ -77,7 +78,7 @@ func (c *cli) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	defer d.close()
 	ctx, logger, pool, reg, svc := d.ctx, d.logger, d.pool, d.reg, d.svc
 	w, err := c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg,
-		sweepInterval: f.sweepInterval, webhookURL: f.webhookURL, webhookSecrets: c.webhookSecrets()})
+		sweepInterval: f.sweepInterval, webhookURL: f.webhookURL, webhookSecrets: c.webhookSecrets(), lister: svc.Lister})
 	if err != nil {
 		return err
 	}
@@ -119,6 +120,8 @@ type workerParams struct {
 	webhookURL    string
 	// webhookSecrets sign the deliveries ($PGSAGA_WEBHOOK_SECRET).
 	webhookSecrets [][]byte
+	// lister lists the provider's charges: the worker reconciles them when it is set.
+	lister gateway.Lister
 }
 
 // Environment variables holding the secrets that sign outbox deliveries.
@@ -155,6 +158,7 @@ func (c *cli) startWorker(ctx context.Context, p *workerParams) (*runningWorker,
 		WebhookSecrets: p.webhookSecrets,
 		Registerer:     p.registerer,
 		Logger:         p.logger,
+		Lister:         p.lister,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error creating the worker: %w", err)

@@ -25,7 +25,7 @@ type Payment struct {
 func Mount(pool *pgxpool.Pool, gw gateway.Gateway, mux *http.ServeMux,
 	scopeFromAuth saga.ScopeFunc,
 	validatePayment func(body []byte) error,
-	insertPendingPayment func(context.Context, pgx.Tx, *phases.Run) (Payment, error),
+	insertPendingPayment func(ctx context.Context, tx pgx.Tx, id string, body []byte) (Payment, error),
 	recordResult phases.AtomicFunc) error {
 	// README begin
 	payment := phases.Value[Payment]("payment")
@@ -34,16 +34,18 @@ func Mount(pool *pgxpool.Pool, gw gateway.Gateway, mux *http.ServeMux,
 		Name:     "create_payment",
 		Validate: validatePayment, // 400 invalid_request, nothing stored
 		Steps: []phases.Step{
-			// Transaction 1: lock the invoice, check the balance, insert a pending payment.
+			// Transaction 1: lock the invoice, check the balance, insert a pending payment whose
+			// id derives from the intent (tenant, actor, idempotency key): "pay_" + 26 base32.
 			phases.Atomic("payment_created", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
-				p, err := insertPendingPayment(ctx, tx, run) // phases.Reject(422, …) if over balance
+				p, err := insertPendingPayment(ctx, tx, run.IntentID("pay"), run.Body()) // phases.Reject(422, …) if over balance
 				if err != nil {
 					return err
 				}
 				return payment.Set(run, p)
 			}),
-			// Between transactions: charge under a key derived from stored data, journaled
-			// (with a renewed lease) before the charge is sent.
+			// Between transactions: charge under the call's reference, derived from the intent
+			// too ("ref_" + 26 base32; Step.WithReference declares another), journaled (with a
+			// renewed lease) before the charge is sent.
 			phases.Call("charged", func(ctx context.Context, run *phases.Run) error {
 				p, err := payment.Get(run)
 				if err != nil {
@@ -58,9 +60,6 @@ func Mount(pool *pgxpool.Pool, gw gateway.Gateway, mux *http.ServeMux,
 					return err // the key stays started: a retry or the worker continues
 				}
 				return charge.Set(run, *c)
-			}).WithReference(func(run *phases.Run) (string, error) {
-				p, err := payment.Get(run)
-				return gateway.DeriveKey("payment", p.ID), err // "payment:<id>", the same on every attempt
 			}),
 			// Transaction 2: record the result and answer (stored, replayed byte for byte).
 			phases.Atomic("result_recorded", recordResult), // run.Respond(201, …) or 402 card_declined

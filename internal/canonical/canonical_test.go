@@ -1,4 +1,4 @@
-package saga
+package canonical
 
 import (
 	"bytes"

@@ -1,6 +1,6 @@
 //go:build race
 
-package saga
+package canonical
 
 // raceEnabled: under the race detector sync.Pool drops items at random, so pooled allocation
 // counts are not deterministic.

@@ -1,0 +1,2 @@
+-- Reserved: this version is taken by another change.
+SELECT 1;

@@ -1,0 +1,12 @@
+package reconcile_test
+
+import (
+	"testing"
+
+	"github.com/pgsaga/pgsaga/examples/payments"
+	"github.com/pgsaga/pgsaga/internal/dbtest"
+)
+
+func TestMain(m *testing.M) {
+	dbtest.Main(m, &dbtest.Opts{Migrate: dbtest.MigrateWith(payments.Migrations())})
+}
