@@ -68,6 +68,8 @@ func TestConfigValidate(t *testing.T) {
 		{"pause as long as the lease", Config{Lease: 2 * time.Second, PauseFor: 2 * time.Second}, "PauseFor must be positive and shorter than Lease"},
 		{"probability above 1", Config{Sim: SimFaults{Pending: 1.5}}, "Sim.Pending must be a probability"},
 		{"worker drain past the drain", Config{WorkerDrain: 5 * time.Minute, DrainTimeout: time.Minute}, "WorkerDrain must be in"},
+		{"unknown cluster", Config{Cluster: "patroni"}, "Cluster must be single, patroni-sync or patroni-async"},
+		{"pause past the leader lock", Config{Cluster: ClusterPatroniSync, Lease: 10 * time.Second, PauseFor: 6 * time.Second}, "PauseFor must be shorter than the Patroni leader lock's TTL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -75,4 +77,9 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 	require.NoError(t, (*Config)(nil).WithDefaults().validate())
+	for _, c := range []string{ClusterSingle, ClusterPatroniSync, ClusterPatroniAsync} {
+		require.NoError(t, (&Config{Cluster: c}).WithDefaults().validate(), c)
+	}
+	require.Equal(t, claimExact, (&Config{Cluster: ClusterPatroniSync}).WithDefaults().claim())
+	require.Equal(t, claimMoney, (&Config{Cluster: ClusterPatroniAsync}).WithDefaults().claim())
 }

@@ -30,22 +30,46 @@ type Config struct {
 	// SweepInterval is the workers' --sweep-interval. Defaults to 250ms.
 	SweepInterval time.Duration
 
+	// Cluster is the database the processes run on: ClusterSingle (one throwaway PostgreSQL,
+	// paused and restarted), ClusterPatroniSync or ClusterPatroniAsync (a Patroni pair with
+	// synchronous or asynchronous replication, reached through a multi-host URL, failed over
+	// every FailoverEvery). The run is judged by the claim its database can keep: the whole
+	// promise on one server and on a synchronous pair, the money claim on an asynchronous one.
+	// Defaults to ClusterSingle.
+	Cluster string
+	// FailoverEvery is the mean time between two failovers of a Patroni pair, each wait drawn
+	// uniformly from half to one and a half of it, counted from the moment the pair is healthy
+	// again after the last one. Failovers take turns in a shuffled order: kill -9 of the
+	// primary's postmaster, a partition of the primary (frozen past the leader lock's TTL),
+	// a switchover, and, asynchronous only, a lossy failover. Defaults to 30s.
+	FailoverEvery time.Duration
+	// LossWindow is how long a lossy failover (ClusterPatroniAsync) lets the primary acknowledge
+	// the clients' commits while nothing reaches its standby, before it dies: what the clients
+	// were told in that window is lost with it. Defaults to 1s.
+	LossWindow time.Duration
+
 	// FaultEvery is the mean time between two faults; each wait is drawn uniformly from half to
 	// one and a half of it. Faults take turns in a shuffled order, so each kind comes up once in
 	// every six. Defaults to 1.5s.
 	FaultEvery time.Duration
-	// PauseFor is how long a database pause (SIGSTOP of every PostgreSQL process) and a zombie
+	// PauseFor is how long a database pause (SIGSTOP of every PostgreSQL process; on a Patroni
+	// pair, of the primary node, shorter than the leader lock's TTL, so no failover) and a zombie
 	// (SIGSTOP of a serve or a worker) last. Defaults to nine tenths of Lease.
 	PauseFor time.Duration
 	// DBRestarts is how many full PostgreSQL restarts (fast shutdown, then start) happen,
-	// evenly spaced over Duration. Defaults to 1, in the middle of the run; negative: none.
+	// evenly spaced over Duration, on a single server (a Patroni pair's failovers take their
+	// place). Defaults to 1, in the middle of the run; negative: none.
 	DBRestarts int
 	// DBDown is how long PostgreSQL stays down in a restart. Defaults to 1s.
 	DBDown time.Duration
 	// InquiryOff is how long the gateway's inquiry is down when that fault comes up (POST
 	// /_sim/faults {"inquiry": false}, then true again): a charge whose outcome an earlier
 	// attempt left unknown cannot be resolved meanwhile, so its key parks with outcome_unknown
-	// for the operator to settle. Defaults to 1.5s; negative: never.
+	// for the operator to settle. The simulator says meanwhile that it has no inquiry, and it
+	// honours no keys: a provider that can neither be asked nor tell a repeated charge by its
+	// key. After a failover lost a key's commits, nothing then tells a re-execution from a first
+	// one, and its charge goes out a second time: so ClusterPatroniAsync has no such outage
+	// unless one is asked for. Defaults to 1.5s (none on ClusterPatroniAsync); negative: never.
 	InquiryOff time.Duration
 
 	// Sim is the gateway simulator's faults. Its idempotency is always off and its inquiry on:
@@ -73,6 +97,13 @@ type Config struct {
 	// discarding them.
 	Progress io.Writer
 }
+
+// The databases a run can use (Config.Cluster).
+const (
+	ClusterSingle       = "single"
+	ClusterPatroniSync  = "patroni-sync"
+	ClusterPatroniAsync = "patroni-async"
+)
 
 // SimFaults are the gateway simulator's fault flags. A negative value turns a fault off (zero
 // means its default).
@@ -105,12 +136,18 @@ func (c *Config) WithDefaults() *Config {
 	setDefault(&out.Clients, 12)
 	setDefault(&out.DoubleClick, 0.1)
 	setDefault(&out.SharedKeys, 0.05)
+	setDefault(&out.Cluster, ClusterSingle)
+	setDefault(&out.FailoverEvery, 30*time.Second)
+	setDefault(&out.LossWindow, time.Second)
 	setDefault(&out.Lease, 2*time.Second)
 	setDefault(&out.SweepInterval, 250*time.Millisecond)
 	setDefault(&out.FaultEvery, 1500*time.Millisecond)
 	setDefault(&out.PauseFor, out.Lease*9/10)
 	setDefault(&out.DBRestarts, 1)
 	setDefault(&out.DBDown, time.Second)
+	if out.Cluster == ClusterPatroniAsync {
+		setDefault(&out.InquiryOff, -1)
+	}
 	setDefault(&out.InquiryOff, 1500*time.Millisecond)
 	setDefault(&out.Sim.Pending, 0.15)
 	setDefault(&out.Sim.PendingFor, 2*time.Second)
@@ -130,8 +167,19 @@ func (c *Config) WithDefaults() *Config {
 	return out
 }
 
-// claim is the promise the run is judged by.
-func (c *Config) claim() claim { return claimExact }
+// claim is the promise the run is judged by: the money claim on an asynchronous pair, whose
+// failovers may lose acknowledged commits; the whole promise otherwise.
+func (c *Config) claim() claim {
+	if c.Cluster == ClusterPatroniAsync {
+		return claimMoney
+	}
+	return claimExact
+}
+
+// patroni reports whether the run uses a Patroni pair.
+func (c *Config) patroni() bool {
+	return c.Cluster == ClusterPatroniSync || c.Cluster == ClusterPatroniAsync
+}
 
 func setDefault[T comparable](field *T, def T) {
 	var zero T
@@ -148,9 +196,13 @@ func (c *Config) validate() error {
 		}
 	}
 	check(c.Duration > 0, "Duration must be positive, got %s", c.Duration)
+	check(c.Cluster == ClusterSingle || c.patroni(), "Cluster must be %s, %s or %s, got %q", ClusterSingle, ClusterPatroniSync, ClusterPatroniAsync, c.Cluster)
+	check(c.FailoverEvery > 0, "FailoverEvery must be positive, got %s", c.FailoverEvery)
+	check(c.LossWindow > 0, "LossWindow must be positive, got %s", c.LossWindow)
 	check(c.Clients > 0, "Clients must be positive, got %d", c.Clients)
 	check(c.Lease >= time.Second, "Lease must be at least 1s (pgsaga's minimum), got %s", c.Lease)
 	check(c.PauseFor > 0 && c.PauseFor < c.Lease, "PauseFor must be positive and shorter than Lease (%s), got %s", c.Lease, c.PauseFor)
+	check(!c.patroni() || c.PauseFor < patroniTTL, "PauseFor must be shorter than the Patroni leader lock's TTL (%s), or a pause is a failover, got %s", patroniTTL, c.PauseFor)
 	check(c.WorkerDrain >= 0 && c.WorkerDrain < c.DrainTimeout, "WorkerDrain must be in [0, DrainTimeout (%s)), got %s", c.DrainTimeout, c.WorkerDrain)
 	for name, p := range map[string]float64{"DoubleClick": c.DoubleClick, "SharedKeys": c.SharedKeys, "Sim.Pending": c.Sim.Pending,
 		"Sim.LoseResponse": c.Sim.LoseResponse, "Sim.FailBefore": c.Sim.FailBefore} {
@@ -169,11 +221,14 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.SharedKeys, "shared-keys", d.SharedKeys, "probability that an intent takes the key another client used lately (negative: never)")
 	fs.DurationVar(&c.Lease, "lease", d.Lease, "--lease of every serve and worker")
 	fs.DurationVar(&c.SweepInterval, "sweep-interval", d.SweepInterval, "--sweep-interval of the workers")
+	fs.StringVar(&c.Cluster, "cluster", d.Cluster, "database: single, patroni-sync or patroni-async (a Patroni pair, failed over among the faults)")
+	fs.DurationVar(&c.FailoverEvery, "failover-every", d.FailoverEvery, "mean time between two failovers of a Patroni pair, from the last one's end")
+	fs.DurationVar(&c.LossWindow, "loss-window", d.LossWindow, "how long a lossy failover (patroni-async) lets the primary acknowledge what its standby never gets")
 	fs.DurationVar(&c.FaultEvery, "fault-every", d.FaultEvery, "mean time between two faults")
 	fs.DurationVar(&c.PauseFor, "pause-for", 0, "length of a database pause or a zombie (default: 0.9 x --lease)")
 	fs.IntVar(&c.DBRestarts, "db-restarts", d.DBRestarts, "full PostgreSQL restarts, evenly spaced")
 	fs.DurationVar(&c.DBDown, "db-down", d.DBDown, "how long PostgreSQL stays down in a restart")
-	fs.DurationVar(&c.InquiryOff, "inquiry-off", d.InquiryOff, "how long the gateway's inquiry is down when that fault comes up (negative: never)")
+	fs.DurationVar(&c.InquiryOff, "inquiry-off", 0, "how long the gateway's inquiry is down when that fault comes up (default: 1.5s, none on patroni-async; negative: never)")
 	fs.Float64Var(&c.Sim.Pending, "sim-pending", d.Sim.Pending, "gateway-sim --pending")
 	fs.DurationVar(&c.Sim.PendingFor, "sim-pending-for", d.Sim.PendingFor, "gateway-sim --pending-for")
 	fs.DurationVar(&c.Sim.Latency, "sim-latency", d.Sim.Latency, "gateway-sim --latency")

@@ -19,18 +19,31 @@
 //   - Faults, overlapping: kill -9 of a serve or a worker (started again at once or after up to
 //     half a lease), SIGSTOP of a serve or a worker for most of a lease (a zombie whose lease
 //     runs out while it is frozen), SIGSTOP of every PostgreSQL process for most of a lease (a
-//     database pause), and full PostgreSQL restarts.
+//     database pause), outages of the gateway's inquiry, and full PostgreSQL restarts.
+//
+// With -cluster patroni-sync or patroni-async the database is a Patroni pair (internal/pgcluster:
+// etcd and two nodes, synchronous or asynchronous replication) that every process reaches
+// through one multi-host URL (target_session_attrs=read-write). A database pause freezes the
+// primary node for less than the leader lock's TTL, and failovers take the restarts' place, one
+// at a time, every -failover-every (from the pair healthy again to the next): kill -9 of the
+// primary's postmaster, a partition of the primary (frozen until the standby is promoted, then
+// healed into a demoted old primary), a planned switchover and, asynchronous only, a lossy
+// failover (the primary's replication cut while it acknowledges -loss-window of the clients'
+// commits, then killed). The summary says how long each took: until a new primary took writes,
+// until a client got a new 201, until the old primary streamed again.
 //
 // After the run the faults stop and it drains as production would: the workers alone for a
 // while, then the clients retry what they got no answer for, then an operator (the harness
 // running `pgsaga resume` and `pgsaga settle`) resumes keys parked with attempts exhausted and
 // settles those parked with outcome_unknown from what the simulator's ledger says.
 //
-// Then it collects the evidence (evidence.go): what the clients sent and were answered, byte for
-// byte; the keys (`pgsaga keys --json`) and their call journal; the simulator's ledger; the
-// payments and invoices tables; the operator's decisions; the run's own incidents. It writes it
+// After the drain it runs `pgsaga reconcile --json` over the run, then collects the evidence
+// (evidence.go): what the clients sent and were answered, byte for byte; the keys (`pgsaga keys
+// --json`) and their call journal; the simulator's ledger; the payments and invoices tables; the
+// operator's decisions; reconciliation's report; the run's own incidents. It writes it
 // to evidence.json and hands it to the judge (judge.go), a function of the evidence alone, which
-// checks it against the run's claim:
+// checks it against the run's claim. On one server and on a synchronous pair the claim is the
+// whole promise:
 //   - no reference charged twice (a pending charge counts), and no intent charged twice under two
 //     references (the payments its answers name, the references its key's journal holds);
 //   - every charge owned by an intent of the run, and recorded by its succeeded payment;
@@ -45,7 +58,15 @@
 //     beyond it;
 //   - reconciliation (`pgsaga reconcile --json` over the run, after the drain) reports exactly
 //     the charges no completed key accounts for: none, on a database that loses no commit;
-//   - no serve or worker exited on its own, every fault injected and undone.
+//   - no serve or worker exited on its own, every fault and failover done and undone.
+//
+// On an asynchronous pair a failover may lose commits the old primary acknowledged, keys
+// included, and the claim is the money claim: one charge per intent at the provider (its
+// references are the payment derived from the intent, those its answers name and those its
+// journal holds, and its payment's id must be the derived one) and one payment; every intent
+// finished, except that a key may be gone after its client had the answer (a forgotten key,
+// counted); answers to one key may differ in bytes after a lost commit but never in the money
+// they name; and every charge no completed key accounts for is in reconciliation's report.
 //
 // It prints the figures and exits 1 on any violation, leaving the processes' logs, the timeline,
 // the evidence and, for each violation, what the run knows of its key (the key's journal, its

@@ -86,10 +86,12 @@ type answerRecord struct {
 	Drain bool `json:"drain,omitempty"`
 }
 
-// journalRow is one journaled external call of a key, with the reference the provider saw.
+// journalRow is one journaled external call attempt of a key: the reference the provider saw,
+// and the provider's id of the charge when the attempt learnt it.
 type journalRow struct {
 	scope
-	Reference string `json:"reference"`
+	Reference  string `json:"reference"`
+	ProviderID string `json:"provider_id,omitempty"`
 }
 
 // paymentRow and invoiceRow are the example service's business rows.
@@ -170,6 +172,11 @@ func (r *runner) collect(ctx context.Context, dr *drainResult, rec *reconcileRep
 			ev.Incidents = append(ev.Incidents, incident{Kind: "process exited on its own", Text: exit})
 		}
 	}
+	for _, fo := range r.failovers.all() {
+		if fo.err != nil {
+			ev.Incidents = append(ev.Incidents, incident{Kind: "failover not done", Text: fmt.Sprintf("%s of %s: %v", fo.kind, fo.from, fo.err)})
+		}
+	}
 	if n := r.faults.Errors.Load(); n > 0 {
 		ev.Incidents = append(ev.Incidents, incident{Kind: "fault not injected or not undone", Text: fmt.Sprintf("%d faults failed (see the timeline)", n)})
 	}
@@ -181,8 +188,8 @@ func (r *runner) collect(ctx context.Context, dr *drainResult, rec *reconcileRep
 const (
 	selectPayments = `SELECT id, tenant_id, invoice_id, amount, status, coalesce(charge_id, '') FROM payments ORDER BY id`
 	selectInvoices = `SELECT id, tenant_id, amount, paid, reserved, status FROM invoices ORDER BY id`
-	selectJournal  = `SELECT tenant_id, actor_id, key, reference FROM pgsaga_call WHERE reference IS NOT NULL
-		ORDER BY tenant_id, actor_id, key, attempt`
+	selectJournal  = `SELECT tenant_id, actor_id, key, reference, coalesce(provider_id, '') FROM pgsaga_call
+		WHERE reference IS NOT NULL ORDER BY tenant_id, actor_id, key, attempt`
 )
 
 // readTables reads the payments, the invoices and the journal.
@@ -203,7 +210,7 @@ func (r *runner) readTables(ctx context.Context, ev *evidence) error {
 		return fmt.Errorf("error reading the invoices: %w", err)
 	}
 	if ev.Journal, err = queryAll(ctx, conn, selectJournal, func(row pgx.Rows, j *journalRow) error {
-		return row.Scan(&j.Tenant, &j.Actor, &j.Key, &j.Reference)
+		return row.Scan(&j.Tenant, &j.Actor, &j.Key, &j.Reference, &j.ProviderID)
 	}); err != nil {
 		return fmt.Errorf("error reading the call journal: %w", err)
 	}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/gateway"
 )
 
@@ -43,6 +42,7 @@ const (
 	kindNoReconcile       = "reconciliation not run"
 	kindUnreported        = "charge not reported by reconciliation"
 	kindFalseReport       = "reconciliation reported an accounted charge"
+	kindNotDerived        = "payment id not derived from its intent"
 )
 
 // verdict is the judge's finding on one run.
@@ -117,14 +117,14 @@ type judging struct {
 	payments      map[string]paymentRow
 	invoices      map[string]invoiceRow
 	settledFailed map[scope]bool
-	// owners are the intents each reference belongs to: the payment its answers name, the
-	// references its key's journal holds.
+	// owners are the intents each reference belongs to: the payment derived from the intent, the
+	// payment its answers name, the references its key's journal holds.
 	owners map[string]map[scope]bool
 	// refsOf is owners the other way: each intent's references.
 	refsOf map[scope]map[string]bool
-	// accounted are the references some completed key accounts for (its journal, or the
-	// payment its stored response names): what reconciliation does not report.
-	accounted map[string]bool
+	// journaled are, by reference, the keys whose journal holds it, each with the provider ids
+	// it recorded under it.
+	journaled map[string]map[scope][]string
 	// named are the payment ids some answer names.
 	named map[string]bool
 }
@@ -133,7 +133,7 @@ func newJudging(ev *evidence) *judging {
 	j := &judging{ev: ev, v: &verdict{}, keys: map[scope]cliKey{}, keysByString: map[string][]cliKey{},
 		intents: map[scope]*intentRecord{}, charges: map[string][]gateway.Charge{}, payments: map[string]paymentRow{},
 		invoices: map[string]invoiceRow{}, settledFailed: map[scope]bool{}, owners: map[string]map[scope]bool{},
-		refsOf: map[scope]map[string]bool{}, accounted: map[string]bool{}, named: map[string]bool{}}
+		refsOf: map[scope]map[string]bool{}, journaled: map[string]map[scope][]string{}, named: map[string]bool{}}
 	for _, k := range ev.Keys {
 		j.keys[k.scope()] = k
 		j.keysByString[k.Key] = append(j.keysByString[k.Key], k)
@@ -169,8 +169,7 @@ func (j *judging) completed(sc scope) bool {
 // paymentReference is the reference of payment id's charge.
 func paymentReference(id string) string { return gateway.DeriveKey("payment", id) }
 
-// indexReferences builds the owners of every reference and the references completed keys account
-// for.
+// indexReferences builds the owners of every reference and the keys that journaled it.
 func (j *judging) indexReferences() {
 	own := func(ref string, sc scope) {
 		if j.owners[ref] == nil {
@@ -185,6 +184,7 @@ func (j *judging) indexReferences() {
 		if it.Kind != "payment" {
 			continue
 		}
+		own(paymentReference(intentPaymentID(it.scope)), it.scope)
 		for _, a := range it.Answers {
 			if id := paymentOf(a.Status, []byte(a.Body)); id != "" {
 				own(paymentReference(id), it.scope)
@@ -196,17 +196,27 @@ func (j *judging) indexReferences() {
 		if _, ok := j.intents[row.scope]; ok {
 			own(row.Reference, row.scope)
 		}
-		if j.completed(row.scope) {
-			j.accounted[row.Reference] = true
+		if j.journaled[row.Reference] == nil {
+			j.journaled[row.Reference] = map[scope][]string{}
+		}
+		ids := j.journaled[row.Reference][row.scope]
+		if row.ProviderID != "" {
+			ids = append(ids, row.ProviderID)
+		}
+		j.journaled[row.Reference][row.scope] = ids
+	}
+}
+
+// accountedFor reports whether a key accounts for charge c, as reconciliation decides: a key
+// that journaled c's reference and is not completed (still in pgsaga's or an operator's hands),
+// or is completed having recorded c's id, or no id, under it.
+func (j *judging) accountedFor(c gateway.Charge) bool {
+	for sc, ids := range j.journaled[c.Reference] {
+		if !j.completed(sc) || len(ids) == 0 || slices.Contains(ids, c.ID) {
+			return true
 		}
 	}
-	for _, k := range j.ev.Keys {
-		if k.State == "completed" && k.Response != nil && k.Operation == payments.OpCreatePayment {
-			if id := paymentOf(k.Response.Status, k.Response.Body); id != "" {
-				j.accounted[paymentReference(id)] = true
-			}
-		}
-	}
+	return false
 }
 
 // paymentOf is the payment id an answer to a payment names: the id of a 201, the payment_id of
@@ -381,6 +391,11 @@ func (j *judging) firstAnswer(it *intentRecord) {
 	first := it.Answers[0]
 	body := []byte(first.Body)
 	completed := j.completed(it.scope)
+	if id := paymentOf(first.Status, body); it.Kind == "payment" && id != "" && j.ev.Claim == claimMoney && id != intentPaymentID(it.scope) {
+		// A re-execution after a lost commit would make another payment, charged under another
+		// reference: the money claim rests on ids derived from the intent.
+		j.add(kindNotDerived, it.scope, "payment %s answered with payment %s; the id derived from the intent is %s", it.scope, id, intentPaymentID(it.scope))
+	}
 	switch {
 	case it.Kind == "invoice" && first.Status == http.StatusCreated:
 	case it.Kind == "payment" && first.Status == http.StatusCreated:
@@ -445,7 +460,7 @@ func (j *judging) checkCharges() {
 		}
 	}
 	for _, c := range j.ev.Charges {
-		if !j.accounted[c.Reference] {
+		if !j.accountedFor(c) {
 			j.v.unaccounted++
 			if j.ev.Claim == claimExact {
 				j.add(kindChargeNotRecorded, j.owner(c.Reference), "charge %s (%s, %s) is accounted for by no completed key", c.ID, c.Reference, c.Status)
@@ -515,12 +530,13 @@ func (j *judging) checkReconciliation() {
 		reported[u.ProviderID] = true
 	}
 	for _, c := range j.ev.Charges {
+		accounted := j.accountedFor(c)
 		switch {
-		case !j.accounted[c.Reference] && !reported[c.ID]:
+		case !accounted && !reported[c.ID]:
 			j.v.unreported++
 			j.add(kindUnreported, j.owner(c.Reference), "charge %s (%s, %s %d %s) is accounted for by no completed key and not in reconciliation's report",
 				c.ID, c.Reference, c.Status, c.Amount, c.Currency)
-		case j.accounted[c.Reference] && reported[c.ID]:
+		case accounted && reported[c.ID]:
 			j.add(kindFalseReport, j.owner(c.Reference), "reconciliation reported charge %s (%s), which a completed key accounts for", c.ID, c.Reference)
 		}
 	}

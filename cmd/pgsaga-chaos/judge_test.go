@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -54,10 +55,10 @@ func (w *world) invoice(sc scope, amount int64) string {
 // charge, its succeeded payment, the invoice paid. It returns the payment's and the charge's
 // ids.
 func (w *world) pay(sc scope, invoice string, amount int64) (id, chargeID string) {
-	id, chargeID = w.next("pay"), w.next("ch")
+	id, chargeID = intentPaymentID(sc), w.next("ch")
 	body := fmt.Sprintf(`{"id":%q,"invoice_id":%q,"amount":%d,"status":"succeeded","charge_id":%q}`, id, invoice, amount, chargeID)
 	w.intent(sc, "payment", fmt.Sprintf(`{"invoice_id":%q,"amount":%d}`, invoice, amount), payments.OpCreatePayment, http.StatusCreated, body)
-	w.ev.Journal = append(w.ev.Journal, journalRow{scope: sc, Reference: paymentReference(id)})
+	w.ev.Journal = append(w.ev.Journal, journalRow{scope: sc, Reference: paymentReference(id), ProviderID: chargeID})
 	w.ev.Charges = append(w.ev.Charges, gateway.Charge{ID: chargeID, Amount: amount, Currency: "USD", Reference: paymentReference(id), Status: gateway.ChargeStatusSucceeded})
 	w.ev.Payments = append(w.ev.Payments, paymentRow{ID: id, Tenant: sc.Tenant, InvoiceID: invoice, Amount: amount, Status: "succeeded", ChargeID: chargeID})
 	inv := w.invoiceRow(invoice)
@@ -72,7 +73,7 @@ func (w *world) pay(sc scope, invoice string, amount int64) (id, chargeID string
 // settleFailed adds a payment intent of sc whose key the operator settled failed: no charge, a
 // failed payment, 402 payment_failed.
 func (w *world) settleFailed(sc scope, invoice string, amount int64) string {
-	id := w.next("pay")
+	id := intentPaymentID(sc)
 	body := fmt.Sprintf(`{"error":"payment_failed","message":"the payment failed","payment_id":%q}`, id)
 	w.intent(sc, "payment", fmt.Sprintf(`{"invoice_id":%q,"amount":%d}`, invoice, amount), payments.OpCreatePayment, http.StatusPaymentRequired, body)
 	w.ev.Journal = append(w.ev.Journal, journalRow{scope: sc, Reference: paymentReference(id)})
@@ -251,21 +252,68 @@ func TestJudge(t *testing.T) {
 			s.w.reconcile("ch_orphan")
 		}, want: []string{kindChargeNoIntent}},
 
+		{name: "a second charge under the intent's reference, reported, money", claim: claimMoney, breakIt: func(s *shop) {
+			// A re-execution after a lost commit sent the derived reference again, blind (the
+			// provider could neither be asked nor de-duplicate): the key recorded the second
+			// charge, reconciliation reports the first. Money moved twice all the same.
+			s.w.ev.Charges = append(s.w.ev.Charges, gateway.Charge{ID: "ch_blind", Amount: 2500, Currency: "USD",
+				Reference: paymentReference(s.alicePay), Status: gateway.ChargeStatusSucceeded})
+			s.w.reconcile("ch_blind")
+		}, want: []string{kindDoubleCharge, kindNoCharge}},
+		{name: "a payment id drawn in a phase, money", claim: claimMoney, breakIt: func(s *shop) {
+			w := s.w
+			sc := in(bob, "bob-pay-0001")
+			old := intentPaymentID(sc)
+			it := w.intentOf(sc)
+			it.Answers[0].Body = strings.ReplaceAll(it.Answers[0].Body, old, "pay_random")
+			w.keyOf(sc).Response.Body = json.RawMessage(it.Answers[0].Body)
+			for i := range w.ev.Journal {
+				if w.ev.Journal[i].scope == sc {
+					w.ev.Journal[i].Reference = paymentReference("pay_random")
+				}
+			}
+			for i := range w.ev.Charges {
+				if w.ev.Charges[i].Reference == paymentReference(old) {
+					w.ev.Charges[i].Reference = paymentReference("pay_random")
+				}
+			}
+			w.paymentRow(old).ID = "pay_random"
+		}, want: []string{kindNotDerived}},
+		{name: "a payment id drawn in a phase, the exact claim does not rest on it", claim: claimExact, breakIt: func(s *shop) {
+			w := s.w
+			sc := in(bob, "bob-pay-0001")
+			old := intentPaymentID(sc)
+			it := w.intentOf(sc)
+			it.Answers[0].Body = strings.ReplaceAll(it.Answers[0].Body, old, "pay_random")
+			w.keyOf(sc).Response.Body = json.RawMessage(it.Answers[0].Body)
+			for i := range w.ev.Journal {
+				if w.ev.Journal[i].scope == sc {
+					w.ev.Journal[i].Reference = paymentReference("pay_random")
+				}
+			}
+			for i := range w.ev.Charges {
+				if w.ev.Charges[i].Reference == paymentReference(old) {
+					w.ev.Charges[i].Reference = paymentReference("pay_random")
+				}
+			}
+			w.paymentRow(old).ID = "pay_random"
+		}},
+
 		// Lost intents.
 		{name: "a key left started", claim: claimExact, breakIt: func(s *shop) {
 			k := s.w.keyOf(alicePay1)
 			k.State, k.RecoveryPoint, k.Response = "started", "payment_created", nil
-		}, want: []string{kindLost, kindChargeNotRecorded}, check: func(t *testing.T, v *verdict) { require.Equal(t, 1, v.lost) }},
+		}, want: []string{kindLost}, check: func(t *testing.T, v *verdict) { require.Equal(t, 1, v.lost) }},
 		{name: "a key sent and not in the database", claim: claimExact, breakIt: func(s *shop) {
-			s.w.dropKey(in(bob, "bob-pay-0001"))
+			s.w.dropKey(in(bob, "bob-pay-0001")) // and its journal with it
+			s.w.ev.Journal = slices.DeleteFunc(s.w.ev.Journal, func(j journalRow) bool { return j.scope == in(bob, "bob-pay-0001") })
 		}, want: []string{kindLost, kindChargeNotRecorded}},
 		{name: "a completed key whose client never got an answer", claim: claimExact, breakIt: func(s *shop) {
 			s.w.intentOf(in(bob, s.shared)).Answers = nil
 		}, want: []string{kindLost}},
 		{name: "a key left parked, money", claim: claimMoney, breakIt: func(s *shop) {
 			k := s.w.keyOf(alicePay1)
-			k.State, k.Response = "failed", nil
-			s.w.reconcile(s.aliceCharge) // no completed key accounts for its charge
+			k.State, k.Response = "failed", nil // a parked key accounts for its charge: nothing to reconcile
 		}, want: []string{kindLost}},
 		{name: "a key gone and never answered, money", claim: claimMoney, breakIt: func(s *shop) {
 			s.w.dropKey(in(bob, s.shared))
@@ -431,6 +479,37 @@ func TestJudge(t *testing.T) {
 			w.ev.Invoices = slices.DeleteFunc(w.ev.Invoices, func(inv invoiceRow) bool { return inv.ID == invoice })
 			w.dropKey(in(carol, "carol-inv-0002")) // the invoice's key went with it; its client had the 201
 		}, check: func(t *testing.T, v *verdict) { require.Equal(t, 1, v.forgotten) }},
+
+		{name: "a payment charged, then refused as not found once a failover lost its invoice, reported, money", claim: claimMoney, breakIt: func(s *shop) {
+			// The invoice and the payment's first execution were committed in the loss window:
+			// the charge went out, the failover lost both, and the client's retry found no
+			// invoice. The charge belongs to the intent by its derived id; no key accounts for it;
+			// reconciliation reports it.
+			w := s.w
+			inv := w.invoice(in(bob, "bob-inv-0002"), 10000)
+			w.dropKey(in(bob, "bob-inv-0002"))
+			w.ev.Invoices = slices.DeleteFunc(w.ev.Invoices, func(r invoiceRow) bool { return r.ID == inv })
+			sc := in(bob, "bob-pay-0002")
+			body := `{"error":"not_found","message":"no such invoice"}`
+			w.intent(sc, "payment", fmt.Sprintf(`{"invoice_id":%q,"amount":900}`, inv), payments.OpCreatePayment, http.StatusNotFound, body)
+			w.ev.Charges = append(w.ev.Charges, gateway.Charge{ID: "ch_lost", Amount: 900, Currency: "USD",
+				Reference: paymentReference(intentPaymentID(sc)), Status: gateway.ChargeStatusSucceeded})
+			w.reconcile("ch_lost")
+		}, check: func(t *testing.T, v *verdict) {
+			require.Equal(t, 1, v.forgotten)
+			require.Equal(t, 1, v.unaccounted)
+		}},
+		{name: "the same, not reported, money", claim: claimMoney, breakIt: func(s *shop) {
+			w := s.w
+			inv := w.invoice(in(bob, "bob-inv-0002"), 10000)
+			w.dropKey(in(bob, "bob-inv-0002"))
+			w.ev.Invoices = slices.DeleteFunc(w.ev.Invoices, func(r invoiceRow) bool { return r.ID == inv })
+			sc := in(bob, "bob-pay-0002")
+			body := `{"error":"not_found","message":"no such invoice"}`
+			w.intent(sc, "payment", fmt.Sprintf(`{"invoice_id":%q,"amount":900}`, inv), payments.OpCreatePayment, http.StatusNotFound, body)
+			w.ev.Charges = append(w.ev.Charges, gateway.Charge{ID: "ch_lost", Amount: 900, Currency: "USD",
+				Reference: paymentReference(intentPaymentID(sc)), Status: gateway.ChargeStatusSucceeded})
+		}, want: []string{kindUnreported}},
 
 		// Reconciliation.
 		{name: "a forgotten charge reconciliation does not report, money", claim: claimMoney, breakIt: func(s *shop) {

@@ -18,6 +18,8 @@ type runner struct {
 	traffic *traffic
 	ledger  *ledgerWatch
 	faults  *faultCounts
+	// failovers are a Patroni pair's failovers, as they went.
+	failovers *failoverLog
 }
 
 // run performs one chaos run: it starts the processes, lets the clients submit intents while
@@ -61,7 +63,8 @@ func runIn(ctx context.Context, cfg *Config, dir string) (*summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{cfg: cfg, dir: dir, tl: tl, env: e, traffic: tr, ledger: newLedgerWatch(e.simURL, tl), faults: &faultCounts{}}
+	r := &runner{cfg: cfg, dir: dir, tl: tl, env: e, traffic: tr, ledger: newLedgerWatch(e.simURL, tl), faults: &faultCounts{},
+		failovers: newFailoverLog(cfg, tl)}
 	return r.run(ctx)
 }
 
@@ -80,7 +83,7 @@ func (r *runner) run(ctx context.Context) (*summary, error) {
 	r.tl.add("run: %d clients for %s", r.cfg.Clients, r.cfg.Duration)
 	var wg sync.WaitGroup
 	wg.Go(func() { r.traffic.run(runCtx) })
-	wg.Go(func() { newFaults(r.env, r.faults).run(runCtx, begin) })
+	wg.Go(func() { newFaults(r.env, r.faults, r.failovers).run(runCtx, begin) })
 	wg.Wait()
 	ran := time.Since(begin)
 	if err := ctx.Err(); err != nil {
@@ -128,8 +131,8 @@ func (r *runner) progress(ctx context.Context) {
 				answered++
 			}
 		}
-		r.tl.add("progress: %d intents, %d answered, %d requests, %d faults, %d charges seen pending", len(all), answered, requests,
+		r.tl.add("progress: %d intents, %d answered, %d requests, %d faults, %d failovers, %d charges seen pending", len(all), answered, requests,
 			r.faults.KillServe.Load()+r.faults.KillWorker.Load()+r.faults.FreezeServe.Load()+r.faults.FreezeWorker.Load()+r.faults.PausePG.Load()+r.faults.RestartPG.Load()+r.faults.InquiryOff.Load(),
-			r.ledger.pendingSeen())
+			len(r.failovers.all()), r.ledger.pendingSeen())
 	}
 }

@@ -25,6 +25,12 @@ type summary struct {
 	byStatus   map[string]int
 	faults     *faultCounts
 	starts     map[string]int // process starts, by process
+	// failovers are a Patroni pair's failovers; servedAfter, for each, how long after it began
+	// a request sent since was first answered 201 with a new effect (-1: none was).
+	failovers   []failover
+	servedAfter []time.Duration
+	// inLossWindow counts, for each failover, the 201s answered in its loss window (lossy only).
+	inLossWindow []int
 
 	charges        int
 	chargesBy      map[gateway.ChargeStatus]int
@@ -41,13 +47,25 @@ type summary struct {
 func (s *summary) pass() bool { return s.verdict.pass() }
 
 func (r *runner) summarize(ev *evidence, v *verdict, dr *drainResult, ran time.Duration) *summary {
-	s := &summary{cfg: r.cfg, dir: r.dir, ran: ran, drain: dr, faults: r.faults, starts: map[string]int{},
+	s := &summary{cfg: r.cfg, dir: r.dir, ran: ran, drain: dr, faults: r.faults, starts: map[string]int{}, failovers: r.failovers.all(),
 		chargesBy: map[gateway.ChargeStatus]int{}, pendingSeen: r.ledger.pendingSeen(), verdict: v,
 		violationKinds: map[string]int{}}
 	if ev.Reconcile != nil {
 		s.reconciled, s.checked, s.unmatched = true, ev.Reconcile.Checked, len(ev.Reconcile.Unmatched)
 	}
 	s.requests, s.byStatus = r.traffic.tr.figures()
+	for _, fo := range s.failovers {
+		d, ok := r.traffic.tr.firstCreatedAfter(fo.at)
+		if !ok {
+			d = -1
+		}
+		s.servedAfter = append(s.servedAfter, d)
+		n := 0
+		if !fo.lossFrom.IsZero() {
+			n = r.traffic.tr.createdBetween(fo.lossFrom, fo.at)
+		}
+		s.inLossWindow = append(s.inLossWindow, n)
+	}
 	for _, d := range append(r.env.daemons(), r.env.sim) {
 		d.mu.Lock()
 		s.starts[d.name] = d.starts
@@ -140,8 +158,15 @@ func (s *summary) String() string {
 	f := s.faults
 	row("kill -9", "%d serve, %d worker", f.KillServe.Load(), f.KillWorker.Load())
 	row("zombies (SIGSTOP)", "%d serve, %d worker, %s each", f.FreezeServe.Load(), f.FreezeWorker.Load(), c.PauseFor)
-	row("database pauses", "%d of %s (lease %s)", f.PausePG.Load(), c.PauseFor, c.Lease)
-	row("database restarts", "%d (down %s each)", f.RestartPG.Load(), c.DBDown)
+	if c.patroni() {
+		row("database", "Patroni pair, %s replication, leader lock TTL %s, one multi-host URL", strings.TrimPrefix(c.Cluster, "patroni-"), patroniTTL)
+		row("primary pauses", "%d of %s (lease %s)", f.PausePG.Load(), c.PauseFor, c.Lease)
+		s.failoverRows(row)
+	} else {
+		row("database", "one PostgreSQL server")
+		row("database pauses", "%d of %s (lease %s)", f.PausePG.Load(), c.PauseFor, c.Lease)
+		row("database restarts", "%d (down %s each)", f.RestartPG.Load(), c.DBDown)
+	}
 	row("gateway inquiry off", "%d times, %s each", f.InquiryOff.Load(), orNone(c.InquiryOff))
 	row("faults skipped", "%d (target busy with an earlier fault)", f.Skipped.Load())
 	names := make([]string, 0, len(s.starts))
@@ -228,4 +253,51 @@ func formatCounts(m map[string]int) string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// failoverRows adds the failovers' rows: how many of each kind, how long until a new primary
+// took writes and until the pair was healthy again.
+func (s *summary) failoverRows(row func(name, format string, args ...any)) {
+	byKind := map[string]int{}
+	var toPrimary, toHealthy, served []time.Duration
+	failed, inPlace := 0, 0
+	for i, fo := range s.failovers {
+		if s.servedAfter[i] >= 0 && fo.err == nil {
+			served = append(served, s.servedAfter[i])
+		}
+		byKind[fo.kind.String()]++
+		switch {
+		case fo.err != nil:
+			failed++
+		case fo.inPlace:
+			inPlace++
+		default:
+			toPrimary = append(toPrimary, fo.primaryAfter)
+			toHealthy = append(toHealthy, fo.healthyAfter)
+		}
+	}
+	slices.Sort(toPrimary)
+	slices.Sort(toHealthy)
+	slices.Sort(served)
+	row("failovers", "%d (%s); %d failed, %d restarted in place (every %s on average, from healthy to the next)",
+		len(s.failovers), formatCounts(byKind), failed, inPlace, s.cfg.FailoverEvery)
+	row("failover took", "new primary after p50 %s, max %s; healthy again after p50 %s, max %s",
+		percentile(toPrimary, 50).Round(time.Millisecond), percentile(toPrimary, 100).Round(time.Millisecond),
+		percentile(toHealthy, 50).Round(time.Millisecond), percentile(toHealthy, 100).Round(time.Millisecond))
+	row("clients served again", "a new 201 after p50 %s, max %s from the fault (requests sent since)",
+		percentile(served, 50).Round(time.Millisecond), percentile(served, 100).Round(time.Millisecond))
+	for i, fo := range s.failovers {
+		switch {
+		case fo.err != nil:
+			row("failover", "%s of %s: %v", fo.kind, fo.from, fo.err)
+		default:
+			lost := ""
+			if !fo.lossFrom.IsZero() {
+				lost = fmt.Sprintf(" (%d 201s answered in its %s loss window)", s.inLossWindow[i], fo.at.Sub(fo.lossFrom).Round(time.Millisecond))
+			}
+			row("failover", "%s of %s at %s%s: %s primary after %s, a new 201 after %s, healthy after %s", fo.kind, fo.from,
+				fo.at.Format("15:04:05"), lost, fo.to, fo.primaryAfter.Round(time.Millisecond), s.servedAfter[i].Round(time.Millisecond),
+				fo.healthyAfter.Round(time.Millisecond))
+		}
+	}
 }

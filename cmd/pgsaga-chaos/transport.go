@@ -166,3 +166,36 @@ func (t *transport) figures() (int, map[string]int) {
 	}
 	return t.requests, out
 }
+
+// firstCreatedAfter returns how long after t a request sent at or after t was first answered 201
+// without being a replay (a fresh effect, a write on the database); false when none was.
+func (t *transport) firstCreatedAfter(at time.Time) (time.Duration, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var first time.Time
+	for _, reqs := range t.byScope {
+		for _, q := range reqs {
+			if q.status == http.StatusCreated && !q.replayed && !q.at.Before(at) {
+				if end := q.at.Add(q.took); first.IsZero() || end.Before(first) {
+					first = end
+				}
+			}
+		}
+	}
+	return first.Sub(at), !first.IsZero()
+}
+
+// createdBetween counts the requests answered 201 without being a replay between from and to.
+func (t *transport) createdBetween(from, to time.Time) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, reqs := range t.byScope {
+		for _, q := range reqs {
+			if end := q.at.Add(q.took); q.status == http.StatusCreated && !q.replayed && !end.Before(from) && !end.After(to) {
+				n++
+			}
+		}
+	}
+	return n
+}
