@@ -32,8 +32,10 @@ type ClientOpts struct {
 // sending, and a 503 whose body says {"error":"not_processed"} (the simulator's explicit
 // refusal) certainly charged nothing (gateway.NotDoneError); any other 5xx (a proxy's 502 may
 // follow a charge upstream), a timeout, a reset or closed connection and an unreadable answer
-// after the request was sent may have charged (gateway.UnknownError); any other 4xx is a
-// gateway.PermanentError.
+// after the request was sent may have charged (gateway.UnknownError), and so may a 422
+// idempotency_key_reused (an earlier request under the same key reached the provider with other
+// parameters: it may have charged, and refusing this one as permanent would let the engine
+// compensate after money moved); any other 4xx is a gateway.PermanentError.
 type Client struct {
 	base *url.URL
 	http *http.Client
@@ -145,7 +147,12 @@ func (c *Client) Charge(ctx context.Context, params gateway.ChargeParams) (*gate
 		}
 		return nil, &gateway.UnknownError{Err: err}
 	default:
-		return nil, &gateway.PermanentError{Err: fmt.Errorf("error charging %q: %w", params.Reference, readError(resp))}
+		e := readError(resp)
+		err := fmt.Errorf("error charging %q: %w", params.Reference, e)
+		if e.Code == codeKeyReused {
+			return nil, &gateway.UnknownError{Err: err}
+		}
+		return nil, &gateway.PermanentError{Err: err}
 	}
 }
 

@@ -30,10 +30,11 @@ func TestClientClassifiesAnswers(t *testing.T) {
 		"500":                   {500, `{"error":"internal"}`, phases.CallOutcomeUnknown},
 		"marker on another 5xx": {500, `{"error":"not_processed"}`, phases.CallOutcomeUnknown},
 		"invalid":               {400, `{"error":"invalid_request","message":"amount"}`, phases.CallOutcomeFailedBefore},
-		"key reused":            {422, `{"error":"idempotency_key_reused"}`, phases.CallOutcomeFailedBefore},
-		"unreadable 201":        {201, `{"id":`, phases.CallOutcomeUnknown},
-		"unknown status":        {201, `{"id":"ch_1","amount":1,"currency":"USD","reference":"r","status":"processing"}`, phases.CallOutcomeUnknown},
-		"pending":               {201, `{"id":"ch_1","amount":1,"currency":"USD","reference":"r","status":"pending"}`, phases.CallOutcomePending},
+		// The first request under the key reached the provider and may have charged.
+		"key reused":     {422, `{"error":"idempotency_key_reused"}`, phases.CallOutcomeUnknown},
+		"unreadable 201": {201, `{"id":`, phases.CallOutcomeUnknown},
+		"unknown status": {201, `{"id":"ch_1","amount":1,"currency":"USD","reference":"r","status":"processing"}`, phases.CallOutcomeUnknown},
+		"pending":        {201, `{"id":"ch_1","amount":1,"currency":"USD","reference":"r","status":"pending"}`, phases.CallOutcomePending},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -51,4 +52,17 @@ func TestClientClassifiesAnswers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A key reused with other parameters means a request under that key reached the provider: the
+// in-process gateway says unknown too, never a refusal that would let the engine compensate.
+func TestInProcessKeyReusedIsUnknown(t *testing.T) {
+	t.Parallel()
+	gw := sim.New(nil).Gateway()
+	p := gateway.ChargeParams{Amount: 100, Currency: "USD", Reference: "payment:reused", IdempotencyKey: "payment:reused"}
+	_, err := gw.Charge(context.Background(), p)
+	require.NoError(t, err)
+	p.Amount = 200
+	_, err = gw.Charge(context.Background(), p)
+	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, err), "%v", err)
 }

@@ -12,7 +12,8 @@ import (
 // same faults as over HTTP, without the network. Fail-before and a context ended before the
 // call are a gateway.NotDoneError; a lost response, or a context ending while the request is
 // held (latency-before: it still lands later) or waits for its answer, a gateway.UnknownError;
-// an invalid request or a reused key with other parameters a gateway.PermanentError.
+// a reused key with other parameters (the first request under it may have charged) a
+// gateway.UnknownError; an invalid request a gateway.PermanentError.
 func (s *Simulator) Gateway() gateway.Gateway {
 	return inProcess{s}
 }
@@ -43,6 +44,8 @@ func (g inProcess) Charge(ctx context.Context, params gateway.ChargeParams) (*ga
 	switch {
 	case v.err == errUnavailable:
 		return nil, &gateway.NotDoneError{Err: v.err}
+	case v.err == errKeyReused:
+		return nil, &gateway.UnknownError{Err: v.err}
 	case v.err != nil:
 		return nil, &gateway.PermanentError{Err: v.err}
 	}

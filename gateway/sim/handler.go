@@ -58,7 +58,7 @@ func (s *Simulator) handleCharge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, notProcessed, v.err.Error())
 		return
 	case errors.Is(v.err, errKeyReused):
-		writeError(w, http.StatusUnprocessableEntity, "idempotency_key_reused", v.err.Error())
+		writeError(w, http.StatusUnprocessableEntity, codeKeyReused, v.err.Error())
 		return
 	case v.err != nil:
 		writeError(w, http.StatusBadRequest, "invalid_request", v.err.Error())
@@ -179,6 +179,9 @@ type info struct {
 	Inquiry       bool  `json:"inquiry"`
 	MaxInFlightMS int64 `json:"max_in_flight_ms"`
 }
+
+// codeKeyReused is the error code of a repeated idempotency key carrying other parameters.
+const codeKeyReused = "idempotency_key_reused"
 
 // notProcessed is the error code of the fail-before 503: the request was refused before
 // anything was charged.

@@ -44,11 +44,11 @@ const defaultPingTimeout = 2 * time.Second
 // target_session_attrs=read-write (a replicated pair under a failover manager): connections go
 // to whichever is the primary. A malformed URL is bad usage (UsageErrorf), reported without the
 // URL, so its password is never printed.
-func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) { return openPool(ctx, url) }
+func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) { return openPool(ctx, url, nil) }
 
 // openPool connects to url and checks that the server answers.
-func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	pool, err := newPool(ctx, url)
+func openPool(ctx context.Context, url string, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
+	pool, err := newPool(ctx, url, tracer)
 	if err != nil {
 		return nil, err
 	}
@@ -61,8 +61,9 @@ func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// newPool makes a pool on url without connecting: pgxpool connects on first use.
-func newPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+// newPool makes a pool on url without connecting: pgxpool connects on first use. tracer, when
+// not nil, traces its statements.
+func newPool(ctx context.Context, url string, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx's parse errors can quote the URL, password included: say only what is wrong.
@@ -78,6 +79,9 @@ func newPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		cfg.PingTimeout = defaultPingTimeout
 	}
 	cfg.AfterRelease = writable
+	if tracer != nil {
+		cfg.ConnConfig.Tracer = tracer
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("error connecting to the database: %w", err)
@@ -120,7 +124,7 @@ func (c *cli) connect(ctx context.Context) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openPool(ctx, url)
+	return openPool(ctx, url, c.tracing.pgxTracer())
 }
 
 // connectMigrated opens the database and checks that it carries every migration this binary
@@ -139,7 +143,7 @@ func (c *cli) connectMigratedWaiting(ctx context.Context, wait time.Duration, lo
 	if err != nil {
 		return nil, err
 	}
-	pool, err := newPool(ctx, url)
+	pool, err := newPool(ctx, url, c.tracing.pgxTracer())
 	if err != nil {
 		return nil, err
 	}

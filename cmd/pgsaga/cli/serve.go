@@ -105,7 +105,7 @@ func (c *cli) serve(cmd *cobra.Command, f *serveFlags) error {
 		maxInFlight = inFlightPerConn * int(pool.Config().MaxConns)
 	}
 	mux := d.opsMux()
-	mux.Handle("/", limitInFlight(svc.Handler, maxInFlight))
+	mux.Handle("/", d.tracing.handler(limitInFlight(svc.Handler, maxInFlight)))
 
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -165,6 +165,7 @@ func (c *cli) build(ctx context.Context, cmd *cobra.Command, p *BuildParams) (*S
 		return nil, err
 	}
 	p.Command, p.Flags, p.Outbox, p.Getenv = cmd.Name(), cmd.Flags(), outbox, c.env.Getenv
+	p.TracerProvider = c.tracing.tracerProvider()
 	svc, err := c.app.Build(ctx, p)
 	if err != nil {
 		return nil, err
