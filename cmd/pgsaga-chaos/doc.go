@@ -30,7 +30,7 @@
 // healed into a demoted old primary), a planned switchover and, asynchronous only, a lossy
 // failover (the primary's replication cut while it acknowledges -loss-window of the clients'
 // commits, then killed). The summary says how long each took: until a new primary took writes,
-// until a client got a new 201, until the old primary streamed again.
+// how long no client got a new 201 across it, until the old primary streamed again.
 //
 // After the run the faults stop and it drains as production would: the workers alone for a
 // while, then the clients retry what they got no answer for, then an operator (the harness

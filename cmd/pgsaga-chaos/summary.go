@@ -25,10 +25,10 @@ type summary struct {
 	byStatus   map[string]int
 	faults     *faultCounts
 	starts     map[string]int // process starts, by process
-	// failovers are a Patroni pair's failovers; servedAfter, for each, how long after it began
-	// a request sent since was first answered 201 with a new effect (-1: none was).
-	failovers   []failover
-	servedAfter []time.Duration
+	// failovers are a Patroni pair's failovers; outage, for each, the longest time no client got
+	// a new 201 across it, until the new primary took writes (-1: no 201 on either side).
+	failovers []failover
+	outage    []time.Duration
 	// inLossWindow counts, for each failover, the 201s answered in its loss window (lossy only).
 	inLossWindow []int
 
@@ -55,11 +55,11 @@ func (r *runner) summarize(ev *evidence, v *verdict, dr *drainResult, ran time.D
 	}
 	s.requests, s.byStatus = r.traffic.tr.figures()
 	for _, fo := range s.failovers {
-		d, ok := r.traffic.tr.firstCreatedAfter(fo.at)
+		d, ok := r.traffic.tr.longestGap(fo.at, fo.at.Add(fo.primaryAfter))
 		if !ok {
 			d = -1
 		}
-		s.servedAfter = append(s.servedAfter, d)
+		s.outage = append(s.outage, d)
 		n := 0
 		if !fo.lossFrom.IsZero() {
 			n = r.traffic.tr.createdBetween(fo.lossFrom, fo.at)
@@ -259,11 +259,11 @@ func firstLine(s string) string {
 // took writes and until the pair was healthy again.
 func (s *summary) failoverRows(row func(name, format string, args ...any)) {
 	byKind := map[string]int{}
-	var toPrimary, toHealthy, served []time.Duration
+	var toPrimary, toHealthy, outages []time.Duration
 	failed, inPlace := 0, 0
 	for i, fo := range s.failovers {
-		if s.servedAfter[i] >= 0 && fo.err == nil {
-			served = append(served, s.servedAfter[i])
+		if s.outage[i] >= 0 && fo.err == nil {
+			outages = append(outages, s.outage[i])
 		}
 		byKind[fo.kind.String()]++
 		switch {
@@ -278,14 +278,14 @@ func (s *summary) failoverRows(row func(name, format string, args ...any)) {
 	}
 	slices.Sort(toPrimary)
 	slices.Sort(toHealthy)
-	slices.Sort(served)
+	slices.Sort(outages)
 	row("failovers", "%d (%s); %d failed, %d restarted in place (every %s on average, from healthy to the next)",
 		len(s.failovers), formatCounts(byKind), failed, inPlace, s.cfg.FailoverEvery)
 	row("failover took", "new primary after p50 %s, max %s; healthy again after p50 %s, max %s",
 		percentile(toPrimary, 50).Round(time.Millisecond), percentile(toPrimary, 100).Round(time.Millisecond),
 		percentile(toHealthy, 50).Round(time.Millisecond), percentile(toHealthy, 100).Round(time.Millisecond))
-	row("clients served again", "a new 201 after p50 %s, max %s from the fault (requests sent since)",
-		percentile(served, 50).Round(time.Millisecond), percentile(served, 100).Round(time.Millisecond))
+	row("clients' outage", "no new 201 for p50 %s, max %s across a failover (longest gap between two)",
+		percentile(outages, 50).Round(time.Millisecond), percentile(outages, 100).Round(time.Millisecond))
 	for i, fo := range s.failovers {
 		switch {
 		case fo.err != nil:
@@ -295,8 +295,8 @@ func (s *summary) failoverRows(row func(name, format string, args ...any)) {
 			if !fo.lossFrom.IsZero() {
 				lost = fmt.Sprintf(" (%d 201s answered in its %s loss window)", s.inLossWindow[i], fo.at.Sub(fo.lossFrom).Round(time.Millisecond))
 			}
-			row("failover", "%s of %s at %s%s: %s primary after %s, a new 201 after %s, healthy after %s", fo.kind, fo.from,
-				fo.at.Format("15:04:05"), lost, fo.to, fo.primaryAfter.Round(time.Millisecond), s.servedAfter[i].Round(time.Millisecond),
+			row("failover", "%s of %s at %s%s: %s primary after %s, no new 201 for %s, healthy after %s", fo.kind, fo.from,
+				fo.at.Format("15:04:05"), lost, fo.to, fo.primaryAfter.Round(time.Millisecond), s.outage[i].Round(time.Millisecond),
 				fo.healthyAfter.Round(time.Millisecond))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -167,22 +168,32 @@ func (t *transport) figures() (int, map[string]int) {
 	return t.requests, out
 }
 
-// firstCreatedAfter returns how long after t a request sent at or after t was first answered 201
-// without being a replay (a fresh effect, a write on the database); false when none was.
-func (t *transport) firstCreatedAfter(at time.Time) (time.Duration, bool) {
+// longestGap returns the longest time between two consecutive requests answered 201 without
+// being a replay (a new effect, a write on the database), by when the answers arrived, among
+// those gaps that overlap [from, to]: how long no client got a new 201 across an outage there.
+// False when no gap does.
+func (t *transport) longestGap(from, to time.Time) (time.Duration, bool) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	var first time.Time
+	var ends []time.Time
 	for _, reqs := range t.byScope {
 		for _, q := range reqs {
-			if q.status == http.StatusCreated && !q.replayed && !q.at.Before(at) {
-				if end := q.at.Add(q.took); first.IsZero() || end.Before(first) {
-					first = end
-				}
+			if q.status == http.StatusCreated && !q.replayed {
+				ends = append(ends, q.at.Add(q.took))
 			}
 		}
 	}
-	return first.Sub(at), !first.IsZero()
+	t.mu.Unlock()
+	slices.SortFunc(ends, time.Time.Compare)
+	var longest time.Duration
+	found := false
+	for i := 1; i < len(ends); i++ {
+		if ends[i].Before(from) || ends[i-1].After(to) {
+			continue
+		}
+		found = true
+		longest = max(longest, ends[i].Sub(ends[i-1]))
+	}
+	return longest, found
 }
 
 // createdBetween counts the requests answered 201 without being a replay between from and to.
