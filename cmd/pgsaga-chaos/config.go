@@ -45,7 +45,8 @@ type Config struct {
 	FailoverEvery time.Duration
 	// LossWindow is how long a lossy failover (ClusterPatroniAsync) lets the primary acknowledge
 	// the clients' commits while nothing reaches its standby, before it dies: what the clients
-	// were told in that window is lost with it. Defaults to 1s.
+	// were told in that window is lost with it. The window goes on, by as much again up to ten
+	// times, until a client got a new 201 in it. Defaults to 1s.
 	LossWindow time.Duration
 
 	// FaultEvery is the mean time between two faults; each wait is drawn uniformly from half to

@@ -68,14 +68,21 @@ type failoverLog struct {
 	cfg *Config
 	tl  *timeline
 	rng *rand.Rand
+	// created counts the new 201s the clients got between two moments: a lossy failover's
+	// window lasts until it holds one.
+	created func(from, to time.Time) int
 
 	mu   sync.Mutex
 	list []failover
 }
 
-func newFailoverLog(cfg *Config, tl *timeline) *failoverLog {
-	return &failoverLog{cfg: cfg, tl: tl, rng: rand.New(rand.NewPCG(cfg.Seed, 3))}
+func newFailoverLog(cfg *Config, tl *timeline, created func(from, to time.Time) int) *failoverLog {
+	return &failoverLog{cfg: cfg, tl: tl, rng: rand.New(rand.NewPCG(cfg.Seed, 3)), created: created}
 }
+
+// maxLossWindows bounds a lossy failover's window, in Config.LossWindow: it waits for a client's
+// new 201 beyond the first, but not forever (every serve may be down meanwhile).
+const maxLossWindows = 10
 
 // run fails e's pair over until ctx ends: it waits a draw around Config.FailoverEvery, then
 // replaces the primary by the next kind in a shuffled round, holding e.db (no database pause
@@ -145,10 +152,17 @@ func (l *failoverLog) one(ctx context.Context, c *pgcluster.Cluster, kind failov
 	case failoverLossy:
 		next, err = c.LossyFailover(ctx, func(ctx context.Context) error {
 			// The serves commit meanwhile, acknowledged by a primary whose standby gets none of it.
+			// It lasts LossWindow, and longer until a client got a new 201 in it (other faults may
+			// have every serve down at the time), so that what it loses was acknowledged.
 			fo.lossFrom = time.Now()
-			l.tl.add("failover: the primary's replication is cut; its commits for the next %s will be lost", l.cfg.LossWindow)
+			l.tl.add("failover: the primary's replication is cut; its commits from now on will be lost")
 			sleepCtx(ctx, l.cfg.LossWindow)
+			for i := 1; i < maxLossWindows && l.created(fo.lossFrom, time.Now()) == 0 && ctx.Err() == nil; i++ {
+				sleepCtx(ctx, l.cfg.LossWindow)
+			}
 			fo.at = time.Now()
+			l.tl.add("failover: killing the primary after %s of commits its standby lacks (%d new 201s answered meanwhile)",
+				fo.at.Sub(fo.lossFrom).Round(time.Millisecond), l.created(fo.lossFrom, fo.at))
 			return ctx.Err()
 		})
 	}

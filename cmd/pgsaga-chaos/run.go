@@ -64,7 +64,7 @@ func runIn(ctx context.Context, cfg *Config, dir string) (*summary, error) {
 		return nil, err
 	}
 	r := &runner{cfg: cfg, dir: dir, tl: tl, env: e, traffic: tr, ledger: newLedgerWatch(e.simURL, tl), faults: &faultCounts{},
-		failovers: newFailoverLog(cfg, tl)}
+		failovers: newFailoverLog(cfg, tl, tr.tr.createdBetween)}
 	return r.run(ctx)
 }
 
@@ -111,7 +111,7 @@ func (r *runner) run(ctx context.Context) (*summary, error) {
 		r.tl.add("error writing the evidence: %v", err)
 	}
 	v := judge(ev)
-	s := r.summarize(ev, v, dr, ran)
+	s := r.summarize(ev, v, dr, begin, ran)
 	if !v.pass() {
 		if err := r.writeViolations(ctx, ev, v); err != nil {
 			r.tl.add("error writing the violations: %v", err)

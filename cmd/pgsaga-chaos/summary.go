@@ -26,7 +26,7 @@ type summary struct {
 	faults     *faultCounts
 	starts     map[string]int // process starts, by process
 	// failovers are a Patroni pair's failovers; outage, for each, the longest time no client got
-	// a new 201 across it, until the new primary took writes (-1: no 201 on either side).
+	// a new 201 across it, until the new primary took writes (-1: no 201 after it in the run).
 	failovers []failover
 	outage    []time.Duration
 	// inLossWindow counts, for each failover, the 201s answered in its loss window (lossy only).
@@ -46,7 +46,7 @@ type summary struct {
 
 func (s *summary) pass() bool { return s.verdict.pass() }
 
-func (r *runner) summarize(ev *evidence, v *verdict, dr *drainResult, ran time.Duration) *summary {
+func (r *runner) summarize(ev *evidence, v *verdict, dr *drainResult, begin time.Time, ran time.Duration) *summary {
 	s := &summary{cfg: r.cfg, dir: r.dir, ran: ran, drain: dr, faults: r.faults, starts: map[string]int{}, failovers: r.failovers.all(),
 		chargesBy: map[gateway.ChargeStatus]int{}, pendingSeen: r.ledger.pendingSeen(), verdict: v,
 		violationKinds: map[string]int{}}
@@ -55,7 +55,7 @@ func (r *runner) summarize(ev *evidence, v *verdict, dr *drainResult, ran time.D
 	}
 	s.requests, s.byStatus = r.traffic.tr.figures()
 	for _, fo := range s.failovers {
-		d, ok := r.traffic.tr.longestGap(fo.at, fo.at.Add(fo.primaryAfter))
+		d, ok := r.traffic.tr.longestGap(fo.at, fo.at.Add(fo.primaryAfter), begin.Add(ran))
 		if !ok {
 			d = -1
 		}
@@ -295,9 +295,12 @@ func (s *summary) failoverRows(row func(name, format string, args ...any)) {
 			if !fo.lossFrom.IsZero() {
 				lost = fmt.Sprintf(" (%d 201s answered in its %s loss window)", s.inLossWindow[i], fo.at.Sub(fo.lossFrom).Round(time.Millisecond))
 			}
+			outage := "-"
+			if s.outage[i] >= 0 {
+				outage = s.outage[i].Round(time.Millisecond).String()
+			}
 			row("failover", "%s of %s at %s%s: %s primary after %s, no new 201 for %s, healthy after %s", fo.kind, fo.from,
-				fo.at.Format("15:04:05"), lost, fo.to, fo.primaryAfter.Round(time.Millisecond), s.outage[i].Round(time.Millisecond),
-				fo.healthyAfter.Round(time.Millisecond))
+				fo.at.Format("15:04:05"), lost, fo.to, fo.primaryAfter.Round(time.Millisecond), outage, fo.healthyAfter.Round(time.Millisecond))
 		}
 	}
 }

@@ -169,16 +169,16 @@ func (t *transport) figures() (int, map[string]int) {
 }
 
 // longestGap returns the longest time between two consecutive requests answered 201 without
-// being a replay (a new effect, a write on the database), by when the answers arrived, among
-// those gaps that overlap [from, to]: how long no client got a new 201 across an outage there.
-// False when no gap does.
-func (t *transport) longestGap(from, to time.Time) (time.Duration, bool) {
+// being a replay (a new effect, a write on the database), by when the answers arrived before
+// until (the end of the run: the clients stop then), among those gaps that overlap [from, to]:
+// how long no client got a new 201 across an outage there. False when no gap does.
+func (t *transport) longestGap(from, to, until time.Time) (time.Duration, bool) {
 	t.mu.Lock()
 	var ends []time.Time
 	for _, reqs := range t.byScope {
 		for _, q := range reqs {
-			if q.status == http.StatusCreated && !q.replayed {
-				ends = append(ends, q.at.Add(q.took))
+			if end := q.at.Add(q.took); q.status == http.StatusCreated && !q.replayed && end.Before(until) {
+				ends = append(ends, end)
 			}
 		}
 	}

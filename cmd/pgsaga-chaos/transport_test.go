@@ -20,12 +20,15 @@ func TestLongestGap(t *testing.T) {
 		{Key: "b"}: {{at: at(3), status: http.StatusServiceUnavailable}, {at: at(4), status: http.StatusCreated, replayed: true}, created(7.5)},
 		{Key: "c"}: {created(8), created(20)},
 	}}
-	gap, ok := tr.longestGap(at(3), at(5)) // the fault at 3s, a new primary at 5s
+	end := at(60)
+	gap, ok := tr.longestGap(at(3), at(5), end) // the fault at 3s, a new primary at 5s
 	require.True(t, ok)
 	require.Equal(t, 5500*time.Millisecond, gap, "from the 201 at 2s to the one at 7.5s")
-	gap, ok = tr.longestGap(at(9), at(10))
+	gap, ok = tr.longestGap(at(9), at(10), end)
 	require.True(t, ok)
 	require.Equal(t, 12*time.Second, gap)
-	_, ok = tr.longestGap(at(30), at(31))
+	_, ok = tr.longestGap(at(30), at(31), end)
 	require.False(t, ok, "no 201 after the outage")
+	_, ok = tr.longestGap(at(9), at(10), at(15))
+	require.False(t, ok, "the 201 after the outage came after the run")
 }
