@@ -59,17 +59,32 @@ func run(m *testing.M) int {
 	fmt.Fprintf(os.Stderr, "failover: cluster started in %s\n", time.Since(begin).Round(time.Millisecond))
 	code := m.Run()
 	if code != 0 {
-		for _, n := range cluster.Nodes() {
-			if b, err := os.ReadFile(n.LogPath()); err == nil {
-				fmt.Fprintf(os.Stderr, "==== %s's log (Patroni and PostgreSQL)\n%s\n", n.Name, tail(b, 200))
-			}
-		}
+		keepLogs()
 	}
 	if err := cluster.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return code
+}
+
+// keepLogs copies the nodes' logs (Patroni's and PostgreSQL's) into a new directory, named on
+// stderr, and prints their last lines: the cluster's directory goes with Stop.
+func keepLogs() {
+	dir, err := os.MkdirTemp("", "pgsaga-failover-logs-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	for _, n := range cluster.Nodes() {
+		b, err := os.ReadFile(n.LogPath())
+		if err != nil {
+			continue
+		}
+		_ = os.WriteFile(filepath.Join(dir, n.Name+".log"), b, 0o644)
+		fmt.Fprintf(os.Stderr, "==== %s's log (Patroni and PostgreSQL), last lines\n%s\n", n.Name, tail(b, 60))
+	}
+	fmt.Fprintf(os.Stderr, "failover: the nodes' logs are kept in %s\n", dir)
 }
 
 // tail returns the last n lines of b.

@@ -31,7 +31,12 @@ type service struct {
 
 func newService(t *testing.T, pool *pgxpool.Pool) *service {
 	t.Helper()
-	s := sim.New(nil)
+	return newServiceWith(t, pool, sim.New(nil))
+}
+
+// newServiceWith is newService on the simulator s.
+func newServiceWith(t *testing.T, pool *pgxpool.Pool, s *sim.Simulator) *service {
+	t.Helper()
 	points := chaos.NewPoints()
 	svc, err := payments.New(&payments.Config{Pool: pool, Gateway: chaos.WrapGateway(s.Gateway(), points)})
 	require.NoError(t, err)

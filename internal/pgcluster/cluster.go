@@ -208,6 +208,7 @@ func (c *Cluster) startEtcd(ctx context.Context, peerPort int) error {
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 		"--initial-cluster", "etcd0="+peer, "--initial-cluster-state", "new",
+		"--enable-v2=true", // Patroni speaks the v2 API (see patroniConfig)
 		"--logger", "zap", "--log-level", "warn", "--log-outputs", "stderr",
 	)
 	cmd.Dir = c.dir
@@ -243,7 +244,7 @@ func etcdHealthy(ctx context.Context, client string) bool {
 	if err != nil {
 		return false
 	}
-	resp, err := restClient.Do(req)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return false
 	}
@@ -473,6 +474,9 @@ func (c *Cluster) SetSynchronous(ctx context.Context, on bool) error {
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {
 		begin := time.Now()
+		// From here we clean up ourselves: the guardian, released first, cannot signal a process
+		// group whose id was reused once ours are gone.
+		c.guard.release()
 		var errs []error
 		if err := c.kill(); err != nil {
 			errs = append(errs, err)
@@ -480,7 +484,6 @@ func (c *Cluster) Stop() error {
 		if err := os.RemoveAll(c.dir); err != nil {
 			errs = append(errs, fmt.Errorf("removing the cluster directory: %w", err))
 		}
-		c.guard.release()
 		c.logger.Info("cluster stopped", "dir", c.dir, "took", time.Since(begin).Round(time.Millisecond))
 		if err := errors.Join(errs...); err != nil {
 			c.stopErr = fmt.Errorf("error stopping the cluster: %w", err)

@@ -1,7 +1,7 @@
 // Package pgcluster runs a throwaway replicated PostgreSQL under Patroni, for failover tests: one
-// etcd (Patroni's distributed configuration store, spoken to through its v3 API) and two Patroni
-// nodes, each managing a PostgreSQL server; one node is the primary, the other streams from it
-// as a standby and takes over when the primary fails.
+// etcd (Patroni's distributed configuration store, through its v2 API: see patroniConfig for why
+// not v3 with Patroni 3.0.2) and two Patroni nodes, each managing a PostgreSQL server; one node
+// is the primary, the other streams from it as a standby and takes over when the primary fails.
 //
 // Start bootstraps the pair in a new directory under Config.BaseDir (/dev/shm when it can) and
 // returns once the standby streams (and is the synchronous standby, in Config.Synchronous mode).

@@ -51,6 +51,11 @@ type Partition struct {
 // that); its clients' connections and new connection attempts hang, with no error. Healed, the
 // node still believes it is the primary until its Patroni's next loop finds the lock lost and
 // demotes it. It returns once every process of the node is stopped.
+//
+// The whole node, because a partition cuts the node's PostgreSQL and its Patroni off together:
+// PostgreSQL frozen alone leaves its Patroni deciding about the lock from a hung database, and
+// Patroni frozen alone leaves PostgreSQL serving as a primary while the standby is promoted (a
+// hung Patroni; Partition.HealPostgres gives that window on purpose, after the failover).
 func (c *Cluster) PartitionPrimary(ctx context.Context) (*Partition, error) {
 	p, err := c.Primary(ctx)
 	if err != nil {

@@ -62,8 +62,6 @@ const restTimeout = 2 * time.Second
 // switchoverTimeout bounds POST /switchover, which Patroni answers once the switchover is done.
 const switchoverTimeout = time.Minute
 
-var restClient = &http.Client{}
-
 // status is what a node's GET /patroni says about itself (the fields we read).
 type status struct {
 	State string `json:"state"` // "running", "starting", "stopped", …
@@ -124,7 +122,7 @@ func (n *Node) rest(ctx context.Context, method, path string, body, out any) (in
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := restClient.Do(req)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("asking %s's Patroni (%s %s): %w", n.Name, method, path, err)
 	}

@@ -15,9 +15,15 @@ const scope = "pgsaga"
 // patroniConfig is node n's Patroni configuration. It is written as JSON, which is YAML.
 //
 // What Patroni 3.0.2 and etcd 3.4 need, beyond the obvious:
-//   - etcd 3.4 serves its v2 API only with --enable-v2; Patroni's "etcd" section speaks v2, its
-//     "etcd3" section the v3 API through etcd's gRPC gateway (/v3/…), which 3.4 serves by default.
-//     Both need python3-etcd installed (Patroni's etcd3 module imports the v2 one).
+//   - Patroni speaks etcd's v2 API here (its "etcd" section), which etcd 3.4 serves only with
+//     --enable-v2, and not the v3 API (its "etcd3" section, through etcd's gRPC gateway). Patroni
+//     3.0.2's etcd3 code renews an expired lease and then writes the leader key with it
+//     unconditionally, from the cluster view it read before: a primary frozen in the middle of
+//     its loop (a partition, a paused VM) takes the leader key back from the standby that was
+//     promoted meanwhile, which is demoted and loses what it acknowledged (the failover tests
+//     saw it: a COMMIT waiting on the old primary was acknowledged after all). Fixed in Patroni
+//     3.0.3 (a transaction comparing the key's value); the v2 code has always updated the key
+//     with prevValue=<own name>. Both need python3-etcd.
 //   - primary_start_timeout (master_start_timeout before 3.0) defaults to 300s: a primary whose
 //     postmaster died is restarted in place (crash recovery, holding the lock) rather than
 //     failed over. 0 fails over at once when a standby may take over.
@@ -62,7 +68,7 @@ func (c *Cluster) patroniConfig(n *Node) map[string]any {
 			"listen":          "127.0.0.1:" + strconv.Itoa(n.apiPort),
 			"connect_address": "127.0.0.1:" + strconv.Itoa(n.apiPort),
 		},
-		"etcd3":    map[string]any{"hosts": []string{"127.0.0.1:" + strconv.Itoa(c.etcdPort)}},
+		"etcd":     map[string]any{"hosts": []string{"127.0.0.1:" + strconv.Itoa(c.etcdPort)}},
 		"watchdog": map[string]any{"mode": "off"},
 		"bootstrap": map[string]any{
 			"dcs": map[string]any{
