@@ -69,6 +69,7 @@ func TestConfigValidate(t *testing.T) {
 		{"probability above 1", Config{Sim: SimFaults{Pending: 1.5}}, "Sim.Pending must be a probability"},
 		{"worker drain past the drain", Config{WorkerDrain: 5 * time.Minute, DrainTimeout: time.Minute}, "WorkerDrain must be in"},
 		{"unknown cluster", Config{Cluster: "patroni"}, "Cluster must be single, patroni-sync or patroni-async"},
+		{"idempotency neither on nor off", Config{Sim: SimFaults{Idempotency: "true"}}, "Sim.Idempotency must be on or off"},
 		{"pause past the leader lock", Config{Cluster: ClusterPatroniSync, Lease: 10 * time.Second, PauseFor: 6 * time.Second}, "PauseFor must be shorter than the Patroni leader lock's TTL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,4 +83,12 @@ func TestConfigValidate(t *testing.T) {
 	}
 	require.Equal(t, claimExact, (&Config{Cluster: ClusterPatroniSync}).WithDefaults().claim())
 	require.Equal(t, claimMoney, (&Config{Cluster: ClusterPatroniAsync}).WithDefaults().claim())
+	// An asynchronous pair's simulator honours keys, and its inquiry outages are then harmless;
+	// without keys, an outage would leave a provider that can neither be asked nor de-duplicate.
+	async := (&Config{Cluster: ClusterPatroniAsync}).WithDefaults()
+	require.Equal(t, "on", async.Sim.Idempotency)
+	require.Equal(t, 1500*time.Millisecond, async.InquiryOff)
+	keyless := (&Config{Cluster: ClusterPatroniAsync, Sim: SimFaults{Idempotency: "off"}}).WithDefaults()
+	require.Negative(t, keyless.InquiryOff)
+	require.Equal(t, "off", (&Config{Cluster: ClusterPatroniSync}).WithDefaults().Sim.Idempotency)
 }

@@ -66,15 +66,15 @@ type Config struct {
 	// InquiryOff is how long the gateway's inquiry is down when that fault comes up (POST
 	// /_sim/faults {"inquiry": false}, then true again): a charge whose outcome an earlier
 	// attempt left unknown cannot be resolved meanwhile, so its key parks with outcome_unknown
-	// for the operator to settle. The simulator says meanwhile that it has no inquiry, and it
-	// honours no keys: a provider that can neither be asked nor tell a repeated charge by its
-	// key. After a failover lost a key's commits, nothing then tells a re-execution from a first
-	// one, and its charge goes out a second time: so ClusterPatroniAsync has no such outage
-	// unless one is asked for. Defaults to 1.5s (none on ClusterPatroniAsync); negative: never.
+	// for the operator to settle. The simulator says meanwhile that it has no inquiry: without
+	// keys too, a provider that can neither be asked nor tell a repeated charge by its key, and
+	// after a failover lost a key's commits nothing then tells a re-execution from a first one:
+	// its charge goes out a second time. So an asynchronous pair whose simulator honours no keys
+	// has no such outage unless one is asked for. Defaults to 1.5s (none on ClusterPatroniAsync
+	// with Sim.Idempotency off); negative: never.
 	InquiryOff time.Duration
 
-	// Sim is the gateway simulator's faults. Its idempotency is always off and its inquiry on:
-	// every charge sent is a charge, and only inquiry can tell what an earlier attempt did.
+	// Sim is the gateway simulator's settings and faults. Its inquiry is always on.
 	Sim SimFaults
 
 	// WorkerDrain is how long, after the run, only the workers finish the started keys before
@@ -106,9 +106,18 @@ const (
 	ClusterPatroniAsync = "patroni-async"
 )
 
-// SimFaults are the gateway simulator's fault flags. A negative value turns a fault off (zero
-// means its default).
+// SimFaults are the gateway simulator's settings and fault flags. A negative value turns a
+// fault off (zero means its default).
 type SimFaults struct {
+	// Idempotency is whether the simulator honours idempotency keys, "on" or "off". Off, every
+	// charge sent is a charge, and only inquiry can tell what an earlier attempt did: the
+	// engine asks before it sends again. On an asynchronous pair that is not enough: an
+	// execution that ran on the old primary may still send until its lease runs out, and its
+	// request land the provider's in-flight window later, after a re-execution on the new
+	// primary found nothing (a failover faster than that is not covered); a provider with keys
+	// answers the re-execution with the first charge whatever the timing. Defaults to "off",
+	// "on" on ClusterPatroniAsync.
+	Idempotency string
 	// Pending is the probability that a charge is created pending. Defaults to 0.15.
 	Pending float64
 	// PendingFor is how long a pending charge stays pending. Defaults to 2s.
@@ -147,6 +156,10 @@ func (c *Config) WithDefaults() *Config {
 	setDefault(&out.DBRestarts, 1)
 	setDefault(&out.DBDown, time.Second)
 	if out.Cluster == ClusterPatroniAsync {
+		setDefault(&out.Sim.Idempotency, "on")
+	}
+	setDefault(&out.Sim.Idempotency, "off")
+	if out.Cluster == ClusterPatroniAsync && out.Sim.Idempotency == "off" {
 		setDefault(&out.InquiryOff, -1)
 	}
 	setDefault(&out.InquiryOff, 1500*time.Millisecond)
@@ -199,6 +212,7 @@ func (c *Config) validate() error {
 	check(c.Duration > 0, "Duration must be positive, got %s", c.Duration)
 	check(c.Cluster == ClusterSingle || c.patroni(), "Cluster must be %s, %s or %s, got %q", ClusterSingle, ClusterPatroniSync, ClusterPatroniAsync, c.Cluster)
 	check(c.FailoverEvery > 0, "FailoverEvery must be positive, got %s", c.FailoverEvery)
+	check(c.Sim.Idempotency == "on" || c.Sim.Idempotency == "off", "Sim.Idempotency must be on or off, got %q", c.Sim.Idempotency)
 	check(c.LossWindow > 0, "LossWindow must be positive, got %s", c.LossWindow)
 	check(c.Clients > 0, "Clients must be positive, got %d", c.Clients)
 	check(c.Lease >= time.Second, "Lease must be at least 1s (pgsaga's minimum), got %s", c.Lease)
@@ -229,7 +243,8 @@ func (c *Config) bindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.PauseFor, "pause-for", 0, "length of a database pause or a zombie (default: 0.9 x --lease)")
 	fs.IntVar(&c.DBRestarts, "db-restarts", d.DBRestarts, "full PostgreSQL restarts, evenly spaced")
 	fs.DurationVar(&c.DBDown, "db-down", d.DBDown, "how long PostgreSQL stays down in a restart")
-	fs.DurationVar(&c.InquiryOff, "inquiry-off", 0, "how long the gateway's inquiry is down when that fault comes up (default: 1.5s, none on patroni-async; negative: never)")
+	fs.DurationVar(&c.InquiryOff, "inquiry-off", 0, "how long the gateway's inquiry is down when that fault comes up (default: 1.5s, none on patroni-async without keys; negative: never)")
+	fs.StringVar(&c.Sim.Idempotency, "sim-idempotency", "", "gateway-sim --idempotency: on or off (default: off, on with -cluster patroni-async)")
 	fs.Float64Var(&c.Sim.Pending, "sim-pending", d.Sim.Pending, "gateway-sim --pending")
 	fs.DurationVar(&c.Sim.PendingFor, "sim-pending-for", d.Sim.PendingFor, "gateway-sim --pending-for")
 	fs.DurationVar(&c.Sim.Latency, "sim-latency", d.Sim.Latency, "gateway-sim --latency")

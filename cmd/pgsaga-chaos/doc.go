@@ -10,7 +10,10 @@
 //   - gateway-sim with --idempotency=false --inquiry=true: every charge sent is a charge, and only
 //     inquiry by reference tells what an earlier attempt did; some charges are pending for a
 //     while (--pending), requests land late (--latency-before, so a request may charge after its
-//     sender gave up), answers are slow, lost (--lose-response) or refused (--fail-before).
+//     sender gave up), answers are slow, lost (--lose-response) or refused (--fail-before). On
+//     an asynchronous pair it honours keys too (-sim-idempotency): with inquiry alone a failover
+//     faster than a lease and the provider's in-flight window can let a lost execution's charge
+//     land after the re-execution's empty inquiry, a limit pgsaga documents.
 //   - Clients (package client: the same key on every retry, full jitter, Retry-After honoured),
 //     each an actor of its own in one of two tenants, create invoices and pay one to three parts
 //     of each at once, sometimes double-clicking, each request to one of the two serves in turn.

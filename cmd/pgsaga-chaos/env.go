@@ -82,7 +82,7 @@ func startEnv(ctx context.Context, cfg *Config, dir string, tl *timeline) (_ *en
 	}
 	e.simURL = "http://" + simAddr
 	sf := cfg.Sim
-	simArgs := []string{"gateway-sim", "--addr", simAddr, "--idempotency=false", "--inquiry=true",
+	simArgs := []string{"gateway-sim", "--addr", simAddr, "--idempotency=" + strconv.FormatBool(sf.Idempotency == "on"), "--inquiry=true",
 		"--pending", probability(sf.Pending), "--pending-for", sf.PendingFor.String(),
 		"--latency", orNone(sf.Latency).String(), "--latency-jitter", orNone(sf.LatencyJitter).String(),
 		"--latency-before", orNone(sf.LatencyBefore).String(),

@@ -137,8 +137,8 @@ func (s *summary) String() string {
 	row("seed", "%d", c.Seed)
 	row("duration", "%s of traffic and faults, then %s of drain (workers alone %s)", s.ran.Round(time.Second), s.drain.took.Round(time.Second), s.drain.workersTook.Round(time.Second))
 	row("setup", "2 serve + 2 worker (lease %s, sweep %s), %d clients, double-click %.2f", c.Lease, c.SweepInterval, c.Clients, max(c.DoubleClick, 0))
-	row("gateway-sim", "idempotency off, inquiry on; pending %.2f for %s, latency %s +0..%s, latency-before %s, lose-response %.2f, fail-before %.2f",
-		max(sf.Pending, 0), sf.PendingFor, orNone(sf.Latency), orNone(sf.LatencyJitter), orNone(sf.LatencyBefore), max(sf.LoseResponse, 0), max(sf.FailBefore, 0))
+	row("gateway-sim", "idempotency %s, inquiry on; pending %.2f for %s, latency %s +0..%s, latency-before %s, lose-response %.2f, fail-before %.2f",
+		sf.Idempotency, max(sf.Pending, 0), sf.PendingFor, orNone(sf.Latency), orNone(sf.LatencyJitter), orNone(sf.LatencyBefore), max(sf.LoseResponse, 0), max(sf.FailBefore, 0))
 	row("intents", "%d payments (%d double-clicked), %d invoices, %d tenants; %d under a key string another scope used",
 		s.payments, s.doubles, s.invoices, len(tenants), s.sharedKeys)
 	row("requests", "%d (%d retries)", s.requests, s.requests-s.payments-s.doubles-s.invoices)
