@@ -58,9 +58,12 @@ type verdict struct {
 	// unaccounted counts the charges no completed key accounts for; unreported those of them
 	// reconciliation did not report.
 	unaccounted, unreported int
-	// changedBytes counts, under claimMoney, the intents whose answers differ in bytes but not in
-	// money (a re-execution after a lost commit).
+	// changedBytes counts, under claimMoney, the intents whose answers differ but not in the money
+	// they name (a re-execution after a lost commit), or differ because the invoice they pay
+	// was lost (a 404 after a 201).
 	changedBytes int
+	// ownReplays counts the first requests answered as a replay of their own key's response.
+	ownReplays int
 }
 
 func (v *verdict) pass() bool { return len(v.violations) == 0 }
@@ -73,8 +76,8 @@ func (v *verdict) String() string {
 	} else {
 		fmt.Fprintf(&b, "FAIL (%d violations)\n", len(v.violations))
 	}
-	fmt.Fprintf(&b, "  double charges %d, lost intents %d, forgotten keys %d, unaccounted charges %d (%d unreported), answers changed in bytes %d\n",
-		v.doubleCharges, v.lost, v.forgotten, v.unaccounted, v.unreported, v.changedBytes)
+	fmt.Fprintf(&b, "  double charges %d, lost intents %d, forgotten keys %d, unaccounted charges %d (%d unreported), answers changed %d, own replays %d\n",
+		v.doubleCharges, v.lost, v.forgotten, v.unaccounted, v.unreported, v.changedBytes, v.ownReplays)
 	for _, vi := range v.violations {
 		fmt.Fprintf(&b, "  %s: %s\n", vi.kind, vi.text)
 	}
@@ -253,7 +256,7 @@ func (j *judging) checkIntents() {
 			continue // never left the client: no key, nothing to check
 		}
 		if it.FirstReplayed {
-			j.add(kindFirstReplayed, it.scope, "%s %s: the request that started the key was answered with Idempotent-Replayed: true", it.Kind, it.scope)
+			j.firstReplayed(it)
 		}
 		for _, a := range it.Answers {
 			if id := resourceOf(it.Kind, a.Status, []byte(a.Body)); id != "" {
@@ -283,6 +286,23 @@ func (j *judging) checkIntents() {
 		}
 		j.add(kind, owners[0], "%s is named by the answers of %d intents: %v", id, len(owners), owners)
 	}
+}
+
+// firstReplayed judges a first request answered as a replay. Answered with what its own key
+// stores, it is a serve that lost the answer to its own commit (the database went away during
+// COMMIT), tried again and found the key completed: counted, no violation. Answered with anything
+// else, the key it replayed is not its own.
+func (j *judging) firstReplayed(it *intentRecord) {
+	k, ok := j.keys[it.scope]
+	if len(it.Answers) > 0 {
+		a := it.Answers[0]
+		if ok && k.State == "completed" && k.Response != nil && k.Response.Status == a.Status && sameJSON(k.Response.Body, []byte(a.Body)) {
+			j.v.ownReplays++
+			return
+		}
+	}
+	j.add(kindFirstReplayed, it.scope, "%s %s: the request that started the key was answered with Idempotent-Replayed: true, and not with what its key stores (%s)",
+		it.Kind, it.scope, storedString(k))
 }
 
 // finished checks that the intent was finished: its key completed and an answer got. Under
@@ -321,7 +341,7 @@ func (j *judging) answers(it *intentRecord) {
 			j.add(kindCrossScope, it.scope, "%s %s: answered %d %s, the stored response of %s", it.Kind, it.scope, a.Status, a.Body, other)
 			continue
 		}
-		if j.ev.Claim == claimMoney && moneyOf(it.Kind, first.Status, []byte(first.Body)) == moneyOf(it.Kind, a.Status, []byte(a.Body)) {
+		if j.ev.Claim == claimMoney && j.sameMoney(it, first.Status, []byte(first.Body), a.Status, []byte(a.Body)) {
 			changed = true
 			continue
 		}
@@ -346,7 +366,7 @@ func (j *judging) answers(it *intentRecord) {
 			j.add(kindCrossScope, it.scope, "%s %s: answered %d %s, the stored response of %s (its own key stores %s)", it.Kind, it.scope, a.Status, a.Body, other, storedString(k))
 			break
 		}
-		if j.ev.Claim == claimMoney && k.Response != nil && moneyOf(it.Kind, k.Response.Status, k.Response.Body) == moneyOf(it.Kind, a.Status, []byte(a.Body)) {
+		if j.ev.Claim == claimMoney && k.Response != nil && j.sameMoney(it, k.Response.Status, k.Response.Body, a.Status, []byte(a.Body)) {
 			changed = true
 			continue
 		}
@@ -360,6 +380,20 @@ func (j *judging) answers(it *intentRecord) {
 	if changed {
 		j.v.changedBytes++
 	}
+}
+
+// sameMoney reports whether two answers to it agree on money, as the money claim needs: they
+// name the same status, ids and amounts; or one is a 404 not_found for a payment whose invoice
+// is gone (a failover lost the invoice's commit, and a re-execution found no invoice), which
+// names no money: the charge the other names is reconciliation's to report.
+func (j *judging) sameMoney(it *intentRecord, s1 int, b1 []byte, s2 int, b2 []byte) bool {
+	if moneyOf(it.Kind, s1, b1) == moneyOf(it.Kind, s2, b2) {
+		return true
+	}
+	notFound := func(status int, body []byte) bool {
+		return status == http.StatusNotFound && field(body, "error") == "not_found"
+	}
+	return it.Kind == "payment" && (notFound(s1, b1) || notFound(s2, b2)) && j.invoiceLost(it)
 }
 
 // otherScopeStores finds a key of another scope, under the same key string, whose stored
@@ -404,9 +438,15 @@ func (j *judging) firstAnswer(it *intentRecord) {
 		if len(charges) != 1 || charges[0].ID != chargeID || charges[0].Status != gateway.ChargeStatusSucceeded {
 			j.add(kindNoCharge, it.scope, "payment %s answered 201 with charge %s; the ledger holds for its reference: %s", id, chargeID, chargeList(charges))
 		}
-		// A payment forgotten with its key (claimMoney) is gone with it: reconciliation reports its charge.
+		// A payment forgotten with its key (claimMoney), or with its invoice (the key then
+		// stores a 404), is gone with it: reconciliation reports its charge.
 		p, ok := j.payments[id]
-		if (ok || completed) && (p.Status != "succeeded" || p.ChargeID != chargeID) {
+		required := ok || completed
+		if j.ev.Claim == claimMoney && !ok {
+			k := j.keys[it.scope]
+			required = completed && k.Response != nil && paymentOf(k.Response.Status, k.Response.Body) == id
+		}
+		if required && (p.Status != "succeeded" || p.ChargeID != chargeID) {
 			j.add(kindNoPayment, it.scope, "payment %s answered 201 with charge %s; the payments table holds %+v", id, chargeID, p)
 		}
 	case it.Kind == "payment" && first.Status == http.StatusPaymentRequired && field(body, "error") == "payment_failed" && j.settledFailed[it.scope]:

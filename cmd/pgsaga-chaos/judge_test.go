@@ -243,7 +243,7 @@ func TestJudge(t *testing.T) {
 			p := w.paymentRow(s.alicePay)
 			p.ID, p.ChargeID = "pay_second", "ch_second"
 			w.reconcile(s.aliceCharge)
-		}, want: []string{kindDoubleCharge, kindChangedMoney, kindNoPayment}},
+		}, want: []string{kindDoubleCharge, kindChangedMoney}}, // payment A's row is gone: the key names B now
 		{name: "a charge under a reference no intent names, money", claim: claimMoney, breakIt: func(s *shop) {
 			// The same, seen only from the ledger: the first execution's payment id is named
 			// by nothing that survived. Reported, but not attributable to one charge per intent.
@@ -376,6 +376,46 @@ func TestJudge(t *testing.T) {
 			b, _ := json.Marshal(m)
 			it.Answers[1].Body = string(b)
 		}, want: []string{kindChangedMoney}},
+
+		{name: "a 201, then a 404 once a failover lost the invoice, money", claim: claimMoney, breakIt: func(s *shop) {
+			// Invoice and payment were both committed in a loss window; the double click's other
+			// request ran again on the new primary and found no invoice. The charge is the one
+			// reconciliation reports; the answers differ, and name no second money.
+			w := s.w
+			sc := in(carol, "carol-pay-0003")
+			invoice := field([]byte(w.intentOf(sc).Body), "invoice_id")
+			w.ev.SettledFailed = nil
+			w.ev.Payments = slices.DeleteFunc(w.ev.Payments, func(p paymentRow) bool { return p.InvoiceID == invoice })
+			w.ev.Invoices = slices.DeleteFunc(w.ev.Invoices, func(inv invoiceRow) bool { return inv.ID == invoice })
+			w.dropKey(in(carol, "carol-inv-0002"))
+			it := w.intentOf(sc)
+			it.Double = true
+			it.Answers = []answerRecord{
+				{Status: http.StatusCreated, Body: fmt.Sprintf(`{"id":%q,"invoice_id":%q,"amount":700,"status":"succeeded","charge_id":"ch_window"}`, s.failedPay, invoice)},
+				{Status: http.StatusNotFound, Body: `{"error":"not_found","message":"no such invoice"}`},
+			}
+			w.keyOf(sc).Response = &cliResponse{Status: http.StatusNotFound, Body: json.RawMessage(it.Answers[1].Body)}
+			w.ev.Journal = slices.DeleteFunc(w.ev.Journal, func(j journalRow) bool { return j.scope == sc })
+			w.ev.Charges = append(w.ev.Charges, gateway.Charge{ID: "ch_window", Amount: 700, Currency: "USD",
+				Reference: paymentReference(s.failedPay), Status: gateway.ChargeStatusSucceeded})
+			w.reconcile("ch_window")
+		}, check: func(t *testing.T, v *verdict) {
+			require.Equal(t, 1, v.changedBytes)
+			require.Equal(t, 1, v.forgotten, "the invoice's key")
+		}},
+		{name: "a 201, then a 404 for an invoice that is there, money", claim: claimMoney, breakIt: func(s *shop) {
+			it := s.w.intentOf(in(alice, "alice-pay-0002"))
+			it.Answers[1] = answerRecord{Status: http.StatusNotFound, Body: `{"error":"not_found","message":"no such invoice"}`}
+		}, want: []string{kindChangedMoney}},
+		{name: "a first request answered as a replay of its own key (a lost answer to its commit)", claim: claimExact, breakIt: func(s *shop) {
+			it := s.w.intentOf(in(bob, s.shared))
+			it.FirstReplayed, it.Answers[0].Replayed = true, true
+		}, check: func(t *testing.T, v *verdict) { require.Equal(t, 1, v.ownReplays) }},
+		{name: "a first request answered as a replay of something else", claim: claimMoney, breakIt: func(s *shop) {
+			it := s.w.intentOf(in(bob, s.shared))
+			it.FirstReplayed, it.Answers[0].Replayed = true, true
+			s.w.keyOf(in(bob, s.shared)).Response.Status = http.StatusOK
+		}, want: []string{kindFirstReplayed, kindChangedMoney}},
 
 		// Cross-scope replays.
 		{name: "another tenant's stored answer under the same key string", claim: claimExact, breakIt: func(s *shop) {

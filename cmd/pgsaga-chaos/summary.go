@@ -190,8 +190,9 @@ func (s *summary) String() string {
 	row("lost intents", "%d", v.lost)
 	if c.claim() == claimMoney {
 		row("forgotten keys", "%d (answered, then lost by a failover)", v.forgotten)
-		row("answers changed", "%d intents (bytes only, after a lost commit)", v.changedBytes)
+		row("answers changed", "%d intents (not in the money they name, after a lost commit)", v.changedBytes)
 	}
+	row("own replays", "%d first requests answered as a replay of their own key (a commit whose answer was lost)", v.ownReplays)
 	row("unaccounted charges", "%d (no completed key accounts for them); %d not reported by reconciliation", v.unaccounted, v.unreported)
 	if s.reconciled {
 		row("reconciliation", "%d charges listed by the provider since the run began, %d reported without a key", s.checked, s.unmatched)
