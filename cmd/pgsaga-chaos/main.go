@@ -55,10 +55,12 @@ func main() {
 	}
 }
 
-const usage = `Runs pgsaga's chaos soak: a throwaway PostgreSQL, an inquiry-only gateway simulator with
-pending charges and slow, lost and refused requests, two serve and two worker processes of the
-real pgsaga binary, and clients paying invoices with one idempotency key per intent, while
-processes are killed (-9) and frozen (SIGSTOP), the database is paused for most of a lease and
-restarted. Then it drains (the workers, the clients' retries, an operator settling parked keys
-from the ledger), checks that no payment was charged twice and no intent was lost, prints the
-figures, and exits 1 on any violation.`
+const usage = `Runs pgsaga's chaos soak: a throwaway PostgreSQL (or, with -cluster, a Patroni pair failed
+over every -failover-every), an inquiry-only gateway simulator with pending charges and slow,
+lost and refused requests, two serve and two worker processes of the real pgsaga binary, and
+clients of two tenants paying invoices with one idempotency key per intent, while processes are
+killed (-9) and frozen (SIGSTOP), the database is paused for most of a lease and restarted. Then
+it drains (the workers, the clients' retries, an operator settling parked keys from the ledger),
+runs reconciliation, judges the evidence it recorded (evidence.json: no double charge, no lost
+intent, every answer the same, the books balanced), prints the figures, and exits 1 on any
+violation. -judge FILE judges a recorded evidence.json again.`
