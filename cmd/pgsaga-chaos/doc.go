@@ -15,7 +15,8 @@
 //     faster than a lease and the provider's in-flight window can let a lost execution's charge
 //     land after the re-execution's empty inquiry, a limit pgsaga documents.
 //   - Clients (package client: the same key on every retry, full jitter, Retry-After honoured),
-//     each an actor of its own in one of two tenants, create invoices and pay one to three parts
+//     each an actor of its own in one of two tenants with its own API key (`pgsaga apikey
+//     create`), create invoices and pay one to three parts
 //     of each at once, sometimes double-clicking, each request to one of the two serves in turn.
 //     Some intents take the key string another client used lately (-shared-keys): the same
 //     string in two scopes is two keys, and neither may be answered with the other's response.

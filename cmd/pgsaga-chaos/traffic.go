@@ -36,6 +36,9 @@ type traffic struct {
 	client  *client.Client
 	tl      *timeline
 
+	// apiKeys are the secrets of the clients' API keys, by client (a scope without a key).
+	apiKeys map[scope]string
+
 	// recent holds the latest intents' scopes, for an intent that takes the key of another
 	// client's (Config.SharedKeys).
 	mu     sync.Mutex
@@ -46,7 +49,12 @@ type traffic struct {
 // of its own, so the scopes differ by actor within a tenant and by tenant across them.
 var tenants = []string{"chaos", "chaos-2"}
 
-func newTraffic(cfg *Config, serveURLs []string, tl *timeline) (*traffic, error) {
+// clientOf is the i-th client goroutine (from 0): its tenant and actor.
+func clientOf(i int) scope {
+	return scope{Tenant: tenants[i%len(tenants)], Actor: fmt.Sprintf("client-%02d", i+1)}
+}
+
+func newTraffic(cfg *Config, serveURLs []string, apiKeys map[scope]string, tl *timeline) (*traffic, error) {
 	reg := newIntents()
 	tr, err := newTransport(serveURLs)
 	if err != nil {
@@ -66,7 +74,7 @@ func newTraffic(cfg *Config, serveURLs []string, tl *timeline) (*traffic, error)
 	if err != nil {
 		return nil, err
 	}
-	return &traffic{cfg: cfg, intents: reg, tr: tr, client: c, tl: tl}, nil
+	return &traffic{cfg: cfg, intents: reg, tr: tr, client: c, tl: tl, apiKeys: apiKeys}, nil
 }
 
 // run starts cfg.Clients client goroutines and returns when ctx ends and they have stopped.
@@ -74,8 +82,8 @@ func (t *traffic) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i := range t.cfg.Clients {
 		rng := rand.New(rand.NewPCG(t.cfg.Seed, uint64(100+i)))
-		tenant, actor := tenants[i%len(tenants)], fmt.Sprintf("client-%02d", i+1)
-		wg.Go(func() { t.clientLoop(ctx, tenant, actor, rng) })
+		c := clientOf(i)
+		wg.Go(func() { t.clientLoop(ctx, c.Tenant, c.Actor, rng) })
 	}
 	wg.Wait()
 }
@@ -113,7 +121,8 @@ func (t *traffic) clientLoop(ctx context.Context, tenant, actor string, rng *ran
 // key another client (another actor, maybe of another tenant) used lately: the same key string
 // in two scopes is two keys, and neither may see the other's answer.
 func (t *traffic) newIntent(rng *rand.Rand, kind, tenant, actor, path string, body any, double bool) *intent {
-	opts := &client.IntentOpts{Header: http.Header{"X-Tenant-ID": {tenant}, "X-Actor-ID": {actor}}}
+	// Each client authenticates with its own API key, which names its tenant and actor.
+	opts := &client.IntentOpts{Header: http.Header{"Authorization": {"Bearer " + t.apiKeys[scope{Tenant: tenant, Actor: actor}]}}}
 	if rng.Float64() < t.cfg.SharedKeys {
 		opts.Key = t.sharedKey(rng, tenant, actor)
 	}
