@@ -39,7 +39,7 @@ SELECT ` + fenceSQL + `, max((extract(epoch FROM k.locked_until - clock_timestam
 func heartbeat(ctx context.Context, q queryer, h *holder, lease time.Duration, step string, window time.Duration) (time.Duration, error) {
 	var leftMs int64
 	err := q.QueryRow(ctx, heartbeatSQL, h.scope.Tenant, h.scope.Actor, h.key, &h.token, lease.Milliseconds(), step, h.attempt,
-		window.Milliseconds()).Scan(nil, &leftMs)
+		ceilMillis(window)).Scan(nil, &leftMs)
 	if isFence(err) {
 		return 0, ErrLeaseLost
 	}
