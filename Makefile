@@ -12,12 +12,14 @@ FUZZTIME  ?= 5s
 MODULES   := . cmd gateway/stripe examples/offline-client bench
 PKGS      ?= $(foreach m,$(MODULES),$(if $(filter .,$(m)),./...,./$(m)/...))
 CHAOS_DURATION ?= 5m
+CHAOS_CLUSTER  ?= single
+CHAOS_FAILOVER_EVERY ?= 30s
 
 .DEFAULT_GOAL := help
-.PHONY: help test tools vet bench fuzz chaos demo build lint fmt clean deps model
+.PHONY: help test tools vet bench fuzz chaos chaos-failover demo build lint fmt clean deps model
 
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 deps: ## Download the Go modules of every module
 	@set -e; for m in $(MODULES); do (cd $$m && $(GO) mod download); done
@@ -53,8 +55,14 @@ fuzz: ## Run every fuzz test briefly (FUZZTIME=5s each)
 		done; \
 	done
 
-chaos: ## Run the chaos soak (CHAOS_DURATION=5m)
-	$(GO) run ./internal/chaosrun -duration $(CHAOS_DURATION)
+chaos: ## Run the chaos soak (CHAOS_DURATION=5m, CHAOS_CLUSTER=single|patroni-sync|patroni-async)
+	$(GO) run ./cmd/pgsaga-chaos -duration $(CHAOS_DURATION) -cluster $(CHAOS_CLUSTER) -failover-every $(CHAOS_FAILOVER_EVERY)
+
+# The soak on a Patroni pair, once with synchronous and once with asynchronous replication,
+# failing the primary over every CHAOS_FAILOVER_EVERY among the other faults.
+chaos-failover: ## Run the chaos soak on a Patroni pair, sync then async (CHAOS_DURATION, CHAOS_FAILOVER_EVERY=30s)
+	$(GO) run ./cmd/pgsaga-chaos -duration $(CHAOS_DURATION) -cluster patroni-sync -failover-every $(CHAOS_FAILOVER_EVERY)
+	$(GO) run ./cmd/pgsaga-chaos -duration $(CHAOS_DURATION) -cluster patroni-async -failover-every $(CHAOS_FAILOVER_EVERY)
 
 demo: ## Run the demo against a throwaway PostgreSQL
 	$(GO) run ./cmd/pgsaga demo

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -43,23 +44,20 @@ func (r request) String() string {
 
 // transport sends each of the clients' requests to one of the two serves, alternating between
 // them for the attempts of one key, and records every request and answer: the figures by status,
-// each key's requests for the evidence, and a first request answered as a replay.
+// each key's requests for the evidence, and a first request answered as a replay. Each request
+// carries its intent in its context (withIntent).
 type transport struct {
-	serves  []*url.URL
-	next    http.RoundTripper
-	intents *intents
+	serves []*url.URL
+	next   http.RoundTripper
 
 	mu       sync.Mutex
-	byKey    map[string][]request
+	byScope  map[scope][]request
 	byStatus map[string]int
 	requests int
-	// firstReplays are keys whose very first request (the one that started the key; no other
-	// was sent before its answer) was answered as a replay.
-	firstReplays []string
 }
 
-func newTransport(serveURLs []string, reg *intents) (*transport, error) {
-	t := &transport{intents: reg, byKey: map[string][]request{}, byStatus: map[string]int{},
+func newTransport(serveURLs []string) (*transport, error) {
+	t := &transport{byScope: map[scope][]request{}, byStatus: map[string]int{},
 		next: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}}
 	for _, s := range serveURLs {
 		u, err := url.Parse(s)
@@ -75,17 +73,19 @@ func newTransport(serveURLs []string, reg *intents) (*transport, error) {
 const placeholderBase = "http://serve.invalid"
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	key := strings.Trim(req.Header.Get("Idempotency-Key"), `"`)
+	it := intentOf(req.Context())
+	if it == nil {
+		return nil, errors.New("the harness sent a request without its intent") // a bug of the harness
+	}
+	sc := it.scope()
 	t.mu.Lock()
-	attempt := len(t.byKey[key])
-	t.byKey[key] = append(t.byKey[key], request{}) // reserves this attempt's slot
+	attempt := len(t.byScope[sc])
+	t.byScope[sc] = append(t.byScope[sc], request{}) // reserves this attempt's slot
 	t.mu.Unlock()
-	serve := (attempt + int(keyHash(key))) % len(t.serves)
+	serve := (attempt + int(keyHash(sc.String()))) % len(t.serves)
 	out := req.Clone(req.Context())
 	out.URL.Scheme, out.URL.Host, out.Host = t.serves[serve].Scheme, t.serves[serve].Host, ""
-	if it := t.intents.get(key); it != nil {
-		it.markSent(time.Now())
-	}
+	it.markSent(time.Now())
 
 	rec := request{at: time.Now(), serve: serve}
 	resp, err := t.next.RoundTrip(out)
@@ -97,7 +97,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	rec.took = time.Since(rec.at)
 	if err != nil {
 		rec.err = err.Error()
-		t.record(key, attempt, rec, noAnswerLabel(req.Context(), err))
+		t.record(it, attempt, rec, noAnswerLabel(req.Context(), err))
 		return nil, err
 	}
 	rec.status, rec.code = resp.StatusCode, field(body, "error")
@@ -109,33 +109,32 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rec.replayed {
 		label += " replayed"
 	}
-	t.record(key, attempt, rec, label)
+	t.record(it, attempt, rec, label)
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	return resp, nil
 }
 
 // record files one request; an answer that finds the key parked stops its intent's
 // submissions.
-func (t *transport) record(key string, attempt int, rec request, label string) {
-	it := t.intents.get(key)
-	if it != nil && rec.code == "operation_parked" {
+func (t *transport) record(it *intent, attempt int, rec request, label string) {
+	if rec.code == "operation_parked" {
 		it.markParked()
 	}
+	if attempt == 0 && rec.replayed && !it.double {
+		it.markFirstReplayed()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.byKey[key][attempt] = rec
+	t.byScope[it.scope()][attempt] = rec
 	t.byStatus[label]++
 	t.requests++
-	if attempt == 0 && rec.replayed && it != nil && !it.double {
-		t.firstReplays = append(t.firstReplays, key)
-	}
 }
 
-// requestsOf returns key's requests, oldest first.
-func (t *transport) requestsOf(key string) []request {
+// requestsOf returns the requests of the key in sc, oldest first.
+func (t *transport) requestsOf(sc scope) []request {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return append([]request(nil), t.byKey[key]...)
+	return append([]request(nil), t.byScope[sc]...)
 }
 
 // noAnswerLabel names a request that got no answer: cancelled by the end of the run, timed out,
@@ -158,13 +157,6 @@ func keyHash(key string) uint32 {
 	return h.Sum32()
 }
 
-// firstReplaysList returns the keys whose first request was answered as a replay.
-func (t *transport) firstReplaysList() []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]string(nil), t.firstReplays...)
-}
-
 // figures returns the request count and the answers by label.
 func (t *transport) figures() (int, map[string]int) {
 	t.mu.Lock()
@@ -174,4 +166,47 @@ func (t *transport) figures() (int, map[string]int) {
 		out[k] = v
 	}
 	return t.requests, out
+}
+
+// longestGap returns the longest time between two consecutive requests answered 201 without
+// being a replay (a new effect, a write on the database), by when the answers arrived before
+// until (the end of the run: the clients stop then), among those gaps that overlap [from, to]:
+// how long no client got a new 201 across an outage there. False when no gap does.
+func (t *transport) longestGap(from, to, until time.Time) (time.Duration, bool) {
+	t.mu.Lock()
+	var ends []time.Time
+	for _, reqs := range t.byScope {
+		for _, q := range reqs {
+			if end := q.at.Add(q.took); q.status == http.StatusCreated && !q.replayed && end.Before(until) {
+				ends = append(ends, end)
+			}
+		}
+	}
+	t.mu.Unlock()
+	slices.SortFunc(ends, time.Time.Compare)
+	var longest time.Duration
+	found := false
+	for i := 1; i < len(ends); i++ {
+		if ends[i].Before(from) || ends[i-1].After(to) {
+			continue
+		}
+		found = true
+		longest = max(longest, ends[i].Sub(ends[i-1]))
+	}
+	return longest, found
+}
+
+// createdBetween counts the requests answered 201 without being a replay between from and to.
+func (t *transport) createdBetween(from, to time.Time) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, reqs := range t.byScope {
+		for _, q := range reqs {
+			if end := q.at.Add(q.took); q.status == http.StatusCreated && !q.replayed && !end.Before(from) && !end.After(to) {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -35,13 +35,28 @@ type traffic struct {
 	tr      *transport
 	client  *client.Client
 	tl      *timeline
-	// apiKeys are the secrets of the clients' API keys, by actor.
-	apiKeys map[string]string
+
+	// apiKeys are the secrets of the clients' API keys, by client (a scope without a key).
+	apiKeys map[scope]string
+
+	// recent holds the latest intents' scopes, for an intent that takes the key of another
+	// client's (Config.SharedKeys).
+	mu     sync.Mutex
+	recent []scope
 }
 
-func newTraffic(cfg *Config, serveURLs []string, apiKeys map[string]string, tl *timeline) (*traffic, error) {
+// tenants are the run's tenants: client i belongs to tenants[i%2], and each client is an actor
+// of its own, so the scopes differ by actor within a tenant and by tenant across them.
+var tenants = []string{"chaos", "chaos-2"}
+
+// clientOf is the i-th client goroutine (from 0): its tenant and actor.
+func clientOf(i int) scope {
+	return scope{Tenant: tenants[i%len(tenants)], Actor: fmt.Sprintf("client-%02d", i+1)}
+}
+
+func newTraffic(cfg *Config, serveURLs []string, apiKeys map[scope]string, tl *timeline) (*traffic, error) {
 	reg := newIntents()
-	tr, err := newTransport(serveURLs, reg)
+	tr, err := newTransport(serveURLs)
 	if err != nil {
 		return nil, err
 	}
@@ -62,25 +77,22 @@ func newTraffic(cfg *Config, serveURLs []string, apiKeys map[string]string, tl *
 	return &traffic{cfg: cfg, intents: reg, tr: tr, client: c, tl: tl, apiKeys: apiKeys}, nil
 }
 
-// actorName is the actor of the i-th client goroutine (from 0).
-func actorName(i int) string { return fmt.Sprintf("client-%02d", i+1) }
-
 // run starts cfg.Clients client goroutines and returns when ctx ends and they have stopped.
 func (t *traffic) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i := range t.cfg.Clients {
 		rng := rand.New(rand.NewPCG(t.cfg.Seed, uint64(100+i)))
-		actor := actorName(i)
-		wg.Go(func() { t.clientLoop(ctx, actor, rng) })
+		c := clientOf(i)
+		wg.Go(func() { t.clientLoop(ctx, c.Tenant, c.Actor, rng) })
 	}
 	wg.Wait()
 }
 
 // clientLoop creates an invoice, then pays one to three parts of it at once (some payments
 // double-clicked), and again, until ctx ends.
-func (t *traffic) clientLoop(ctx context.Context, actor string, rng *rand.Rand) {
+func (t *traffic) clientLoop(ctx context.Context, tenant, actor string, rng *rand.Rand) {
 	for ctx.Err() == nil {
-		inv := t.newIntent("invoice", actor, "/invoices", map[string]any{"amount": invoiceAmount, "currency": "USD"}, false)
+		inv := t.newIntent(rng, "invoice", tenant, actor, "/invoices", map[string]any{"amount": invoiceAmount, "currency": "USD"}, false)
 		a, ok := t.submit(ctx, inv, false)
 		if !ok || a.status != http.StatusCreated {
 			continue
@@ -90,7 +102,7 @@ func (t *traffic) clientLoop(ctx context.Context, actor string, rng *rand.Rand) 
 		for range 1 + rng.IntN(3) {
 			amount := minPayment + rng.IntN(maxPayment-minPayment+1)
 			double := rng.Float64() < t.cfg.DoubleClick
-			p := t.newIntent("payment", actor, "/payments", map[string]any{"invoice_id": invoiceID, "amount": amount}, double)
+			p := t.newIntent(rng, "payment", tenant, actor, "/payments", map[string]any{"invoice_id": invoiceID, "amount": amount}, double)
 			wg.Go(func() { t.submit(ctx, p, false) })
 			if double {
 				delay := time.Duration(rng.Int64N(int64(50 * time.Millisecond)))
@@ -105,17 +117,45 @@ func (t *traffic) clientLoop(ctx context.Context, actor string, rng *rand.Rand) 
 	}
 }
 
-func (t *traffic) newIntent(kind, actor, path string, body any, double bool) *intent {
-	// Each actor authenticates with its own API key: the harness's intents live in memory only.
-	req, err := client.NewIntent(http.MethodPost, path, body, &client.IntentOpts{
-		Header: http.Header{"Authorization": {"Bearer " + t.apiKeys[actor]}},
-	})
+// newIntent creates an intent with a new key, or, with probability Config.SharedKeys, with the
+// key another client (another actor, maybe of another tenant) used lately: the same key string
+// in two scopes is two keys, and neither may see the other's answer.
+func (t *traffic) newIntent(rng *rand.Rand, kind, tenant, actor, path string, body any, double bool) *intent {
+	// Each client authenticates with its own API key, which names its tenant and actor.
+	opts := &client.IntentOpts{Header: http.Header{"Authorization": {"Bearer " + t.apiKeys[scope{Tenant: tenant, Actor: actor}]}}}
+	if rng.Float64() < t.cfg.SharedKeys {
+		opts.Key = t.sharedKey(rng, tenant, actor)
+	}
+	req, err := client.NewIntent(http.MethodPost, path, body, opts)
 	if err != nil {
 		panic(fmt.Sprintf("the harness built an invalid intent: %v", err)) // a bug of the harness
 	}
-	it := &intent{kind: kind, actor: actor, req: req, double: double}
+	it := &intent{kind: kind, tenant: tenant, actor: actor, req: req, double: double}
 	t.intents.add(it)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.recent = append(t.recent, it.scope()); len(t.recent) > 64 {
+		t.recent = t.recent[1:]
+	}
 	return it
+}
+
+// sharedKey returns the key of a recent intent of an actor other than actor that this actor has
+// not used yet; "" (a new key) when there is none. Each actor's intents are made by one
+// goroutine, so the key stays unused in its scope until its intent is added.
+func (t *traffic) sharedKey(rng *rand.Rand, tenant, actor string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var others []scope
+	for _, s := range t.recent {
+		if s.Actor != actor && t.intents.get(scope{Tenant: tenant, Actor: actor, Key: s.Key}) == nil {
+			others = append(others, s)
+		}
+	}
+	if len(others) == 0 {
+		return ""
+	}
+	return others[rng.IntN(len(others))].Key
 }
 
 // submit sends it until a definitive answer (ok), or until ctx ends or a request finds its key
@@ -131,7 +171,7 @@ func (t *traffic) submit(ctx context.Context, it *intent, drain bool) (answer, b
 		case <-ctx.Done():
 		}
 	}()
-	res, err := t.client.Submit(ctx, it.req)
+	res, err := t.client.Submit(withIntent(ctx, it), it.req)
 	var rejected *client.RejectedError
 	if err != nil && !errors.As(err, &rejected) {
 		return answer{}, false

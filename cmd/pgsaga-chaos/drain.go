@@ -25,7 +25,7 @@ type drainResult struct {
 	settledSucceeded, settledFailed int
 	resumed                         int
 	// settledFailedKeys are the keys settled failed: their 402 payment_failed is expected.
-	settledFailedKeys map[string]bool
+	settledFailedKeys map[scope]bool
 	// decisions are the operator's actions, one line each, for the summary.
 	decisions []string
 	// errs are what the drain could not do.
@@ -40,7 +40,7 @@ func (r *runner) drain(ctx context.Context) *drainResult {
 	begin := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.DrainTimeout)
 	defer cancel()
-	res := &drainResult{parked: map[string]int{}, settledFailedKeys: map[string]bool{}}
+	res := &drainResult{parked: map[string]int{}, settledFailedKeys: map[scope]bool{}}
 	defer func() { res.took = time.Since(begin) }()
 	fail := func(format string, args ...any) {
 		res.errs = append(res.errs, fmt.Sprintf(format, args...))
@@ -73,7 +73,7 @@ func (r *runner) drain(ctx context.Context) *drainResult {
 
 	// Parked keys: resume those whose budget ran out; settle those whose outcome is unknown
 	// (and any that parks again after a resume) from what the ledger says.
-	handled := map[string]bool{}
+	handled := map[scope]bool{}
 	for round := 0; ; round++ {
 		if left, err := r.waitNoStarted(ctx, time.Time{}); err != nil || left > 0 {
 			fail("%d keys still started: %v", left, err)
@@ -98,10 +98,10 @@ func (r *runner) drain(ctx context.Context) *drainResult {
 			break
 		}
 		for _, k := range parked {
-			if err := r.operate(ctx, k, !handled[k.Key], res); err != nil {
-				fail("%s: %v", k.Key, err)
+			if err := r.operate(ctx, k, !handled[k.scope()], res); err != nil {
+				fail("%s: %v", k.scope(), err)
 			}
-			handled[k.Key] = true
+			handled[k.scope()] = true
 		}
 	}
 
@@ -119,7 +119,7 @@ func (r *runner) drain(ctx context.Context) *drainResult {
 // operate is the operator's action on one parked key: resume it the first time when its attempts
 // ran out (the faults are over, so it may now finish), settle it from the ledger otherwise.
 func (r *runner) operate(ctx context.Context, k cliKey, first bool, res *drainResult) error {
-	show, _, err := r.env.showKey(ctx, k.Actor, k.Key)
+	show, _, err := r.env.showKey(ctx, k.scope())
 	if err != nil {
 		return err
 	}
@@ -129,9 +129,9 @@ func (r *runner) operate(ctx context.Context, k cliKey, first bool, res *drainRe
 	ref := show.reference()
 	if (first && show.ParkedReason != "outcome_unknown") || ref == "" {
 		res.resumed++
-		out, err := r.env.cli(ctx, "resume", "--json", "--tenant", tenant, "--actor", k.Actor, "--gateway-url", r.env.simURL, k.Key)
-		res.decisions = append(res.decisions, fmt.Sprintf("%s (%s, parked %s): resumed: %s", k.Key, k.Operation, show.ParkedReason, answerStatus(out, err)))
-		r.tl.add("drain: resumed %s (parked %s): %s", k.Key, show.ParkedReason, trimOutput(out, err))
+		out, err := r.env.cli(ctx, "resume", "--json", "--tenant", k.Tenant, "--actor", k.Actor, "--gateway-url", r.env.simURL, k.Key)
+		res.decisions = append(res.decisions, fmt.Sprintf("%s (%s, parked %s): resumed: %s", k.scope(), k.Operation, show.ParkedReason, answerStatus(out, err)))
+		r.tl.add("drain: resumed %s (parked %s): %s", k.scope(), show.ParkedReason, trimOutput(out, err))
 		return nil // the key's next state is read in the next round
 	}
 
@@ -139,7 +139,7 @@ func (r *runner) operate(ctx context.Context, k cliKey, first bool, res *drainRe
 	if err != nil {
 		return err
 	}
-	args := []string{"settle", "--json", "--tenant", tenant, "--actor", k.Actor, "--gateway-url", r.env.simURL}
+	args := []string{"settle", "--json", "--tenant", k.Tenant, "--actor", k.Actor, "--gateway-url", r.env.simURL}
 	var decision string
 	if charge != nil && charge.Status == gateway.ChargeStatusSucceeded {
 		decision = "succeeded " + charge.ID
@@ -150,11 +150,11 @@ func (r *runner) operate(ctx context.Context, k cliKey, first bool, res *drainRe
 		decision = "failed"
 		args = append(args, "--outcome", "failed", "--note", fmt.Sprintf("chaos harness: the ledger holds no succeeded charge for %s", ref))
 		res.settledFailed++
-		res.settledFailedKeys[k.Key] = true
+		res.settledFailedKeys[k.scope()] = true
 	}
 	out, err := r.env.cli(ctx, append(args, k.Key)...)
-	res.decisions = append(res.decisions, fmt.Sprintf("%s (parked %s, %s): settled %s: %s", k.Key, show.ParkedReason, ref, decision, answerStatus(out, err)))
-	r.tl.add("drain: settled %s (parked %s, %s) as %s: %s", k.Key, show.ParkedReason, ref, decision, trimOutput(out, err))
+	res.decisions = append(res.decisions, fmt.Sprintf("%s (parked %s, %s): settled %s: %s", k.scope(), show.ParkedReason, ref, decision, answerStatus(out, err)))
+	r.tl.add("drain: settled %s (parked %s, %s) as %s: %s", k.scope(), show.ParkedReason, ref, decision, trimOutput(out, err))
 	return err
 }
 

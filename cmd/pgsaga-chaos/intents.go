@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -10,12 +12,23 @@ import (
 	"github.com/pgsaga/pgsaga/client"
 )
 
+// scope names one key: the tenant and actor it belongs to, and the idempotency key itself. Two
+// clients may send the same key string; each is its own key in its own scope.
+type scope struct {
+	Tenant string `json:"tenant"`
+	Actor  string `json:"actor"`
+	Key    string `json:"key"`
+}
+
+func (s scope) String() string { return s.Tenant + "/" + s.Actor + "/" + s.Key }
+
 // intent is one decision of a client (create an invoice, pay part of it), with its key, and
 // what the run saw of it.
 type intent struct {
-	kind  string // "invoice" or "payment"
-	actor string
-	req   *client.Intent
+	kind   string // "invoice" or "payment"
+	tenant string
+	actor  string
+	req    *client.Intent
 	// double marks a payment submitted twice at once (a double click).
 	double bool
 
@@ -30,6 +43,9 @@ type intent struct {
 	// parkedCh is closed when a request finds the key parked; a new one is made before the
 	// clients retry a settled key.
 	parkedCh chan struct{}
+	// firstReplayed is set when the request that started the key (the first one sent, when no
+	// other was sent before its answer) was answered as a replay.
+	firstReplayed bool
 }
 
 // answer is one definitive answer to an intent.
@@ -43,6 +59,21 @@ type answer struct {
 }
 
 func (it *intent) key() string { return it.req.Key }
+
+func (it *intent) scope() scope { return scope{Tenant: it.tenant, Actor: it.actor, Key: it.req.Key} }
+
+// intentContextKey carries the intent a request is sent for, from the traffic to the transport.
+type intentContextKey struct{}
+
+func withIntent(ctx context.Context, it *intent) context.Context {
+	return context.WithValue(ctx, intentContextKey{}, it)
+}
+
+// intentOf is the intent a request is sent for; nil when it carries none.
+func intentOf(ctx context.Context) *intent {
+	it, _ := ctx.Value(intentContextKey{}).(*intent)
+	return it
+}
 
 // markParked records that a request found the key parked, and stops the submissions under way.
 func (it *intent) markParked() {
@@ -89,6 +120,12 @@ func (it *intent) first() (answer, bool) {
 	return it.answers[0], true
 }
 
+func (it *intent) markFirstReplayed() {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	it.firstReplayed = true
+}
+
 // snapshot returns what the run saw of the intent.
 func (it *intent) snapshot() (sent time.Time, answers []answer, parked bool) {
 	it.mu.Lock()
@@ -106,27 +143,30 @@ func field(body []byte, name string) string {
 	return s
 }
 
-// intents is the registry of every intent a run created, by key.
+// intents is the registry of every intent a run created, by scope.
 type intents struct {
-	mu    sync.Mutex
-	byKey map[string]*intent
-	order []*intent
+	mu      sync.Mutex
+	byScope map[scope]*intent
+	order   []*intent
 }
 
-func newIntents() *intents { return &intents{byKey: map[string]*intent{}} }
+func newIntents() *intents { return &intents{byScope: map[scope]*intent{}} }
 
 func (r *intents) add(it *intent) {
 	it.parkedCh = make(chan struct{})
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.byKey[it.key()] = it
+	if r.byScope[it.scope()] != nil {
+		panic(fmt.Sprintf("the harness made two intents under %s", it.scope())) // a bug of the harness
+	}
+	r.byScope[it.scope()] = it
 	r.order = append(r.order, it)
 }
 
-func (r *intents) get(key string) *intent {
+func (r *intents) get(s scope) *intent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.byKey[key]
+	return r.byScope[s]
 }
 
 // all returns every intent, in creation order.

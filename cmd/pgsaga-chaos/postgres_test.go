@@ -19,7 +19,7 @@ func TestPausePostgres(t *testing.T) {
 	c, err := pglocal.Start(t.Context(), &pglocal.Config{StartTimeout: 2 * time.Minute})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Stop() })
-	e := &env{cluster: c}
+	e := &env{single: c}
 	conn, err := pgx.Connect(t.Context(), c.URL("postgres"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(t.Context()) })

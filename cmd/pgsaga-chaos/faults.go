@@ -36,9 +36,10 @@ type faultCounts struct {
 
 // faults injects faults into a run's processes until its context ends.
 type faults struct {
-	e      *env
-	cfg    *Config
-	counts *faultCounts
+	e         *env
+	cfg       *Config
+	counts    *faultCounts
+	failovers *failoverLog
 
 	mu  sync.Mutex // guards rng
 	rng *rand.Rand
@@ -47,17 +48,23 @@ type faults struct {
 	inquiry sync.Mutex
 }
 
-func newFaults(e *env, counts *faultCounts) *faults {
-	return &faults{e: e, cfg: e.cfg, counts: counts, rng: rand.New(rand.NewPCG(e.cfg.Seed, 2))}
+func newFaults(e *env, counts *faultCounts, failovers *failoverLog) *faults {
+	return &faults{e: e, cfg: e.cfg, counts: counts, failovers: failovers, rng: rand.New(rand.NewPCG(e.cfg.Seed, 2))}
 }
 
 // run injects faults until ctx ends, then waits until every fault under way is undone (frozen
 // processes continued, killed ones started again, PostgreSQL up). Faults overlap: each runs on
 // its own, and the kinds take turns in a shuffled order so every kind comes up in every round.
-// PostgreSQL restarts come on their own schedule, evenly spaced over the run.
+// PostgreSQL restarts come on their own schedule, evenly spaced over the run; on a Patroni pair
+// failovers take their place, one at a time (failovers.go).
 func (f *faults) run(ctx context.Context, begin time.Time) {
-	for i := range max(f.cfg.DBRestarts, 0) {
-		at := begin.Add(f.cfg.Duration * time.Duration(i+1) / time.Duration(f.cfg.DBRestarts+1))
+	restarts := max(f.cfg.DBRestarts, 0)
+	if f.e.pair != nil {
+		restarts = 0 // failovers take their place
+		f.wg.Go(func() { f.failovers.run(ctx, f.e) })
+	}
+	for i := range restarts {
+		at := begin.Add(f.cfg.Duration * time.Duration(i+1) / time.Duration(restarts+1))
 		f.wg.Go(func() {
 			if !sleepUntil(ctx, at) {
 				return
@@ -117,6 +124,18 @@ func (f *faults) one(ctx context.Context, kind faultKind) {
 			return d.signal(syscall.SIGCONT)
 		})
 	case faultPausePG:
+		if f.e.pair != nil {
+			// Not while a failover is under way: there may be no primary to pause.
+			if !f.e.db.TryLock() {
+				f.counts.Skipped.Add(1)
+				return
+			}
+			defer f.e.db.Unlock()
+			f.inject("pause the primary node for "+f.cfg.PauseFor.String(), &f.counts.PausePG, func() error {
+				return f.e.pausePrimary(context.WithoutCancel(ctx), f.cfg.PauseFor)
+			})
+			return
+		}
 		f.inject("pause postgres for "+f.cfg.PauseFor.String(), &f.counts.PausePG, func() error {
 			return f.e.pausePostgres(f.cfg.PauseFor)
 		})

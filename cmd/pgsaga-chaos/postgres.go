@@ -14,7 +14,7 @@ import (
 
 // postmasterPID reads the running server's pid from its postmaster.pid file.
 func (e *env) postmasterPID() (int, error) {
-	b, err := os.ReadFile(filepath.Join(e.cluster.Dir(), "data", "postmaster.pid"))
+	b, err := os.ReadFile(filepath.Join(e.single.Dir(), "data", "postmaster.pid"))
 	if err != nil {
 		return 0, fmt.Errorf("error reading postmaster.pid: %w", err)
 	}
@@ -157,12 +157,30 @@ func readProcStat(pid int) (procStat, bool) {
 	return procStat{state: fields[0], ppid: ppid, pgrp: pgrp}, true
 }
 
-// pausePostgres freezes every PostgreSQL process for d (SIGSTOP, then SIGCONT): connections stay
-// open, statements hang, nothing fails, as in a long GC pause, a VM migration or a storage
-// stall. It waits for a restart under way to finish.
+// pausePostgres freezes every PostgreSQL process of the single server for d (SIGSTOP, then
+// SIGCONT): connections stay open, statements hang, nothing fails, as in a long GC pause, a VM
+// migration or a storage stall. It waits for a restart under way to finish.
 func (e *env) pausePostgres(d time.Duration) error {
 	e.db.Lock()
 	defer e.db.Unlock()
+	return e.pauseSingle(d)
+}
+
+// pausePrimary freezes the pair's primary node (its Patroni and its PostgreSQL) for d, shorter
+// than the leader lock's TTL: a stall of the primary, not a failover. e.db must be held.
+func (e *env) pausePrimary(ctx context.Context, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	p, err := e.pair.PartitionPrimary(ctx)
+	if err != nil {
+		return err
+	}
+	time.Sleep(d)
+	return p.Heal()
+}
+
+// pauseSingle freezes the single server for d.
+func (e *env) pauseSingle(d time.Duration) error {
 	if err := e.freezePostgres(); err != nil {
 		return errors.Join(err, e.thawPostgres())
 	}
@@ -181,12 +199,12 @@ func (e *env) resumePostgres() {
 func (e *env) restartPostgres(ctx context.Context, down time.Duration) error {
 	e.db.Lock()
 	defer e.db.Unlock()
-	if err := e.cluster.Halt(); err != nil {
+	if err := e.single.Halt(); err != nil {
 		return err
 	}
 	e.tl.add("postgres: halted")
 	time.Sleep(down)
-	if err := e.cluster.Restart(context.WithoutCancel(ctx)); err != nil {
+	if err := e.single.Restart(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
 	e.tl.add("postgres: restarted")

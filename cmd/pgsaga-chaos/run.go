@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 )
@@ -20,6 +18,8 @@ type runner struct {
 	traffic *traffic
 	ledger  *ledgerWatch
 	faults  *faultCounts
+	// failovers are a Patroni pair's failovers, as they went.
+	failovers *failoverLog
 }
 
 // run performs one chaos run: it starts the processes, lets the clients submit intents while
@@ -67,7 +67,8 @@ func runIn(ctx context.Context, cfg *Config, dir string) (*summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{cfg: cfg, dir: dir, tl: tl, env: e, traffic: tr, ledger: newLedgerWatch(e.simURL, tl), faults: &faultCounts{}}
+	r := &runner{cfg: cfg, dir: dir, tl: tl, env: e, traffic: tr, ledger: newLedgerWatch(e.simURL, tl), faults: &faultCounts{},
+		failovers: newFailoverLog(cfg, tl, tr.tr.createdBetween)}
 	return r.run(ctx)
 }
 
@@ -86,7 +87,7 @@ func (r *runner) run(ctx context.Context) (*summary, error) {
 	r.tl.add("run: %d clients for %s", r.cfg.Clients, r.cfg.Duration)
 	var wg sync.WaitGroup
 	wg.Go(func() { r.traffic.run(runCtx) })
-	wg.Go(func() { newFaults(r.env, r.faults).run(runCtx, begin) })
+	wg.Go(func() { newFaults(r.env, r.faults, r.failovers).run(runCtx, begin) })
 	wg.Wait()
 	ran := time.Since(begin)
 	if err := ctx.Err(); err != nil {
@@ -102,24 +103,22 @@ func (r *runner) run(ctx context.Context) (*summary, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("drain interrupted: %w", err)
 	}
-	st, err := r.readState(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("error reading the final state: %w", err)
-	}
-	vs, lost := r.check(st, dr.settledFailedKeys)
-	for _, e := range dr.errs {
-		vs = append(vs, violation{kind: "drain", text: e})
-	}
-	reconciled, unmatched, err := r.reconcile(ctx, begin.Add(-time.Minute))
+	rec, err := r.reconcile(ctx, begin.Add(-time.Minute))
 	if err != nil {
 		return nil, err
 	}
-	vs = append(vs, unmatched...)
-	s := r.summarize(st, dr, vs, lost, ran)
-	s.reconciled = reconciled
-	if len(vs) > 0 {
-		if err := r.writeEvidence(ctx, st, vs); err != nil {
-			r.tl.add("error writing the evidence: %v", err)
+	ev, err := r.collect(ctx, dr, rec)
+	if err != nil {
+		return nil, fmt.Errorf("error reading the final state: %w", err)
+	}
+	if err := writeEvidence(filepath.Join(r.dir, "evidence.json"), ev); err != nil {
+		r.tl.add("error writing the evidence: %v", err)
+	}
+	v := judge(ev)
+	s := r.summarize(ev, v, dr, begin, ran)
+	if !v.pass() {
+		if err := r.writeViolations(ctx, ev, v); err != nil {
+			r.tl.add("error writing the violations: %v", err)
 		}
 	}
 	return s, nil
@@ -136,34 +135,8 @@ func (r *runner) progress(ctx context.Context) {
 				answered++
 			}
 		}
-		r.tl.add("progress: %d intents, %d answered, %d requests, %d faults, %d charges seen pending", len(all), answered, requests,
+		r.tl.add("progress: %d intents, %d answered, %d requests, %d faults, %d failovers, %d charges seen pending", len(all), answered, requests,
 			r.faults.KillServe.Load()+r.faults.KillWorker.Load()+r.faults.FreezeServe.Load()+r.faults.FreezeWorker.Load()+r.faults.PausePG.Load()+r.faults.RestartPG.Load()+r.faults.InquiryOff.Load(),
-			r.ledger.pendingSeen())
+			len(r.failovers.all()), r.ledger.pendingSeen())
 	}
-}
-
-// writeEvidence writes every violation, and for each key concerned what the run knows of it, to
-// evidence.txt in the run's directory.
-func (r *runner) writeEvidence(ctx context.Context, st *state, vs []violation) error {
-	var b strings.Builder
-	keys := map[string]bool{}
-	for _, v := range vs {
-		fmt.Fprintf(&b, "%s: %s\n", v.kind, v.text)
-		if v.key != "" {
-			keys[v.key] = true
-		}
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
-	for i, k := range sorted {
-		if i == 50 {
-			fmt.Fprintf(&b, "\n… and %d more keys\n", len(sorted)-50)
-			break
-		}
-		b.WriteString("\n" + r.evidence(ctx, st, k))
-	}
-	return os.WriteFile(filepath.Join(r.dir, "evidence.txt"), []byte(b.String()), 0o644)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -64,3 +65,17 @@ func (t *timeline) between(from, to time.Time) []string {
 }
 
 func (t *timeline) close() error { return t.file.Close() }
+
+// timelineWriter adds each line written to it to a timeline, after prefix: for a library's
+// logger (one record per write).
+type timelineWriter struct {
+	tl     *timeline
+	prefix string
+}
+
+func (w *timelineWriter) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		w.tl.add("%s%s", w.prefix, line)
+	}
+	return len(p), nil
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -18,28 +19,31 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pgsaga/pgsaga/internal/pgcluster"
 	"github.com/pgsaga/pgsaga/internal/pglocal"
 )
-
-// Tenant is the tenant of every intent; each client goroutine is an actor of its own.
-const tenant = "chaos"
 
 var (
 	listeningLine = regexp.MustCompile(`listening on http://`)
 	workerLine    = regexp.MustCompile(`worker: running`)
 )
 
-// env is what a run runs on: a throwaway PostgreSQL cluster, the migrated database, the gateway
-// simulator, two serve and two worker processes of the real pgsaga binary.
+// env is what a run runs on: a throwaway PostgreSQL server or Patroni pair, the migrated
+// database, the gateway simulator, two serve and two worker processes of the real pgsaga binary.
 type env struct {
 	cfg *Config
 	dir string
 	bin string
 	tl  *timeline
 
-	cluster *pglocal.Cluster
-	dbURL   string
-	// db is held while PostgreSQL is paused or restarted, so those do not overlap.
+	// single is the server of ClusterSingle; pair the Patroni pair of the other modes.
+	single *pglocal.Cluster
+	pair   *pgcluster.Cluster
+	// dbURL is what every process connects with: on a pair, a multi-host URL with
+	// target_session_attrs=read-write.
+	dbURL string
+	// db is held while the database is paused, restarted or failed over, so those do not
+	// overlap.
 	db sync.Mutex
 
 	sim       *daemon
@@ -65,12 +69,9 @@ func startEnv(ctx context.Context, cfg *Config, dir string, tl *timeline) (_ *en
 		tl.add("built %s", e.bin)
 	}
 
-	e.cluster, err = pglocal.Start(ctx, &pglocal.Config{StartTimeout: 2 * time.Minute})
-	if err != nil {
+	if err := e.startDatabase(ctx); err != nil {
 		return nil, err
 	}
-	e.dbURL = e.cluster.URL("postgres")
-	tl.add("postgres started in %s", e.cluster.Dir())
 	if out, err := e.cli(ctx, "migrate"); err != nil {
 		return nil, fmt.Errorf("error migrating: %w: %s", err, out)
 	}
@@ -82,7 +83,7 @@ func startEnv(ctx context.Context, cfg *Config, dir string, tl *timeline) (_ *en
 	}
 	e.simURL = "http://" + simAddr
 	sf := cfg.Sim
-	simArgs := []string{"gateway-sim", "--addr", simAddr, "--idempotency=false", "--inquiry=true",
+	simArgs := []string{"gateway-sim", "--addr", simAddr, "--idempotency=" + strconv.FormatBool(sf.Idempotency == "on"), "--inquiry=true",
 		"--pending", probability(sf.Pending), "--pending-for", sf.PendingFor.String(),
 		"--latency", orNone(sf.Latency).String(), "--latency-jitter", orNone(sf.LatencyJitter).String(),
 		"--latency-before", orNone(sf.LatencyBefore).String(),
@@ -115,6 +116,37 @@ func startEnv(ctx context.Context, cfg *Config, dir string, tl *timeline) (_ *en
 	return e, nil
 }
 
+// patroniTTL is the leader lock's TTL of a run's Patroni pair: a partitioned primary is
+// replaced this long after it froze, and a database pause must be shorter.
+const patroniTTL = 5 * time.Second
+
+// startDatabase starts the run's PostgreSQL: one server, or a Patroni pair.
+func (e *env) startDatabase(ctx context.Context) error {
+	if !e.cfg.patroni() {
+		var err error
+		if e.single, err = pglocal.Start(ctx, &pglocal.Config{StartTimeout: 2 * time.Minute}); err != nil {
+			return err
+		}
+		e.dbURL = e.single.URL("postgres")
+		e.tl.add("postgres started in %s", e.single.Dir())
+		return nil
+	}
+	begin := time.Now()
+	var err error
+	e.pair, err = pgcluster.Start(ctx, &pgcluster.Config{
+		Synchronous:  e.cfg.Cluster == ClusterPatroniSync,
+		TTL:          patroniTTL,
+		StartTimeout: 3 * time.Minute,
+		Logger:       slog.New(slog.NewTextHandler(&timelineWriter{tl: e.tl, prefix: "patroni: "}, nil)),
+	})
+	if err != nil {
+		return err
+	}
+	e.dbURL = e.pair.URL("postgres")
+	e.tl.add("patroni pair (%s) started in %s after %s", e.cfg.Cluster, e.pair.Dir(), time.Since(begin).Round(time.Millisecond))
+	return nil
+}
+
 // newDaemon creates a daemon and starts it.
 func (e *env) newDaemon(ctx context.Context, name string, args []string, ready *regexp.Regexp) (*daemon, error) {
 	d, err := newDaemon(e.dir, name, e.bin, args, []string{"DATABASE_URL=" + e.dbURL}, ready, e.tl)
@@ -134,9 +166,16 @@ func (e *env) daemons() []*daemon {
 	return append(append([]*daemon(nil), e.serves...), e.workers...)
 }
 
-// ensureUp starts again every process that is not running.
+// ensureUp waits until a pair is healthy again and starts every process that is not running.
 func (e *env) ensureUp(ctx context.Context) error {
 	var errs []error
+	if e.pair != nil {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		if _, _, err := e.pair.WaitHealthy(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, d := range append(e.daemons(), e.sim) {
 		if err := d.ensure(ctx); err != nil {
 			errs = append(errs, err)
@@ -180,13 +219,13 @@ func (e *env) cli(ctx context.Context, args ...string) ([]byte, error) {
 	return stdout.Bytes(), nil
 }
 
-// apiKeys creates an API key of the tenant for each of n clients, with `pgsaga apikey create`,
-// and returns their secrets by actor.
-func (e *env) apiKeys(ctx context.Context, n int) (map[string]string, error) {
-	keys := make(map[string]string, n)
+// apiKeys creates an API key for each of n clients (its tenant and actor) with `pgsaga apikey
+// create`, and returns their secrets by client.
+func (e *env) apiKeys(ctx context.Context, n int) (map[scope]string, error) {
+	keys := make(map[scope]string, n)
 	for i := range n {
-		actor := actorName(i)
-		out, err := e.cli(ctx, "apikey", "create", "--json", "--tenant", tenant, "--actor", actor)
+		c := clientOf(i)
+		out, err := e.cli(ctx, "apikey", "create", "--json", "--tenant", c.Tenant, "--actor", c.Actor)
 		if err != nil {
 			return nil, err
 		}
@@ -194,7 +233,7 @@ func (e *env) apiKeys(ctx context.Context, n int) (map[string]string, error) {
 		if err := json.Unmarshal(out, &k); err != nil || k.Secret == "" {
 			return nil, fmt.Errorf("pgsaga apikey create printed no secret (%v): %s", err, out)
 		}
-		keys[actor] = k.Secret
+		keys[c] = k.Secret
 	}
 	return keys, nil
 }
@@ -207,10 +246,15 @@ func (e *env) close() {
 	if e.sim != nil {
 		e.sim.stop(5 * time.Second)
 	}
-	if e.cluster != nil {
+	if e.single != nil {
 		e.resumePostgres() // a stopped server cannot shut down
-		if err := e.cluster.Stop(); err != nil {
+		if err := e.single.Stop(); err != nil {
 			e.tl.add("error stopping postgres: %v", err)
+		}
+	}
+	if e.pair != nil {
+		if err := e.pair.Stop(); err != nil {
+			e.tl.add("error stopping the patroni pair: %v", err)
 		}
 	}
 	for _, d := range append(e.daemons(), e.sim) {
