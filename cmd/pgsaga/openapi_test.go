@@ -159,6 +159,10 @@ func (c *apiClient) do(t *testing.T, call apiCall) apiAnswer {
 	t.Helper()
 	what := call.Method + " " + call.Path
 	checked := c.request(t, call)
+	// The cookies the client's jar adds to the request it sends.
+	for _, ck := range c.http.Jar.Cookies(checked.URL) {
+		checked.AddCookie(ck)
+	}
 	route, params, err := c.router.FindRoute(checked)
 	require.NoError(t, err, "%s: no documented operation in %s.yaml", what, c.spec.name)
 	input := &openapi3filter.RequestValidationInput{Request: checked, PathParams: params, Route: route,
@@ -199,10 +203,6 @@ func (c *apiClient) request(t *testing.T, call apiCall) *http.Request {
 	}
 	if call.Body != "" && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
-	}
-	// The server's cookies, as the client would send them.
-	for _, ck := range c.http.Jar.Cookies(req.URL) {
-		req.AddCookie(ck)
 	}
 	return req
 }
@@ -250,4 +250,3 @@ func jsonString(t *testing.T, body []byte, name string) string {
 	require.NoError(t, err, "%s: %q is not a string", body, name)
 	return s
 }
-
