@@ -18,8 +18,8 @@ import (
 	"github.com/pgsaga/pgsaga/reconcile"
 )
 
-// consoleToken is the console's operator token in these tests (32 bytes or more).
-const consoleToken = "openapi-console-token-7d2f0c9e4b1a"
+// operatorToken is the console's operator token in these tests (32 bytes or more).
+const operatorToken = "openapi-console-token-7d2f0c9e4b1a"
 
 // TestConsoleMatchesDocument drives `pgsaga console` through every operation of
 // docs/api/console.yaml, as a script (Bearer) and as a browser (a session cookie, its CSRF
@@ -28,7 +28,7 @@ func TestConsoleMatchesDocument(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	spec := loadSpec(t, "console")
-	bearer := map[string]string{"Authorization": "Bearer " + consoleToken}
+	bearer := map[string]string{"Authorization": "Bearer " + operatorToken}
 	html := map[string]string{"Accept": "text/html"}
 
 	// The keys: 50 invoices and more (a second page), a stuck payment, two parked ones, and a
@@ -41,7 +41,7 @@ func TestConsoleMatchesDocument(t *testing.T) {
 	refused := parkPayment(t, w, "t1", "alice")
 	unmatchedCharge(t, w)
 
-	p := start(t, []string{"PGSAGA_CONSOLE_TOKEN=" + consoleToken}, true,
+	p := start(t, []string{"PGSAGA_CONSOLE_TOKEN=" + operatorToken}, true,
 		"console", "--addr", "127.0.0.1:0", "--database-url", w.db.URL, "--gateway-url", w.simURL, "--log-level", "off")
 	script, browser, nobody := spec.client(p.url), spec.client(p.url), spec.client(p.url)
 	keyPath := func(key string) string { return "/keys/t1/alice/" + url.PathEscape(key) }
@@ -52,12 +52,12 @@ func TestConsoleMatchesDocument(t *testing.T) {
 		requireError(t, a, http.StatusUnauthorized, "unauthenticated")
 		a = nobody.do(t, apiCall{Method: "POST", Path: "/login", Body: `["token"]`, Invalid: true})
 		requireError(t, a, http.StatusBadRequest, "invalid_request")
-		a = spec.client(p.url).do(t, apiCall{Method: "POST", Path: "/login", Header: form(html), Body: "token=" + consoleToken + "&next=/keys"})
+		a = spec.client(p.url).do(t, apiCall{Method: "POST", Path: "/login", Header: form(html), Body: "token=" + operatorToken + "&next=/keys"})
 		require.Equal(t, http.StatusSeeOther, a.Status)
 		require.Equal(t, "/keys", a.Header.Get("Location"))
 
 		// A script's session: the cookie, and the CSRF token its POSTs need.
-		a = browser.do(t, apiCall{Method: "POST", Path: "/login", Body: `{"token": "` + consoleToken + `"}`})
+		a = browser.do(t, apiCall{Method: "POST", Path: "/login", Body: `{"token": "` + operatorToken + `"}`})
 		require.Equal(t, http.StatusOK, a.Status, string(a.Body))
 		csrf := jsonString(t, a.Body, "csrf_token")
 		requireError(t, browser.do(t, apiCall{Method: "POST", Path: "/logout"}), http.StatusForbidden, "csrf_token_invalid")
@@ -69,7 +69,7 @@ func TestConsoleMatchesDocument(t *testing.T) {
 		require.Equal(t, http.StatusSeeOther, a.Status, "a browser without a session is sent to sign in")
 
 		// A browser signs in with the form and out with the form.
-		a = browser.do(t, apiCall{Method: "POST", Path: "/login", Header: form(html), Body: "token=" + consoleToken})
+		a = browser.do(t, apiCall{Method: "POST", Path: "/login", Header: form(html), Body: "token=" + operatorToken})
 		require.Equal(t, http.StatusSeeOther, a.Status)
 		a = browser.do(t, apiCall{Method: "POST", Path: "/logout", Header: form(html), Body: "csrf=" + sessionCSRF(t, browser)})
 		require.Equal(t, http.StatusSeeOther, a.Status)
@@ -168,7 +168,7 @@ func TestConsoleMatchesDocument(t *testing.T) {
 		requireError(t, nobody.do(t, apiCall{Method: "POST", Path: keyPath(stuck) + "/resume", Invalid: true}), http.StatusUnauthorized, "unauthenticated")
 
 		// A browser's form, with and without the session's CSRF token.
-		a = browser.do(t, apiCall{Method: "POST", Path: "/login", Header: form(html), Body: "token=" + consoleToken})
+		a = browser.do(t, apiCall{Method: "POST", Path: "/login", Header: form(html), Body: "token=" + operatorToken})
 		require.Equal(t, http.StatusSeeOther, a.Status)
 		a = browser.do(t, apiCall{Method: "POST", Path: keyPath(stuck) + "/resume", Header: form(html), Body: "csrf=" + sessionCSRF(t, browser)})
 		require.Equal(t, http.StatusSeeOther, a.Status)
