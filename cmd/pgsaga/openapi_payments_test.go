@@ -251,6 +251,16 @@ func TestPaymentsAPIMatchesDocument(t *testing.T) {
 		requireError(t, hook("shop", huge, signed(huge, time.Now()), false), http.StatusRequestEntityTooLarge, "request_too_large")
 	})
 
+	t.Run("a path the API does not have is 404, a method a path does not take 405", func(t *testing.T) {
+		status, header, body := httpDo(t, "GET", p.url+"/refunds", alice, "")
+		require.Equal(t, http.StatusNotFound, status)
+		require.Equal(t, "not_found", jsonString(t, body, "error"))
+		status, header, body = httpDo(t, "DELETE", p.url+"/invoices", alice, "")
+		require.Equal(t, http.StatusMethodNotAllowed, status)
+		require.Equal(t, "method_not_allowed", jsonString(t, body, "error"))
+		require.Equal(t, "POST", header.Get("Allow"))
+	})
+
 	t.Run("the operations endpoints", func(t *testing.T) {
 		a := o.do(t, apiCall{Method: "GET", Path: "/healthz"})
 		require.JSONEq(t, `{"status": "ok"}`, string(a.Body))
