@@ -257,7 +257,7 @@ func (s *Simulator) jitter(max time.Duration) time.Duration {
 // lose-response decisions.
 func (s *Simulator) charge(p gateway.ChargeParams) verdict {
 	if err := validateParams(p); err != nil {
-		return verdict{err: err, landAt: time.Now()} // refused as it arrives
+		return verdict{err: err}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
