@@ -32,12 +32,13 @@ func (c *Client) run(ctx context.Context, operation string, req *Request) (*Resu
 	}
 	ctx = context.WithoutCancel(ctx)
 	e := c.newExecution(op, req, hash)
+	ctx = e.traceRequest(ctx)
 	if op.Validate != nil {
 		if verr := op.Validate(req.Body); verr != nil {
-			return e.refuseInvalid(ctx, c.cfg.DB, verr, true)
+			return e.traced(e.refuseInvalid(ctx, c.cfg.DB, verr, true))
 		}
 	}
-	return e.admit(ctx)
+	return e.traced(e.admit(ctx))
 }
 
 // admit answers a retry (replay, 422, 409, parked, not yet due, takeover) from one read of the

@@ -29,7 +29,8 @@ var allocBudgets = map[string]float64{
 // whole process) after warming the connections' statement caches, and checks the allocations of
 // one request against its budget. Under the race detector sync.Pool (which pgx uses) drops items
 // at random, so the counts are not deterministic there and the test does not run: it runs in
-// `go test` without -race (make test runs it so, see the Makefile).
+// `go test` without -race (make test runs it so, see the Makefile). The client traces nothing
+// (no TracerProvider), as by default: the budgets are what tracing costs when it is off, nothing.
 func TestAllocationBudgets(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not deterministic under the race detector")
@@ -57,6 +58,7 @@ func TestAllocationBudgets(t *testing.T) {
 		}},
 	}})
 	require.NoError(t, err)
+	require.Nil(t, c.tr, "tracing is off")
 	scope := Scope{Tenant: "t-sbs", Actor: "a-sbs"}
 	const runs = 300
 	for _, path := range []struct{ name, op string }{{"replay", "single"}, {"single", "single"}, {"phased", "phased"}} {

@@ -68,16 +68,18 @@ func (e *execution) call(ctx context.Context, i int) error {
 	e.journaled = nil
 	call := &runstate.Call{Step: step.Name(), Reference: j.start.reference,
 		Prior: onLocalClock(j.written.prior, j.written.dbNow, j.at)}
+	callCtx, span := e.traceCall(ctx, step.Name(), j.start.reference)
 	if !time.Now().Before(e.leaseEnd.Add(-e.c.cfg.Lease / 4)) {
 		// The write that renewed the lease took so long that it no longer covers a call: the
 		// call is not sent, and a retry renews the lease again.
 		e.done = &callDone{step: step.Name(), outcome: phases.CallOutcomeFailedBefore}
+		e.endCall(span, errLeaseEnding)
 		return errLeaseEnding
 	}
 	e.st.BeginCall(call)
 
 	start := time.Now()
-	err := e.guarded(ctx, call, j.start.window, step.Call())
+	err := e.guarded(callCtx, call, j.start.window, step.Call())
 	outcome, providerID, recorded := e.st.EndCall()
 	switch {
 	case !recorded:
@@ -93,6 +95,7 @@ func (e *execution) call(ctx context.Context, i int) error {
 		outcome = string(phases.CallOutcomeUnknown)
 	}
 	e.done = &callDone{step: step.Name(), outcome: phases.CallOutcome(outcome), providerID: providerID}
+	e.endCall(span, err)
 	e.c.observer.Call(e.op.Name, step.Name(), phases.CallOutcome(outcome), time.Since(start))
 	if err != nil {
 		return err
@@ -124,8 +127,8 @@ func (e *execution) journal(ctx context.Context, step runstate.Step) (*journaled
 		w.state = e.st.Values()
 	}
 	if !e.persisted {
-		e.claiming()
-		w.kind, w.orNothing = writeClaim, true
+		e.claiming(w)
+		w.orNothing = true
 	}
 	sent := time.Now()
 	out, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args)

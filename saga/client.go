@@ -24,6 +24,8 @@ type Client struct {
 	learned map[*phases.Operation]*learnedOp
 	// calls are the recovery points of its operations that come right before a call.
 	calls *resumeCalls
+	// tr starts the engine's spans; nil when tracing is off.
+	tr *tracer
 }
 
 // learnedOp is what a client learned of an operation by running it.
@@ -51,7 +53,7 @@ func NewClient(cfg *Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, ops: map[string]*phases.Operation{}, learned: map[*phases.Operation]*learnedOp{},
-		calls: &resumeCalls{}}
+		calls: &resumeCalls{}, tr: newTracer(cfg.TracerProvider)}
 	for _, op := range cfg.Operations {
 		names := append([]string{op.Name}, op.Aliases...)
 		for _, name := range names {

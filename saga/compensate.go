@@ -85,7 +85,10 @@ func (e *execution) compensate(ctx context.Context, from int, out *outcome) (*Re
 			next = &keyWrite{kind: writeAdvance, status: KeyStatusStarted, recoveryPoint: compensatePoint(e.op, undo[n+1]),
 				state: e.committed, lease: e.c.cfg.Lease}
 		}
-		if err := e.undo(ctx, j, next); err != nil {
+		undoCtx, span := e.traceCompensate(ctx, e.op.Steps[j].Name())
+		err := e.undo(undoCtx, j, next)
+		endSpan(span, err)
+		if err != nil {
 			return e.failCompensation(ctx, err)
 		}
 	}
@@ -176,9 +179,9 @@ func (e *execution) finished(out *outcome) (*Result, error) {
 
 // finishUnstored stores an outcome decided before any phase committed, claiming the key with it.
 func (e *execution) finishUnstored(ctx context.Context, out *outcome) (*Result, error) {
-	e.claiming()
 	w := e.final(out)
-	w.kind, w.orNothing, w.recoveryPoint = writeClaim, true, e.rp
+	e.claiming(w)
+	w.orNothing, w.recoveryPoint = true, e.rp
 	if out.Response != nil {
 		w.recoveryPoint = phases.RecoveryPointFinished
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pgsaga/pgsaga/phases"
 )
@@ -62,6 +63,12 @@ type Config struct {
 	// Registerer, when set (and Observer is not), receives pgsaga's Prometheus metrics.
 	// Defaults to none.
 	Registerer prometheus.Registerer
+	// TracerProvider, when set, receives the engine's OpenTelemetry spans (pgsaga.request,
+	// pgsaga.phase, pgsaga.call, pgsaga.compensate, pgsaga.resume, pgsaga.settle: see the
+	// package documentation), and each new key stores the trace context of the request that
+	// claimed it, so that a resume after a crash joins that request's trace. Defaults to none:
+	// no spans, no trace context stored, and nothing spent on tracing.
+	TracerProvider trace.TracerProvider
 }
 
 // WithDefaults returns a copy of the config with every unset field given its default.

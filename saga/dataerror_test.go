@@ -2,10 +2,13 @@ package saga_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/phases"
@@ -93,5 +96,62 @@ func TestDataTheDatabaseRefusesIsAClientError(t *testing.T) {
 			require.Equal(t, 1, h.count(`SELECT count(*) FROM test_reservation WHERE status = 'released'`), "the first phase was compensated")
 			require.Zero(t, h.count(`SELECT count(*) FROM test_note`))
 		})
+	}
+}
+
+// TestFailoverErrorsAreTransient: the errors a database failover produces (a write reaching a
+// standby, SQLSTATE 25006; a session ended by a shutdown or a crash, 57P01/57P02; a server
+// starting up, 57P03; a broken connection, class 08) are transient whatever phase they hit: 503
+// temporarily_unavailable with Retry-After, never a 4xx, nothing stored before a phase committed,
+// the key started without a response after, and a retry finishes it.
+func TestFailoverErrorsAreTransient(t *testing.T) {
+	t.Parallel()
+	for _, code := range []string{"25006", "57P01", "57P02", "57P03", "08006", "08001"} {
+		for _, phase := range []string{"first", "second"} {
+			t.Run(code+" in the "+phase+" phase", func(t *testing.T) {
+				t.Parallel()
+				var failing atomic.Bool
+				failing.Store(true)
+				fail := func(ctx context.Context, tx pgx.Tx, run *phases.Run, name string) error {
+					if name == phase && failing.Load() {
+						return fmt.Errorf("error in phase %s: %w", name, &pgconn.PgError{Code: code, Message: "failover"})
+					}
+					return nil
+				}
+				h := newHarness(t, nil, func(*harness) []*phases.Operation {
+					return []*phases.Operation{{Name: "failover", Steps: []phases.Step{
+						phases.Atomic("first", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+							return fail(ctx, tx, run, "first")
+						}),
+						phases.Atomic("second", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+							if err := fail(ctx, tx, run, "second"); err != nil {
+								return err
+							}
+							return run.Respond(http.StatusCreated, map[string]string{"ok": "yes"})
+						}),
+					}}}
+				})
+				handler, err := h.client.Handler("failover", &saga.HandlerOpts{Scope: func(*http.Request) (saga.Scope, error) { return h.scope, nil }})
+				require.NoError(t, err)
+				key := "failover-" + newID()
+				rec := serve(handler, key, `{}`)
+				require.Equal(t, http.StatusServiceUnavailable, rec.Code, rec.Body.String())
+				require.JSONEq(t, `"temporarily_unavailable"`, jsonField(t, rec.Body.Bytes(), "error"))
+				require.NotEmpty(t, rec.Header().Get("Retry-After"))
+				k := h.key(key)
+				if phase == "first" {
+					require.Nil(t, k, "nothing is stored")
+				} else {
+					require.NotNil(t, k)
+					require.Equal(t, saga.KeyStatusStarted, k.Status)
+					require.Nil(t, k.Response)
+					h.makeDue(key)
+				}
+				failing.Store(false)
+				rec = serve(handler, key, `{}`)
+				require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+				require.Equal(t, saga.KeyStatusCompleted, h.key(key).Status)
+			})
+		}
 	}
 }

@@ -62,6 +62,7 @@ func (e *execution) decide(ctx context.Context, k *keyHead, mayTakeOver bool) (*
 	}
 	e.c.cfg.Logger.InfoContext(ctx, "taking over expired key", "operation", e.op.Name, "key", e.req.Key,
 		"recovery_point", taken.RecoveryPoint, "attempt", taken.Attempts)
+	e.traceTakeover(ctx, taken)
 	return e.resume(ctx, taken, sent)
 }
 

@@ -47,6 +47,24 @@
 // Settle, which record who did what in the key's history; KeyDeleteExpired is retention GC.
 // Package sagatest lets users check their own operations against crashes at every point.
 //
+// Tracing. With Config.TracerProvider set, every request that reaches the engine (Run, RunTx) is
+// a pgsaga.request span, a child of the caller's (the HTTP server's: wrap the handler with
+// otelhttp to honour an incoming traceparent), with one pgsaga.phase span per atomic phase
+// (pgsaga.recovery_point), one pgsaga.call span per external call attempt (pgsaga.attempt,
+// pgsaga.call.outcome, pgsaga.call.reference, pgsaga.call.provider_id) and one
+// pgsaga.compensate span per compensation; the request's span names the key (pgsaga.operation,
+// pgsaga.tenant, pgsaga.actor, pgsaga.key) and how it was answered (pgsaga.outcome). A key stores the
+// W3C traceparent of the request that claimed it, written by the claim itself: a later
+// execution of the key is a pgsaga.resume span (pgsaga.resumed_by: retry, worker or operator)
+// that is a child of that request when no client waits for it (the worker's, an operator's),
+// linked to the span it runs under (a River job's), and a child of the retry's request, linked
+// to the first one, for a retry; an operator's settlement is a pgsaga.settle span, likewise a
+// child of the first request. So one trace holds a payment's story across a crash. Parking (the
+// reason), a scheduled retry and a takeover are events on the execution's span; a parked or
+// failed execution's span has status Error and error.type. A process that dies mid-request never
+// ends its spans: the trace keeps what it exported before. Without a TracerProvider the engine
+// makes no span, stores no trace context and allocates nothing for tracing.
+//
 // Costs. A retry of any kind (replay, 422, 409, parked, not due) is answered from one read of the
 // key, alone, with no transaction: one round trip. A phase runs in a lazy transaction whose BEGIN
 // travels with its first statement and whose COMMIT travels with the key's write, so a phase

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/pgsaga/pgsaga/internal/runstate"
 	"github.com/pgsaga/pgsaga/phases"
 )
@@ -50,6 +52,10 @@ type execution struct {
 	head keyHead
 	// args hold the arguments of the key write being built.
 	args args
+	// span is the request's span, nil when tracing is off (or for a resume, whose span is its
+	// own). by is the operator who resumes the key.
+	span trace.Span
+	by   string
 }
 
 // journaledCall is a call whose journal row a write committed, with what it said of the call's
@@ -90,7 +96,9 @@ func (e *execution) execute(ctx context.Context, from int) (*Result, error) {
 		var err error
 		start := time.Now()
 		if step.Atomic() != nil {
-			err = e.atomic(ctx, i)
+			phaseCtx, span := e.tracePhase(ctx, step.Name())
+			err = e.atomic(phaseCtx, i)
+			endSpan(span, err)
 		} else {
 			err = e.call(ctx, i)
 		}
@@ -164,18 +172,19 @@ func (e *execution) advance(name string, resp *Response) *keyWrite {
 		w.response, w.retention, w.lease = resp, e.c.retention(e.op), 0
 	}
 	if !e.persisted {
-		w.kind = writeClaim
-		e.claiming()
+		e.claiming(w)
 	}
 	return w
 }
 
-// claiming gives a new key the fencing token of its first lease (a key finished by its first
-// phase keeps it too: it tells this execution's commit from a duplicate's).
-func (e *execution) claiming() {
+// claiming makes w the claim of a new key, under the fencing token of its first lease (a key
+// finished by its first phase keeps it too: it tells this execution's commit from a
+// duplicate's), with the trace context of the request that claims it.
+func (e *execution) claiming(w *keyWrite) {
 	if !e.h.token.Valid {
 		e.h.token = newToken()
 	}
+	w.kind, w.traceContext = writeClaim, e.claimTraceContext()
 }
 
 // wrote records that w committed: the key is held and stored, its values and recovery point are

@@ -118,6 +118,7 @@ func (e *execution) transient(ctx context.Context, err error) (*Result, error) {
 		delay = max(delay, time.Until(e.leaseEnd))
 	}
 	e.done = nil
+	e.traceRetry(ctx, delay, err)
 	return nil, transient(err, delay)
 }
 
@@ -154,6 +155,7 @@ func (e *execution) park(ctx context.Context, reason ParkedReason, msg string) (
 		return nil, transient(fmt.Errorf("error parking key (%s): %w", msg, err), time.Until(e.leaseEnd))
 	}
 	e.done = nil
+	e.traceParked(ctx, reason, msg)
 	e.c.cfg.Logger.ErrorContext(ctx, "key parked", "operation", e.op.Name, "key", e.req.Key, "reason", reason, "error", msg)
 	e.c.observer.Parked(e.op.Name, reason)
 	return nil, &ParkedError{Reason: reason, LastError: msg}

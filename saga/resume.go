@@ -65,7 +65,7 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 		return nil, err
 	}
 	e := c.newResumption(op, taken.Key)
-	e.operator = !opts.Due
+	e.operator, e.by = !opts.Due, opts.By
 	return e.resume(ctx, taken, sent)
 }
 
@@ -154,10 +154,20 @@ func (c *Client) newResumption(op *phases.Operation, k *Key) *execution {
 	return e
 }
 
-// resume continues the key this execution just took over (its takeover sent at sent): it
-// checks the attempt budget and the key's age, then falls through the remaining phases from the
-// recovery point, or on with the compensations under way.
+// resume continues the key this execution just took over (its takeover sent at sent), in a
+// pgsaga.resume span when tracing is on.
 func (e *execution) resume(ctx context.Context, t *takenKey, sent time.Time) (*Result, error) {
+	ctx, span := e.traceResume(ctx, t)
+	res, err := e.resumeFrom(ctx, t, sent)
+	if span != nil {
+		endExecution(span, res, err)
+	}
+	return res, err
+}
+
+// resumeFrom checks the attempt budget and the key's age, then falls through the remaining
+// phases from the key's recovery point, or on with the compensations under way.
+func (e *execution) resumeFrom(ctx context.Context, t *takenKey, sent time.Time) (*Result, error) {
 	k := t.Key
 	e.held, e.persisted, e.rp, e.committed = true, true, k.RecoveryPoint, k.State
 	e.h = holder{scope: k.Scope, key: k.Key, token: t.token, attempt: k.Attempts}

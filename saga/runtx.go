@@ -35,8 +35,14 @@ func (c *Client) runTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 		return nil, fmt.Errorf("%w: %q", ErrNotSingleTransaction, op.Name)
 	}
 	e := c.newExecution(op, req, hash)
-	if op.Validate != nil {
-		if verr := op.Validate(req.Body); verr != nil {
+	ctx = e.traceRequest(ctx)
+	return e.traced(e.runTx(ctx, tx))
+}
+
+// runTx is RunTx's execution, in tx.
+func (e *execution) runTx(ctx context.Context, tx pgx.Tx) (*Result, error) {
+	if e.op.Validate != nil {
+		if verr := e.op.Validate(e.req.Body); verr != nil {
 			return e.refuseInvalid(ctx, tx, verr, false)
 		}
 	}
@@ -67,7 +73,7 @@ func (c *Client) runTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 	}
 	w := e.advance("", resp)
 	w.orNothing = true
-	_, won, err := writeKey(ctx, savepoint, &e.h, req, hash, w, &e.args)
+	_, won, err := writeKey(ctx, savepoint, &e.h, e.req, e.hash, w, &e.args)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +81,7 @@ func (c *Client) runTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 		if err := savepoint.Rollback(ctx); err != nil {
 			return nil, err
 		}
-		found, err := readHead(ctx, tx, req.Scope, req.Key, &e.head)
+		found, err := readHead(ctx, tx, e.req.Scope, e.req.Key, &e.head)
 		switch {
 		case err != nil:
 			return nil, err
@@ -92,7 +98,11 @@ func (c *Client) runTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 
 // effectTx runs a single-transaction operation's phase in tx and returns the response to store.
 func (e *execution) effectTx(ctx context.Context, tx pgx.Tx) (*Response, error) {
-	if err := runstate.Step(e.op.Steps[0]).Atomic()(ctx, tx, e.state()); err != nil {
+	step := runstate.Step(e.op.Steps[0])
+	phaseCtx, span := e.tracePhase(ctx, step.Name())
+	err := step.Atomic()(phaseCtx, tx, e.state())
+	endSpan(span, err)
+	if err != nil {
 		return nil, err
 	}
 	resp := e.stored()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pgsaga/pgsaga/internal/runstate"
 	"github.com/pgsaga/pgsaga/phases"
@@ -48,17 +49,22 @@ func (c *Client) Settle(ctx context.Context, scope Scope, key string, p *SettleP
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	var res *Result
+	var (
+		res  *Result
+		span trace.Span // the settlement's, once the hook runs
+	)
 	err := pgx.BeginFunc(ctx, c.cfg.DB, func(tx pgx.Tx) error {
 		var err error
-		res, err = c.settleTx(ctx, tx, scope, key, p)
+		res, err = c.settleTx(ctx, tx, scope, key, p, &span)
 		return err
 	})
+	endSpan(span, err)
 	return res, err
 }
 
-func (c *Client) settleTx(ctx context.Context, tx pgx.Tx, scope Scope, key string, p *SettleParams) (*Result, error) {
-	k, err := scanKey(tx.QueryRow(ctx, lookupKeySQL+` FOR UPDATE`, scope.Tenant, scope.Actor, key))
+// settleTx settles the key in tx; span is set to the settlement's span when the hook runs.
+func (c *Client) settleTx(ctx context.Context, tx pgx.Tx, scope Scope, key string, p *SettleParams, span *trace.Span) (*Result, error) {
+	k, stored, err := lockKeyToSettle(ctx, tx, scope, key)
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +78,7 @@ func (c *Client) settleTx(ctx context.Context, tx pgx.Tx, scope Scope, key strin
 	case k.Status != KeyStatusFailed:
 		return nil, fmt.Errorf("%w (it is %s)", ErrNotParked, k.Status)
 	}
+	ctx, *span = c.traceSettle(ctx, k, stored, p)
 	st := runstate.New(runstate.Params{
 		Tenant: k.Scope.Tenant, Actor: k.Scope.Actor, Key: k.Key, Operation: k.Operation,
 		Method: k.Method, Path: k.Path, Body: k.RequestBody, Resumed: true, Attempt: k.Attempts,

@@ -7,9 +7,25 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Statements on pgsaga_key_action (operators' history) that are not part of a takeover.
+
+// lockKeyToSettleSQL reads a key to settle, with the trace context of the request that claimed
+// it, and locks it for the settlement's transaction.
+const lockKeyToSettleSQL = `SELECT ` + keyColumns + `, trace_context FROM pgsaga_key
+	WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 FOR UPDATE`
+
+// lockKeyToSettle reads and locks a key to settle; ErrKeyNotFound when there is none.
+func lockKeyToSettle(ctx context.Context, tx pgx.Tx, scope Scope, key string) (*Key, string, error) {
+	var trace pgtype.Text
+	k, err := scanKey(tx.QueryRow(ctx, lockKeyToSettleSQL, scope.Tenant, scope.Actor, key), &trace)
+	if err != nil {
+		return nil, "", err
+	}
+	return k, trace.String, nil
+}
 
 // settleKeySQL completes a parked key with the response an operator's settlement produced, and
 // records the decision, in the settlement's transaction (which holds the key's row lock).

@@ -87,6 +87,9 @@ type keyWrite struct {
 	// orNothing makes a claim return no row, rather than raise a unique violation, when the key
 	// exists: for claims that are not followed by a COMMIT of other writes.
 	orNothing bool
+	// traceContext is the claiming request's W3C traceparent, stored with the key ("" when the
+	// request is not traced: NULL).
+	traceContext string
 }
 
 // callDone is an external call's outcome, for its journal row.
@@ -238,7 +241,7 @@ func (w *keyWrite) claim(s *keyStatement, h *holder, req *Request, hash []byte, 
 			s.sql = claimCompletedOrNothingSQL
 		}
 		p := claimCompletedParams{requestParams: request, state: state, status: status, headers: headers, body: body,
-			retentionMs: millis(w.retention), token: &h.token}
+			retentionMs: millis(w.retention), token: &h.token, traceContext: w.traceContext}
 		p.add(a)
 	case KeyStatusFailed:
 		if !w.orNothing {
@@ -246,7 +249,7 @@ func (w *keyWrite) claim(s *keyStatement, h *holder, req *Request, hash []byte, 
 		}
 		s.sql, s.exec = claimParkedOrNothingSQL, true
 		p := claimParkedParams{requestParams: request, recoveryPoint: w.recoveryPoint, state: state,
-			lastError: w.lastError, reason: w.reason, token: &h.token}
+			lastError: w.lastError, reason: w.reason, token: &h.token, traceContext: w.traceContext}
 		p.add(a)
 	default:
 		s.read = readClaimed
@@ -261,7 +264,7 @@ func (w *keyWrite) claim(s *keyStatement, h *holder, req *Request, hash []byte, 
 			s.sql = claimStartedSQL
 		}
 		p := claimStartedParams{requestParams: request, body: req.Body, recoveryPoint: w.recoveryPoint, state: state,
-			token: &h.token, leaseMs: millis(w.lease), next: w.next}
+			token: &h.token, leaseMs: millis(w.lease), traceContext: w.traceContext, next: w.next}
 		p.add(a)
 	}
 	return nil

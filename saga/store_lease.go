@@ -101,14 +101,14 @@ const journalResumedCallSQL = `INSERT INTO pgsaga_call (tenant_id, actor_id, key
 		ORDER BY c.attempt LIMIT 1) f
 	RETURNING tenant_id, actor_id, key, step, reference`
 
-// takenColumns are what a takeover returns of each key it took: the key, its fencing token, and
-// the call it journaled with every earlier journal row of the key (the engine keeps those of
-// that call's step and its aliases).
+// takenColumns are what a takeover returns of each key it took: the key, its fencing token, the
+// trace context of the request that claimed it, and the call it journaled with every earlier
+// journal row of the key (the engine keeps those of that call's step and its aliases).
 const takenColumns = `t.tenant_id, t.actor_id, t.key, t.operation, t.method, t.path, t.request_hash, t.request_body,
 	t.status, t.recovery_point, t.state, t.locked_until, t.attempts, t.attempts_unspent,
 	t.last_error, t.next_attempt_at, t.parked_reason, t.response_status,
 	t.response_headers, t.response_body, t.completed_at, t.expires_at, t.created_at, t.updated_at,
-	t.leased, t.db_now, t.lease_token, j.step, j.reference,
+	t.leased, t.db_now, t.lease_token, t.trace_context, j.step, j.reference,
 	CASE WHEN j.step IS NOT NULL THEN (SELECT ` + priorCallsJSONSQL + ` FROM pgsaga_call c
 		WHERE c.tenant_id = t.tenant_id AND c.actor_id = t.actor_id AND c.key = t.key AND c.attempt < t.attempts) END
 FROM t LEFT JOIN journaled j ON j.tenant_id = t.tenant_id AND j.actor_id = t.actor_id AND j.key = t.key`
@@ -118,7 +118,8 @@ const takenReturningSQL = `tenant_id, actor_id, key, operation, method, path, re
 	status, recovery_point, state, locked_until, attempts, attempts_unspent,
 	coalesce(last_error, '') AS last_error, next_attempt_at, coalesce(parked_reason, '') AS parked_reason,
 	response_status, response_headers, response_body, completed_at, expires_at, created_at, updated_at,
-	coalesce(locked_until > clock_timestamp(), false) AS leased, clock_timestamp() AS db_now, lease_token`
+	coalesce(locked_until > clock_timestamp(), false) AS leased, clock_timestamp() AS db_now, lease_token,
+	trace_context`
 
 // takeOverSQL takes the lease of a started key whose lease expired (and, when allowed, a parked
 // key) with a new fencing token, counting the execution as an attempt, in one conditional
@@ -151,19 +152,24 @@ type takenKey struct {
 	// prior are the key's earlier journal rows (JSON, every step) when it did.
 	call  *callStart
 	prior []byte
+	// traceContext is the W3C traceparent of the request that claimed the key ("" when it was
+	// claimed without tracing).
+	traceContext string
 }
 
 func scanTaken(row pgx.Row) (*takenKey, error) {
 	var (
 		t        takenKey
+		trace    pgtype.Text
 		step     pgtype.Text
 		ref      pgtype.Text
 		keyError error
 	)
-	t.Key, keyError = scanKey(row, &t.token, &step, &ref, &t.prior)
+	t.Key, keyError = scanKey(row, &t.token, &trace, &step, &ref, &t.prior)
 	if keyError != nil {
 		return nil, keyError
 	}
+	t.traceContext = trace.String
 	if step.Valid {
 		t.call = &callStart{step: step.String, reference: ref.String}
 	}

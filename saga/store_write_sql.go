@@ -11,7 +11,8 @@ import (
 //
 // Every parameter is added through args (args.go), where sending it allocates nothing.
 
-// requestParams open every claim ($1-$7): the request that claims the key.
+// requestParams open every claim ($1-$7): the request that claims the key. Each claim ends with
+// that request's trace context (its W3C traceparent, NULL when it is not traced).
 type requestParams struct {
 	tenant, actor, key, operation, method, path string
 	hash                                        []byte
@@ -38,17 +39,17 @@ const (
 	// duplicate's when it reads the key back (keyWrittenBy). Parameters: claimCompletedParams.
 	claimCompletedSQL = `INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
 		request_hash, request_body, status, recovery_point, state, response_status, response_headers,
-		response_body, completed_at, expires_at, lease_token)
+		response_body, completed_at, expires_at, lease_token, trace_context)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, '', 'completed', 'finished', $8, $9, $10, $11, clock_timestamp(),
-		clock_timestamp() + $12::bigint * interval '1 millisecond', $13)`
+		clock_timestamp() + $12::bigint * interval '1 millisecond', $13, $14)`
 	claimCompletedOrNothingSQL = claimCompletedSQL + ` ON CONFLICT DO NOTHING`
 
 	// claimStartedSQL stores a started key, leased, at the recovery point its first phase
 	// reached. Parameters: claimStartedParams.
 	claimStartedInsertSQL = `INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
-		request_hash, request_body, status, recovery_point, state, lease_token, locked_until)
+		request_hash, request_body, status, recovery_point, state, lease_token, locked_until, trace_context)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'started', $9, $10, $11,
-		clock_timestamp() + $12::bigint * interval '1 millisecond')`
+		clock_timestamp() + $12::bigint * interval '1 millisecond', $13)`
 	claimStartedSQL = claimStartedInsertSQL + `
 	RETURNING created_at, (extract(epoch FROM locked_until - clock_timestamp()) * 1000)::bigint`
 
@@ -61,15 +62,16 @@ const (
 	RETURNING created_at, locked_until),
 journaled AS (
 	INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline, max_in_flight_ms)
-	SELECT $1, $2, $3, $13, 1, $14, clock_timestamp(), k.locked_until, $15 FROM k)
+	SELECT $1, $2, $3, $14, 1, $15, clock_timestamp(), k.locked_until, $16 FROM k)
 SELECT k.created_at, (extract(epoch FROM k.locked_until - clock_timestamp()) * 1000)::bigint FROM k`
 
 	// claimParkedOrNothingSQL stores a key parked before any phase committed (a permanent
 	// failure of its first step), with the execution's token but no lease, and, as a finished
 	// key, no copy of the request body. Parameters: claimParkedParams.
 	claimParkedOrNothingSQL = `INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
-		request_hash, request_body, status, recovery_point, state, last_error, parked_reason, lease_token)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, '', 'failed', $8, $9, $10, $11, $12)
+		request_hash, request_body, status, recovery_point, state, last_error, parked_reason, lease_token,
+		trace_context)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, '', 'failed', $8, $9, $10, $11, $12, $13)
 	ON CONFLICT DO NOTHING`
 )
 
@@ -81,6 +83,7 @@ type claimCompletedParams struct {
 	headers, body []byte       // $10, $11
 	retentionMs   int64        // $12
 	token         *pgtype.UUID // $13
+	traceContext  string       // $14
 }
 
 func (p *claimCompletedParams) add(a *args) {
@@ -91,6 +94,7 @@ func (p *claimCompletedParams) add(a *args) {
 	a.bytea(p.body)
 	a.int(p.retentionMs)
 	a.add(p.token)
+	a.textOrNull(p.traceContext)
 }
 
 // claimStartedParams are claimStartedSQL's, and, with journal set, claimStartedJournalSQL's.
@@ -101,7 +105,8 @@ type claimStartedParams struct {
 	state         []byte       // $10
 	token         *pgtype.UUID // $11
 	leaseMs       int64        // $12
-	next          *callStart   // $13-$15, for claimStartedJournalSQL
+	traceContext  string       // $13
+	next          *callStart   // $14-$16, for claimStartedJournalSQL
 }
 
 func (p *claimStartedParams) add(a *args) {
@@ -111,6 +116,7 @@ func (p *claimStartedParams) add(a *args) {
 	a.add(p.state)
 	a.add(p.token)
 	a.int(p.leaseMs)
+	a.textOrNull(p.traceContext)
 	if p.next != nil {
 		p.next.add(a)
 	}
@@ -132,6 +138,7 @@ type claimParkedParams struct {
 	lastError     string       // $10
 	reason        ParkedReason // $11
 	token         *pgtype.UUID // $12
+	traceContext  string       // $13
 }
 
 func (p *claimParkedParams) add(a *args) {
@@ -141,6 +148,7 @@ func (p *claimParkedParams) add(a *args) {
 	a.text(p.lastError)
 	a.text(string(p.reason))
 	a.add(p.token)
+	a.textOrNull(p.traceContext)
 }
 
 // fencedParams open every fenced write ($1-$8): the key and the execution's lease token, its

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/saga"
@@ -78,6 +79,10 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Logger receives the worker's and River's logs. Defaults to the client's logger.
 	Logger *slog.Logger
+	// TracerProvider receives a span per resume job and outbox delivery (River's otelriver,
+	// river.work/<kind>); the resumes themselves are the client's pgsaga.resume spans. Defaults
+	// to the client's (saga.Config.TracerProvider): none when the client traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // WithDefaults returns a copy of the config with every unset field given its default.
@@ -121,6 +126,9 @@ func (c *Config) WithDefaults() *Config {
 	}
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	if out.TracerProvider == nil && out.Client != nil {
+		out.TracerProvider = out.Client.Config().TracerProvider
 	}
 	return &out
 }

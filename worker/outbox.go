@@ -99,6 +99,9 @@ type outboxWorker struct {
 	w *Worker
 }
 
+// Middleware traces the delivery when tracing is on.
+func (o *outboxWorker) Middleware(*rivertype.JobRow) []rivertype.WorkerMiddleware { return o.w.traced }
+
 func (o *outboxWorker) Work(ctx context.Context, job *river.Job[OutboxArgs]) error {
 	err := o.w.deliver(ctx, &job.Args.Event)
 	o.w.metrics.delivery(err)

@@ -154,6 +154,11 @@ type resumeBatchWorker struct {
 	w *Worker
 }
 
+// Middleware traces the job when tracing is on.
+func (r *resumeBatchWorker) Middleware(*rivertype.JobRow) []rivertype.WorkerMiddleware {
+	return r.w.traced
+}
+
 // Work takes the leases of the batch's keys that are still due and resumes them all at once.
 // Every saga outcome (completed, failed and rescheduled, parked, superseded, skipped) completes
 // the job; only a failure to reach the database returns an error for River to retry.
@@ -177,6 +182,9 @@ type resumeWorker struct {
 	river.WorkerDefaults[ResumeArgs]
 	w *Worker
 }
+
+// Middleware traces the job when tracing is on.
+func (r *resumeWorker) Middleware(*rivertype.JobRow) []rivertype.WorkerMiddleware { return r.w.traced }
 
 // Work takes the key's lease if it is still free and resumes it. Every saga outcome (completed,
 // failed and rescheduled, parked, superseded, skipped) completes the job; only a failure to

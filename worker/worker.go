@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/pgsaga/pgsaga/internal/pgavail"
 	"github.com/pgsaga/pgsaga/reconcile"
@@ -26,6 +27,8 @@ type Worker struct {
 	metrics *metrics
 	// resumeBatch is how many keys one resume job takes.
 	resumeBatch int
+	// traced is the middleware of the jobs traced when tracing is on (jobMiddleware).
+	traced []rivertype.WorkerMiddleware
 
 	mu sync.Mutex
 	// retrying is the start retried in the background while the database cannot be reached;
@@ -48,7 +51,8 @@ func New(cfg *Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, resumer: resumer, resumeBatch: min(cfg.ResumeBatchSize, cfg.ResumeConcurrency)}
+	w := &Worker{cfg: cfg, resumer: resumer, resumeBatch: min(cfg.ResumeBatchSize, cfg.ResumeConcurrency),
+		traced: jobMiddleware(cfg.TracerProvider)}
 	if cfg.Registerer != nil {
 		if w.metrics, err = newMetrics(cfg.Registerer, cfg.Client); err != nil {
 			return nil, fmt.Errorf("error registering worker metrics: %w", err)

@@ -46,6 +46,8 @@ func buildPayments(ctx context.Context, p *sagacli.BuildParams) (*sagacli.Servic
 		PaymentHooks: []payments.PaymentHook{payments.PaymentSucceededHook(p.Outbox)},
 		// POST /webhooks/{source} verifies each sender's signature with its secret.
 		WebhookSecrets: webhookSecrets(p.Getenv, os.Environ()),
+		// Its saga client's spans (the OpenTelemetry environment turns them on).
+		TracerProvider: p.TracerProvider,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error building the service: %w", err)

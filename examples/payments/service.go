@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pgsaga/pgsaga/examples/payments/schema"
 	"github.com/pgsaga/pgsaga/gateway"
@@ -59,6 +60,9 @@ type Config struct {
 	// WebhookTolerance is how far a webhook signature's timestamp may be from now; older
 	// deliveries are refused as replays. Defaults to worker.DefaultWebhookTolerance (5 minutes).
 	WebhookTolerance time.Duration
+	// TracerProvider receives the saga client's spans (saga.Config.TracerProvider). Defaults to
+	// none: no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // Service is the example payments API.
@@ -85,11 +89,12 @@ func New(cfg *Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg}
 	client, err := saga.NewClient(&saga.Config{
-		DB:         cfg.Pool,
-		Operations: s.Operations(),
-		Lease:      cfg.Lease,
-		Logger:     cfg.Logger,
-		Registerer: cfg.Registerer,
+		DB:             cfg.Pool,
+		Operations:     s.Operations(),
+		Lease:          cfg.Lease,
+		Logger:         cfg.Logger,
+		Registerer:     cfg.Registerer,
+		TracerProvider: cfg.TracerProvider,
 	})
 	if err != nil {
 		return nil, err

@@ -40,7 +40,10 @@ S2_OPERATOR="-DNO_B -DOP_ANYTIME -DNO_INPROC -DMAXCRASH=1 -DHBMAX=0"
 S3_MARGIN="-DOPRESUMES=0 -DNO_B -DNO_INPROC -DL=4 -DINFLIGHT=2 -DM=1"
 S4_RENEWAL="-DOPRESUMES=0 -DTRIES_B=2 -DNO_INPROC -DMAXCRASH=1 -DRENEW_ON_RESUME"
 S5_IN_PROCESS="-DOPRESUMES=0 -DHBMAX=0 -DL=3 -DMAXCRASH=1"
+S7_LOST_COMMITS="-DLOST_COMMITS -DINQUIRE_FIRST -DOPRESUMES=0 -DNO_OP -DTRIES_B=0 -DNO_INPROC -DMAXCRASH=1 -DHBMAX=0"
+S8_WINDOW="-DWINDOW_SHRINK -DOPRESUMES=0 -DNO_B -DL=4 -DM=1 -DINFLIGHT=1 -DWSMALL=0"
 SEED="-DOPRESUMES=0 -DNO_B -DNO_INPROC"
+SEED_WINDOW="-DWINDOW_SHRINK -DOPRESUMES=0 -DNO_B -DNO_INPROC -DL=3 -DM=1 -DINFLIGHT=1 -DWSMALL=0"
 SEED_RENEWAL="$SEED -DRENEW_ON_RESUME"
 SEED_IN_PROCESS="-DOPRESUMES=0 -DNO_B -DHBMAX=0 -DL=3 -DMAXCRASH=1"
 L1_POISON_DUPLICATE="-DCRASH_ANY -DNO_INPROC -DOPRESUMES=0"
@@ -67,7 +70,9 @@ property() {
 	case "$err" in
 	*"acceptance cycle"*) echo "every intent ends completed or parked (LTL <>[] status != started: a run that never ends)" ;;
 	*"invalid end state"*) echo "no process stuck (invalid end state)" ;;
-	*"(ncharges==0)"*) echo "never a second charge (the provider holds at most one charge)" ;;
+	*"(ncharges==0)"*) echo "never a second charge (the provider holds at most one charge for the intent, under any reference)" ;;
+	*"(ncharges<=1)"*) echo "every charge belongs to an intent completed here or reported by reconciliation" ;;
+	*"answered"*) echo "a client without its answer retries until the key exists again" ;;
 	*"(w2==0)"*) echo "W2 commits at most once" ;;
 	*"(u1==0)"*) echo "U1 (the compensation) commits at most once" ;;
 	*"(w1==0)"*) echo "W1 commits at most once" ;;
@@ -166,7 +171,14 @@ WITNESS_NAMES=(- "a send after a quiet, empty inquiry" "an inquiry found the cha
 	"the operator's resume completed" "a heartbeat renewed the lease"
 	"a superseded execution's request landed" "an in-process round sent again after its own unknown"
 	"a pending charge read back final and taken" "a resumed call's own renewal committed"
-	"the first request lost its claim's answer and gave the lease back")
+	"the first request lost its claim's answer and gave the lease back"
+	"W1 committed again after a failover lost the key" "W2 committed again after a failover lost it"
+	"after a failover lost the key, the re-execution's inquiry found the charge made before"
+	"a charge whose key a failover lost, its client answered: found by reconciliation only"
+	"an execution that started before a failover wrote after it (its token came back)"
+	"a request sent under the longer window landed after the window dropped"
+	"a send after an empty inquiry, the window dropped, an earlier attempt recorded the longer one"
+	"a send after an empty inquiry, the window dropped, an earlier attempt sent under the longer one and recorded none")
 
 SAFETY_CFLAGS="-Og -DSAFETY -DCOLLAPSE"
 LIVE_CFLAGS="-Og -DCOLLAPSE -DNFAIR=3"
@@ -176,10 +188,12 @@ QUICK_LIVE_CFLAGS="-O0 -DCOLLAPSE -DNFAIR=3"
 # The checks of each group, one per line: a function and its arguments (eval'd). The largest come
 # first so that the pool of MODEL_JOBS runs ends together.
 safety_tasks() {
+	echo "clean S7-lost-commits \"$S7_LOST_COMMITS\" \"$SAFETY_CFLAGS\" ''"
 	echo "clean S5-in-process \"$S5_IN_PROCESS\" \"$SAFETY_CFLAGS\" ''"
 	echo "clean S1-duplicate \"$S1_DUPLICATE\" \"$SAFETY_CFLAGS\" ''"
 	echo "clean S4-renewal \"$S4_RENEWAL\" \"$SAFETY_CFLAGS\" ''"
 	echo "clean S2-operator \"$S2_OPERATOR\" \"$SAFETY_CFLAGS\" ''"
+	echo "clean S8-window \"$S8_WINDOW\" \"$SAFETY_CFLAGS\" ''"
 	echo "clean S3-margin \"$S3_MARGIN\" \"$QUICK_CFLAGS\" ''"
 }
 liveness_tasks() {
@@ -194,6 +208,10 @@ seeded_tasks() {
 	# the renewal is only written when the takeover journaled no row
 	echo "found BUG_NO_RENEWAL \"$SEED_RENEWAL -DBUG_NO_RENEWAL\" \"$QUICK_CFLAGS\" ''"
 	echo "found BUG_INPROC_NO_WAIT \"$SEED_IN_PROCESS -DBUG_INPROC_NO_WAIT\" \"$QUICK_CFLAGS\" ''"
+	# a reference drawn by P1 is only new after a failover lost the key
+	echo "found BUG_PHASE_ID \"$S7_LOST_COMMITS -DBUG_PHASE_ID\" \"$QUICK_CFLAGS\" ''"
+	# the window can only shrink with WINDOW_SHRINK
+	echo "found BUG_CURRENT_WINDOW \"$SEED_WINDOW -DBUG_CURRENT_WINDOW\" \"$QUICK_CFLAGS\" ''"
 	# the poison key as a liveness violation too (-A: the budget assertion would stop it first).
 	# T_REVERSE only changes the order of the search: in spin's default order the nested search
 	# wanders through 0.8 M states (80 s) before it closes the cycle, in reverse it takes 5,000.
@@ -207,6 +225,8 @@ witness_tasks() {
 	echo "witnesses W-margin \"$S3_MARGIN\" 1 12"
 	echo "witnesses W-renewal \"$S4_RENEWAL\" 1 3 11 12 15"
 	echo "witnesses W-in-process \"$S5_IN_PROCESS\" 1 13"
+	echo "witnesses W-lost-commits \"$S7_LOST_COMMITS\" 2 3 17 18 19 20 21"
+	echo "witnesses W-window \"$S8_WINDOW\" 1 13 22 23 24"
 }
 variant_tasks() {
 	# Liveness with the duplicate too, without fairness (every run of the model is finite, so no
@@ -226,6 +246,16 @@ variant_tasks() {
 	echo "clean S1-deadline-only \"$S1_DUPLICATE -DDEADLINE_ONLY\" \"$SAFETY_CFLAGS\" ''"
 	# Every actor at once, with smaller budgets (the largest search; minutes).
 	echo "clean S6-everyone \"-DMAXCRASH=1 -DOPBUDGET=1 -DHBMAX=0 -DOP_ANYTIME -DNO_INPROC\" \"$SAFETY_CFLAGS\" ''"
+	# Lost commits with two failovers in a run, and with heartbeats (minutes each).
+	echo "clean S7-two-failovers \"$S7_LOST_COMMITS -DMAXLOSS=2\" \"$SAFETY_CFLAGS\" ''"
+	echo "clean S7-heartbeat \"${S7_LOST_COMMITS/-DHBMAX=0/}\" \"$SAFETY_CFLAGS\" ''"
+	# What the lost-commits configuration needs (findings 9 and 10): without the inquiry before a
+	# call's first send, or with a failover sooner than a lease plus the in-flight window, a
+	# second charge even with intent-derived references.
+	echo "found S7-no-first-inquiry \"${S7_LOST_COMMITS/-DINQUIRE_FIRST/}\" \"$QUICK_CFLAGS\" ''"
+	echo "found S7-failover-anytime \"$S7_LOST_COMMITS -DLOST_ANYTIME\" \"$QUICK_CFLAGS\" ''"
+	# A window longer than the margin is not covered for an attempt that recorded none (finding 11).
+	echo "found S8-window-over-margin \"-DWINDOW_SHRINK -DOPRESUMES=0 -DNO_B -DNO_INPROC -DL=4 -DM=1 -DINFLIGHT=2 -DWSMALL=0\" \"$QUICK_CFLAGS\" ''"
 }
 
 # run: runs the tasks on its input MODEL_JOBS at a time, then prints their results in the order

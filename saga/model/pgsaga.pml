@@ -10,7 +10,9 @@
  * operator (resume of a parked key, settle), the clock and the provider. Every execution may
  * crash before any of its steps (its open transaction is lost, it is gone), within a crash
  * budget (MAXCRASH, or any number with CRASH_ANY), and may be paused anywhere and go on later
- * (a zombie): the clock runs while it does not.
+ * (a zombie): the clock runs while it does not. With LOST_COMMITS the database may fail over to
+ * a standby that lacks its last commits (the failover process); with WINDOW_SHRINK the
+ * provider's declared in-flight window may drop (the provider).
  *
  * One step of an execution is one atomic transition: a crash, or one database statement (with
  * its commit) or one exchange with the provider, plus the local bookkeeping up to the next one.
@@ -61,6 +63,15 @@
 #ifndef PENDMAX
 #define PENDMAX 1      /* attempts that find the charge pending before its settle window ends */
 #endif
+#ifndef MAXLOSS
+#define MAXLOSS 1      /* failovers that lose commits (LOST_COMMITS) */
+#endif
+#ifndef WSMALL
+#define WSMALL 0       /* the in-flight window the provider may drop to (WINDOW_SHRINK) */
+#endif
+#if defined(LOST_COMMITS) && defined(RENEW_ON_RESUME)
+#error "LOST_COMMITS assumes the takeover journals the call's row (a token that survives a loss brings its row)"
+#endif
 #define NFL 3          /* requests in flight the model has room for (asserted) */
 
 /* Quiet after a moment measured when a call ended (the execution stopped waiting, or recorded
@@ -74,6 +85,7 @@
 #define EB 1           /* the duplicate / client retry */
 #define ER 2           /* the resumer */
 #define EO 3           /* the operator */
+#define STALE 8        /* a token no execution holds any more (a loss brought back an old one) */
 #define NOTOK 9
 
 /* key status */
@@ -136,12 +148,32 @@ bit hreach;            /* some older row may have reached the provider */
 byte hq;               /* ... ticks until all of them are quiet */
 bit pendrec;           /* a row records the charge pending, with its provider id */
 byte pendings;         /* attempts that found it pending (they spend no budget) */
+#ifdef WINDOW_SHRINK
+/* The window the provider declared when each row's attempt sent, recorded with its outcome (0:
+ * none recorded: in flight, or its execution died first). rq stays the ticks until the row's
+ * quiet time plus the longest window (INFLIGHT: the window only drops), so "w has passed since
+ * it went quiet" is rq + w <= INFLIGHT. For the older rows, hq2 is the ticks until every one of
+ * them has been quiet for its own recorded window (max over them of rq + rw - INFLIGHT): with
+ * hq it is exact for the rule below. */
+byte rw[4];
+byte hq2;
+bit rbig[4];           /* (ghost) the row's attempt sent under the longer window */
+#endif
+
+/* the reference the key's P1 saved, which the call sends and inquires by: derived from the
+ * intent (tenant, actor, key), the same on every execution that commits P1; with BUG_PHASE_ID
+ * an id P1 draws, a new one on every execution that commits P1 */
+byte ref;
 
 /* ---- each execution's own view ---- */
 byte dl[4];            /* ticks until its local deadline: it never sends once this is 0 */
 bit incall[4];         /* inside its call: journal row committed, call not ended */
 byte resp[4];          /* the provider's answer to the request it waits for (C_*) */
 byte oq[4];            /* ticks until its own unanswered send can no longer land */
+byte myref[4];         /* the reference it read with the key */
+#ifdef WINDOW_SHRINK
+byte sw[4];            /* the longest window the provider declared at one of its sends */
+#endif
 #ifdef BUG_NOW_LEASE
 byte sb[4];            /* ticks since its open transaction began (now()) */
 bit inphase[4];
@@ -152,13 +184,47 @@ bit flon[NFL];         /* in flight */
 byte flrem[NFL];       /* ticks before it must have landed or been lost */
 byte flto[NFL];        /* 1 + the slot of the execution waiting for its answer, 0: nobody */
 byte flfrom[NFL];      /* (ghost) the slot of the execution that sent it */
-byte chg = C_NONE;
-byte ncharges;
+byte flref[NFL];       /* the reference it carries */
+#ifdef WINDOW_SHRINK
+bit flbig[NFL];        /* (ghost) sent under the longer window */
+#endif
+byte chg = C_NONE;     /* the first charge for the intent */
+byte chgref;           /* ... its reference (inquiry by reference finds it only under that one) */
+byte ncharges;         /* charges for the intent, under any reference */
+#ifdef WINDOW_SHRINK
+byte win = INFLIGHT;   /* the in-flight window the provider declares now (it may drop once) */
+#endif
+#ifdef BUG_PHASE_ID
+byte nextid;           /* ids P1 drew so far (a fresh id is never drawn twice) */
+#endif
 
 /* ---- ghosts: what the properties count ---- */
 byte w1, w2, u1, settled;
 byte crashes;
 byte execs;            /* executions started under the current attempt budget */
+
+#ifdef LOST_COMMITS
+/* ---- the standby: the key as of the last commit it replayed (asynchronous replication) ----
+ * A failover brings it back: status, recovery point, token, attempts, the journal's rows and the
+ * business writes that committed with them (W1, W2, U1, a settle: their ghosts revert too, so
+ * "at most once" is relative to the database that survived). Its timers are not kept: a
+ * failover starts the standby only once every lease and in-flight window ran out (unless
+ * LOST_ANYTIME, which keeps them). The provider and the clients forget nothing. */
+byte s_status, s_rp, s_tok = NOTOK, s_attempts, s_parked, s_decided, s_pendings, s_ref;
+bit s_rreach[4], s_hreach, s_pendrec;
+byte s_w1, s_w2, s_u1, s_settled, s_execs;
+#ifdef LOST_ANYTIME
+byte s_lease, s_next, s_rq[4], s_hq;
+bit lostlease[4];      /* the execution's lease came from a commit the failover lost */
+#endif
+byte losses;           /* failovers so far */
+bit claimed;           /* the first request's claim committed (the intent exists) */
+bit answered;          /* the client got its answer (a completed key's response): no more retries */
+bit lostkey;           /* a failover brought back "no key" */
+bit chgold;            /* the charge landed before the last failover */
+bit prefo[4];          /* (ghost) the slot's execution started before the last failover */
+byte w1all, w2all;     /* W1, W2 commits on any primary, forgotten ones included */
+#endif
 
 /* ---- fencing: the token matches and the key is started ---- */
 #ifdef BUG_NO_FENCE
@@ -216,9 +282,31 @@ c_code {
 #define W_READ_BACK 14     /* a charge journaled pending was read back final and taken */
 #define W_RENEWED 15       /* a resumed call's own renewal committed its row (RENEW_ON_RESUME) */
 #define W_LOST_CLAIM 16    /* the first request lost its claim's answer and gave the lease back */
+#define W_W1_AGAIN 17      /* W1 committed again: a failover lost the key, the client retried */
+#define W_W2_AGAIN 18      /* W2 committed again: a failover lost the first one */
+#define W_REFOUND 19       /* after a failover lost the key, the re-execution's inquiry found the
+                            * charge made before it (the same reference) */
+#define W_RECONCILED 20    /* the run ended with a charge whose key the failover lost, its client
+                            * answered: only reconciliation finds it */
+#define W_TOKEN_KEPT 21    /* an execution that started before a failover wrote after it, its
+                            * token brought back by the standby */
+#define W_SHRUNK_LANDED 22 /* a request sent under the longer window landed after the drop */
+#define W_RECORDED_WAIT 23 /* a send after an empty inquiry, the window dropped, an earlier attempt
+                            * recorded the longer one */
+#define W_DEAD_WAIT 24     /* a send after an empty inquiry, the window dropped, an earlier attempt
+                            * that may have reached recorded none (its execution died first) */
+
+/* With LOST_ANYTIME, an execution whose lease came from a commit the failover lost may still
+ * send until its local deadline: the properties about leases and windows hold for the others
+ * (what they would say of it is the point of that variant: README.md, "Findings") */
+#ifdef LOST_ANYTIME
+#define LOSTLEASE(k) lostlease[k]
+#else
+#define LOSTLEASE(k) false
+#endif
 
 /* e is inside its sending window: its row is committed, its call not over, its deadline ahead */
-#define WINDOW(k) (incall[k] && dl[k] > 0)
+#define WINDOW(k) (incall[k] && dl[k] > 0 && !LOSTLEASE(k))
 
 /* PROPERTY no call running twice at once: when e's sending window opens or is extended, no
  * other execution is inside its own */
@@ -234,25 +322,67 @@ inline leave_call(e) {
 	dl[e] = 0
 }
 
+/* what an inquiry by the execution's reference finds: the intent's charge if it was made under
+ * that reference (a charge under another reference is not found) */
+#define INQUIRY (chgref == myref[e] -> chg : C_NONE)
+#ifdef LOST_COMMITS
+#define REFOUND if :: lostkey && chgold -> SEEN(W_REFOUND) :: else -> skip fi
+#else
+#define REFOUND skip
+#endif
+
 /* a row other than this attempt's (slot k's latest) that may have reached the provider */
 #define MAYREACH(k) (rreach[k] && (k != e || !hasrow))
 #define ANYREACH (hreach || MAYREACH(0) || MAYREACH(1) || MAYREACH(2) || MAYREACH(3))
 /* ... every such row quiet (rq: README.md, "Assumptions"), and this execution's own unanswered
- * send too (an in-process round) */
-#define QUIET(k) (!MAYREACH(k) || rq[k] == 0)
-#define ALLQUIET ((!hreach || hq == 0) && QUIET(0) && QUIET(1) && QUIET(2) && QUIET(3) && oq[e] == 0)
+ * send too (an in-process round). With WINDOW_SHRINK a row is quiet once the longer of the
+ * window recorded at its send and the window declared now has passed since its quiet time
+ * (with BUG_CURRENT_WINDOW: the window declared now only) */
+#ifdef WINDOW_SHRINK
+#define WMAX(a, b) ((a) > (b) -> (a) : (b))
+#ifdef BUG_CURRENT_WINDOW
+#define ROWQUIET(k) (rq[k] + win <= INFLIGHT)
+#define OLDQUIET (hq + win <= INFLIGHT)
+#else
+#define ROWQUIET(k) (rq[k] + WMAX(rw[k], win) <= INFLIGHT)
+#define OLDQUIET (hq2 == 0 && hq + win <= INFLIGHT)
+#endif
+#else
+#define ROWQUIET(k) (rq[k] == 0)
+#define OLDQUIET (hq == 0)
+#endif
+#define QUIET(k) (!MAYREACH(k) || ROWQUIET(k))
+#ifdef WINDOW_SHRINK
+/* (witnesses) an earlier row that may have reached recorded a window longer than the one
+ * declared now; ... recorded none, and its attempt sent under the longer window */
+#define RECW(k) (MAYREACH(k) && rw[k] > win)
+#define DEADW(k) (MAYREACH(k) && rw[k] == 0 && rbig[k])
+#endif
+#define ALLQUIET ((!hreach || OLDQUIET) && QUIET(0) && QUIET(1) && QUIET(2) && QUIET(3) && oq[e] == 0)
 
 /* the journal row for C, in the statement that writes the lease it runs under; it reads the
  * earlier rows back (need: one of them may have reached the provider) */
 inline add_row(e) {
 	if
 	:: rreach[e] -> hreach = 1; if :: rq[e] > hq -> hq = rq[e] :: else -> skip fi
+#ifdef WINDOW_SHRINK
+		; if :: rq[e] + rw[e] > INFLIGHT + hq2 -> hq2 = rq[e] + rw[e] - INFLIGHT :: else -> skip fi
+#endif
 	:: else -> skip
 	fi;
 	rreach[e] = 1;         /* outcome none: in flight */
 	rq[e] = lease + INFLIGHT;
+#ifdef WINDOW_SHRINK
+	rw[e] = 0;             /* no window recorded yet */
+	rbig[e] = 0;
+#endif
 	hasrow = 1;
+#ifdef INQUIRE_FIRST
+	/* the database may have forgotten an earlier attempt: ask before every send */
+	need = 1
+#else
 	need = ANYREACH
+#endif
 }
 
 /* the call's outcome rides in the execution's next key write (ended_at): a row certainly not
@@ -267,6 +397,9 @@ inline record(res) {
 #ifndef DEADLINE_ONLY
 		if :: rq[e] > ENDED_QUIET -> rq[e] = ENDED_QUIET :: else -> skip fi;
 #endif
+#ifdef WINDOW_SHRINK
+		rw[e] = sw[e];     /* the window the provider declared when it sent (0: it did not) */
+#endif
 		if :: res == O_PEND -> pendrec = 1 :: else -> skip fi
 	:: else -> skip
 	fi
@@ -275,6 +408,29 @@ inline record(res) {
 /* PROPERTY attempt budget: no more than MAXATT executions start under one budget, so a key
  * whose executions always crash parks (a takeover past the budget parks and runs nothing) */
 #define BUDGET_OK (attempts > MAXATT || execs <= MAXATT)
+
+/* a new execution of slot e writes its token: a token of e's that the standby still holds is
+ * now an earlier execution's, which no process runs any more (STALE), and e's lease is fresh */
+#ifdef LOST_COMMITS
+#ifdef LOST_ANYTIME
+#define NEW_EXECUTION(e) if :: s_tok == e -> s_tok = STALE :: else -> skip fi; prefo[e] = 0; lostlease[e] = 0
+#else
+#define NEW_EXECUTION(e) if :: s_tok == e -> s_tok = STALE :: else -> skip fi; prefo[e] = 0
+#endif
+/* (witness) a fenced write by an execution that started before the failover went through */
+#define KEPT(e) if :: prefo[e] -> SEEN(W_TOKEN_KEPT) :: else -> skip fi
+#else
+#define NEW_EXECUTION(e) skip
+#define KEPT(e) skip
+#endif
+
+/* the reference P1 saves with the claim: derived from the intent, the same on every execution;
+ * with BUG_PHASE_ID an id drawn by P1, a new one on every execution that commits P1 */
+#ifdef BUG_PHASE_ID
+#define NEW_REF ref = nextid; nextid++
+#else
+#define NEW_REF ref = 0
+#endif
 
 /* a takeover statement (conditional UPDATE): new token, lease from the statement's own time,
  * attempt counted; it returns the recovery point and the decided outcome. At a recovery point
@@ -285,6 +441,8 @@ inline record(res) {
  * code does when the takeover journaled no row (README.md, "The protocol"). */
 inline takeover(e) {
 	tok = e;
+	NEW_EXECUTION(e);
+	myref[e] = ref;        /* the saved values: the reference P1 produced */
 	lease = L;
 	dl[e] = L - M;
 	attempts++;
@@ -319,6 +477,9 @@ inline heartbeat(e) {
 	if
 	:: FENCED(e) ->
 		SEEN(W_HEARTBEAT);
+#ifdef LOST_ANYTIME
+		lostlease[e] = 0;
+#endif
 		lease = L; dl[e] = L - M; open_window(e);
 #ifndef BUG_HB_NO_ROW
 		if :: hasrow -> rq[e] = L + INFLIGHT :: else -> skip fi
@@ -392,14 +553,14 @@ call:
 #endif
 			CRASH;
 			if               /* inquiry by reference */
-			:: chg == C_SUCC -> SEEN(W_FOUND); res = O_SUCC; leave_call(e); goto got
-			:: chg == C_DECL -> SEEN(W_FOUND); res = O_DECL; leave_call(e); goto got
+			:: INQUIRY == C_SUCC -> SEEN(W_FOUND); REFOUND; res = O_SUCC; leave_call(e); goto got
+			:: INQUIRY == C_DECL -> SEEN(W_FOUND); REFOUND; res = O_DECL; leave_call(e); goto got
 #ifndef BUG_PENDING_RESEND
-			:: chg == C_PEND -> res = O_PEND; leave_call(e); goto pending
+			:: INQUIRY == C_PEND -> REFOUND; res = O_PEND; leave_call(e); goto pending
 #else
-			:: chg == C_PEND -> skip
+			:: INQUIRY == C_PEND -> skip
 #endif
-			:: chg == C_NONE -> skip     /* empty */
+			:: INQUIRY == C_NONE -> skip     /* empty */
 			fi
 		}
 #ifdef BUG_STALE_INQUIRY
@@ -413,9 +574,16 @@ send:
 		if
 		:: dl[e] > 0 ->
 			/* PROPERTY a call is sent only under a live lease its execution holds */
-			assert(tok == e && lease > 0 && status == STARTED);
+			assert((tok == e && lease > 0 && status == STARTED) || LOSTLEASE(e));
 			if :: need -> SEEN(W_RESEND) :: else -> skip fi;
 			if :: inproc -> SEEN(W_INPROC_RESEND) :: else -> skip fi;
+#ifdef WINDOW_SHRINK
+			if
+			:: need && win < INFLIGHT && (RECW(0) || RECW(1) || RECW(2) || RECW(3)) -> SEEN(W_RECORDED_WAIT)
+			:: need && win < INFLIGHT && (DEADW(0) || DEADW(1) || DEADW(2) || DEADW(3)) -> SEEN(W_DEAD_WAIT)
+			:: else -> skip
+			fi;
+#endif
 			if
 			:: !flon[0] -> slot = 0
 			:: else -> if
@@ -423,7 +591,15 @@ send:
 				:: else -> assert(!flon[2]); slot = 2
 				fi
 			fi;
-			flon[slot] = 1; flrem[slot] = INFLIGHT; flto[slot] = e + 1; flfrom[slot] = e;
+			flon[slot] = 1; flto[slot] = e + 1; flfrom[slot] = e; flref[slot] = myref[e];
+#ifdef WINDOW_SHRINK
+			/* it lands within the window declared now */
+			flrem[slot] = win; flbig[slot] = (win > WSMALL);
+			if :: hasrow && win > WSMALL -> rbig[e] = 1 :: else -> skip fi;
+			if :: sw[e] < win -> sw[e] = win :: else -> skip fi;
+#else
+			flrem[slot] = INFLIGHT;
+#endif
 			resp[e] = C_NONE
 		:: dl[e] > 0 ->
 			/* refused before it was sent, or an explicit "not processed": certainly not done */
@@ -458,7 +634,11 @@ send:
 		atomic {
 			inproc = 1;
 #ifndef BUG_INPROC_NO_WAIT
+#ifdef WINDOW_SHRINK
+			oq[e] = sw[e] + 1;   /* the window declared at its sends, one tick after it stopped */
+#else
 			oq[e] = ENDED_QUIET;
+#endif
 #endif
 			need = 1
 		}
@@ -482,9 +662,14 @@ got:
 		CRASH;
 		if
 		:: FENCED(e) ->
-			/* PROPERTY W2 at most once */
+			/* PROPERTY W2 at most once (in the database that survived) */
 			assert(w2 == 0);
 			w2++;
+#ifdef LOST_COMMITS
+			w2all++;
+			if :: w2all > 1 -> SEEN(W_W2_AGAIN) :: else -> skip fi;
+#endif
+			KEPT(e);
 			/* PROPERTY the outcome stored is the provider's */
 			assert((res == O_SUCC && chg == C_SUCC) || (res == O_DECL && chg == C_DECL));
 			status = COMPLETED; rp = RP_FINISHED; lease = 0;
@@ -567,6 +752,7 @@ transient:
 		CRASH;
 		if
 		:: FENCED(e) ->
+			KEPT(e);
 			if
 			:: res == O_PEND ->
 				/* a pending call spends no attempt */
@@ -607,6 +793,16 @@ inline forget(e) {
 		if :: flto[2] == e + 1 -> flto[2] = 0 :: else -> skip fi;
 		resp[e] = C_NONE;
 		oq[e] = 0;
+		myref[e] = 0;
+#ifdef WINDOW_SHRINK
+		sw[e] = 0;
+#endif
+#ifdef LOST_COMMITS
+		prefo[e] = 0;
+#endif
+#ifdef LOST_ANYTIME
+		lostlease[e] = 0;
+#endif
 		cur_rp = 0; d = 0; res = 0; hb = 0; slot = 0; havewin = 0; need = 0; hasrow = 0; inproc = 0
 	}
 }
@@ -630,10 +826,14 @@ proctype first() {
 		CRASH;
 #endif
 		/* P1's commit: W1, the key, the lease, attempt 1, the journal row for C */
-		/* PROPERTY W1 at most once */
+		/* PROPERTY W1 at most once (in the database that survived) */
 		assert(status == NONE && w1 == 0);
 		w1++;
 		status = STARTED; rp = RP_P1; tok = e; attempts = 1; next = 0;
+		NEW_REF; myref[e] = ref;
+#ifdef LOST_COMMITS
+		claimed = 1; w1all++;
+#endif
 #ifdef BUG_NOW_LEASE
 		lease = L - sb[e]; inphase[e] = 0;
 #else
@@ -673,7 +873,18 @@ done:
  * write nothing and are not steps; when the key is started, its lease expired and its next
  * attempt due, it takes the key over (one conditional UPDATE) and runs it; past the budget it
  * parks the key. The client retries up to TRIES_B times.
+ *
+ * With LOST_COMMITS it is the client of the first request: once it has its answer (the
+ * completed key's response, from the first request or a replay) it never retries; until then
+ * it retries with the same key, and when a failover lost the key it claims it again: P1 (W1)
+ * and the claim in one commit, as the first request did.
  */
+#ifdef LOST_COMMITS
+#define RETRYING (!answered)
+#else
+#define RETRYING true
+#endif
+
 proctype duplicate() {
 	LOCALS;
 	byte e = EB;
@@ -681,7 +892,7 @@ proctype duplicate() {
 
 end_decide:
 	do
-	:: atomic { tries > 0 && status == STARTED && lease == 0 && next == 0 ->
+	:: atomic { tries > 0 && RETRYING && status == STARTED && lease == 0 && next == 0 ->
 		tries--;
 		takeover(e);
 		if
@@ -695,7 +906,29 @@ crashed:
 stop:
 done:
 		forget(e)
+#ifdef LOST_COMMITS
+	:: atomic { status == COMPLETED && !answered ->
+		/* the client gets the completed key's response: the first request's own answer, or a
+		 * replay */
+		answered = 1 }
+	:: atomic { status == NONE && claimed && !answered ->
+		/* a failover lost the key: the retry claims it again (P1's commit) */
+		/* PROPERTY W1 at most once (in the database that survived) */
+		assert(w1 == 0);
+		w1++; w1all++;
+		SEEN(W_W1_AGAIN);
+		status = STARTED; rp = RP_P1; tok = e; attempts = 1; next = 0;
+		NEW_EXECUTION(e);
+		NEW_REF; myref[e] = ref;
+		lease = L; dl[e] = L - M;
+		execs = 1;
+		add_row(e);
+		open_window(e);
+		cur_rp = RP_P1; havewin = 1;
+		enter(e) }
+#else
 	:: tries == 0 -> break
+#endif
 	od
 }
 
@@ -790,12 +1023,24 @@ end_tick:
  next > 0 || dl[0] > 0 || dl[1] > 0 || dl[2] > 0 || dl[3] > 0 ||
 		 rq[0] > 0 || rq[1] > 0 || rq[2] > 0 || rq[3] > 0 || hq > 0 ||
 		 oq[0] > 0 || oq[1] > 0 || oq[2] > 0 || oq[3] > 0 ||
+#ifdef WINDOW_SHRINK
+		 hq2 > 0 ||
+#endif
+#ifdef LOST_ANYTIME
+		 s_lease > 0 || s_next > 0 || s_rq[0] > 0 || s_rq[1] > 0 || s_rq[2] > 0 || s_rq[3] > 0 || s_hq > 0 ||
+#endif
 		 RUNNING(0) || RUNNING(1) || RUNNING(2)) ->
 		DEC(lease); DEC(next);
 		DEC(dl[0]); DEC(dl[1]); DEC(dl[2]); DEC(dl[3]);
 		DEC(rq[0]); DEC(rq[1]); DEC(rq[2]); DEC(rq[3]); DEC(hq);
 		DEC(oq[0]); DEC(oq[1]); DEC(oq[2]); DEC(oq[3]);
 		DEC(flrem[0]); DEC(flrem[1]); DEC(flrem[2]);
+#ifdef WINDOW_SHRINK
+		DEC(hq2);
+#endif
+#ifdef LOST_ANYTIME
+		DEC(s_lease); DEC(s_next); DEC(s_rq[0]); DEC(s_rq[1]); DEC(s_rq[2]); DEC(s_rq[3]); DEC(s_hq);
+#endif
 #ifdef BUG_NOW_LEASE
 		if :: inphase[EA] && sb[EA] < L -> sb[EA]++ :: else -> skip fi
 #endif
@@ -803,9 +1048,15 @@ end_tick:
 	od
 }
 
+#ifdef WINDOW_SHRINK
+#define CLEAR_BIG(i) flbig[i] = 0
+#else
+#define CLEAR_BIG(i) skip
+#endif
+
 /* a request lands, and charges (no idempotency keys) */
 inline land(i) {
-	/* PROPERTY never a second charge */
+	/* PROPERTY never a second charge, for the intent: a second charge under any reference */
 	assert(ncharges == 0);
 	ncharges++;
 	if
@@ -813,14 +1064,18 @@ inline land(i) {
 	:: chg = C_DECL
 	:: chg = C_PEND
 	fi;
+	chgref = flref[i];
 	if :: flto[i] > 0 -> resp[flto[i] - 1] = chg :: else -> SEEN(W_LATE_LANDING) fi;
 	if :: flfrom[i] != tok -> SEEN(W_ZOMBIE_SENT) :: else -> skip fi;
-	flon[i] = 0; flto[i] = 0; flrem[i] = 0; flfrom[i] = 0
+#ifdef WINDOW_SHRINK
+	if :: flbig[i] && win == WSMALL -> SEEN(W_SHRUNK_LANDED) :: else -> skip fi;
+#endif
+	flon[i] = 0; flto[i] = 0; flrem[i] = 0; flfrom[i] = 0; flref[i] = 0; CLEAR_BIG(i)
 }
 
 /* a request is lost on the way */
 inline lose(i) {
-	flon[i] = 0; flto[i] = 0; flrem[i] = 0; flfrom[i] = 0
+	flon[i] = 0; flto[i] = 0; flrem[i] = 0; flfrom[i] = 0; flref[i] = 0; CLEAR_BIG(i)
 }
 
 active proctype provider() {
@@ -833,13 +1088,117 @@ end_serve:
 	:: atomic { flon[1] -> lose(1) }
 	:: atomic { flon[2] -> lose(2) }
 	:: atomic { chg == C_PEND -> if :: chg = C_SUCC :: chg = C_DECL fi }
+#ifdef WINDOW_SHRINK
+	/* the declared in-flight window drops (once); requests already sent keep theirs */
+	:: atomic { win > WSMALL -> win = WSMALL }
+#endif
 	od
 }
 
 /* PROPERTY every intent ends completed or parked: when nothing can move, the key is not started */
 active proctype endcheck() {
-	timeout -> assert(status != STARTED)
+#ifdef LOST_COMMITS
+	byte orphans;
+#endif
+	timeout -> assert(status != STARTED);
+#ifdef LOST_COMMITS
+	/* PROPERTY a client without its answer retries until the key exists again: no key at the
+	 * end only when the client got its answer before a failover lost it */
+	assert(status != NONE || answered);
+	/* reconciliation (the provider's charges against the completed keys here) reports the
+	 * charges whose intent has no completed key: a parked key's, which an operator settles, or
+	 * one whose key a failover lost after its client had the answer */
+	orphans = (status != COMPLETED -> ncharges : 0);
+	/* PROPERTY every charge belongs to an intent completed here or reported by reconciliation,
+	 * and there is at most one for the intent */
+	assert(ncharges <= 1 && (orphans == 0 || status == FAILED || (status == NONE && answered)));
+	if :: orphans > 0 && status == NONE -> SEEN(W_RECONCILED) :: else -> skip fi
+#endif
 }
+
+#ifdef LOST_COMMITS
+/*
+ * The database fails over to a standby that lacks the primary's last commits (asynchronous
+ * replication). The standby replays the primary's commits up to some point (replicate: at any
+ * moment it may catch up); a failover brings back the key as of that point, or no key at all,
+ * at most MAXLOSS times. Every execution in flight loses its connection: its open transaction
+ * is gone (a step is its commit: it either committed before, or runs against the standby), and
+ * it may go on later with its old token (a zombie). The provider and the clients forget nothing.
+ *
+ * Without LOST_ANYTIME, the standby takes writes only once every lease the old primary granted
+ * has run out and every request sent has landed or been lost (the failover takes longer than a
+ * lease plus the in-flight window): the key comes back with its lease, schedule and quiet times
+ * run out. With LOST_ANYTIME the failover may happen at any moment, the standby's timers
+ * running on as the primary's do.
+ */
+#ifdef LOST_ANYTIME
+#define FO_READY true
+#define SNAPTIMERS_DIFF (s_lease != lease || s_next != next || s_hq != hq || \
+	s_rq[0] != rq[0] || s_rq[1] != rq[1] || s_rq[2] != rq[2] || s_rq[3] != rq[3])
+#else
+#define FO_READY (!flon[0] && !flon[1] && !flon[2] && lease == 0 && next == 0 && hq == 0 && \
+	rq[0] == 0 && rq[1] == 0 && rq[2] == 0 && rq[3] == 0 && dl[0] == 0 && dl[1] == 0 && \
+	dl[2] == 0 && dl[3] == 0 && oq[0] == 0 && oq[1] == 0 && oq[2] == 0 && oq[3] == 0)
+#define SNAPTIMERS_DIFF false
+#endif
+
+/* the standby lacks some of the primary's commits */
+#define BEHIND (s_status != status || s_rp != rp || s_tok != tok || s_attempts != attempts || \
+	s_parked != parked || s_decided != decided || s_pendings != pendings || s_ref != ref || \
+	s_rreach[0] != rreach[0] || s_rreach[1] != rreach[1] || s_rreach[2] != rreach[2] || \
+	s_rreach[3] != rreach[3] || s_hreach != hreach || s_pendrec != pendrec || s_w1 != w1 || \
+	s_w2 != w2 || s_u1 != u1 || s_settled != settled || s_execs != execs || SNAPTIMERS_DIFF)
+
+#define COPY4(to, from) to[0] = from[0]; to[1] = from[1]; to[2] = from[2]; to[3] = from[3]
+
+active proctype failover() {
+end_standby:
+	do
+	:: atomic { claimed && losses < MAXLOSS && BEHIND ->
+		/* the standby replays the primary's commits so far */
+		s_status = status; s_rp = rp; s_tok = tok; s_attempts = attempts; s_parked = parked;
+		s_decided = decided; s_pendings = pendings; s_ref = ref;
+		COPY4(s_rreach, rreach); s_hreach = hreach; s_pendrec = pendrec;
+		s_w1 = w1; s_w2 = w2; s_u1 = u1; s_settled = settled; s_execs = execs;
+#ifdef LOST_ANYTIME
+		s_lease = lease; s_next = next; COPY4(s_rq, rq); s_hq = hq;
+#endif
+	   }
+	:: atomic { claimed && losses < MAXLOSS && BEHIND && FO_READY ->
+		/* failover: the standby's key, without the commits it lacked */
+		losses++;
+		status = s_status; rp = s_rp; tok = s_tok; attempts = s_attempts; parked = s_parked;
+		decided = s_decided; pendings = s_pendings; ref = s_ref;
+		COPY4(rreach, s_rreach); hreach = s_hreach; pendrec = s_pendrec;
+		w1 = s_w1; w2 = s_w2; u1 = s_u1; settled = s_settled; execs = s_execs;
+#ifdef LOST_ANYTIME
+		lease = s_lease; next = s_next; COPY4(rq, s_rq); hq = s_hq;
+		/* an execution that may still send holds a lease the database may no longer know */
+		lostlease[0] = (dl[0] > 0); lostlease[1] = (dl[1] > 0);
+		lostlease[2] = (dl[2] > 0); lostlease[3] = (dl[3] > 0);
+#else
+		lease = 0; next = 0; rq[0] = 0; rq[1] = 0; rq[2] = 0; rq[3] = 0; hq = 0;
+#endif
+		if :: status == NONE -> lostkey = 1 :: else -> skip fi;
+		chgold = (ncharges > 0);
+		prefo[0] = 1; prefo[1] = 1; prefo[2] = 1; prefo[3] = 1;
+		if
+		:: losses == MAXLOSS ->
+			/* no more failovers: forget the standby (fewer states) */
+			s_status = 0; s_rp = 0; s_tok = NOTOK; s_attempts = 0; s_parked = 0; s_decided = 0;
+			s_pendings = 0; s_ref = 0; s_hreach = 0; s_pendrec = 0;
+			s_rreach[0] = 0; s_rreach[1] = 0; s_rreach[2] = 0; s_rreach[3] = 0;
+			s_w1 = 0; s_w2 = 0; s_u1 = 0; s_settled = 0; s_execs = 0;
+#ifdef LOST_ANYTIME
+			s_lease = 0; s_next = 0; s_hq = 0; s_rq[0] = 0; s_rq[1] = 0; s_rq[2] = 0; s_rq[3] = 0;
+#endif
+			skip
+		:: else -> skip
+		fi
+	   }
+	od
+}
+#endif
 
 init {
 	atomic {
@@ -848,7 +1207,9 @@ init {
 		run duplicate();
 #endif
 		run resumer();
+#ifndef NO_OP
 		run operator()
+#endif
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/migrations"
@@ -72,6 +73,10 @@ type BuildParams struct {
 	// Getenv looks up the command's environment (Env.Getenv), for settings such as secrets
 	// that do not belong on a command line.
 	Getenv func(string) string
+	// TracerProvider receives the spans of the service's saga client: pass it on as
+	// saga.Config.TracerProvider. It is nil when tracing is off (the OpenTelemetry environment
+	// asks for no spans).
+	TracerProvider trace.TracerProvider
 }
 
 // Service is an application's service as the commands run it.

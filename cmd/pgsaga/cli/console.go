@@ -65,6 +65,10 @@ func (c *cli) console(cmd *cobra.Command, f *consoleFlags) error {
 	if err != nil {
 		return err
 	}
+	if _, err := c.startTracing(cmd.Context(), cmd.Name(), logger); err != nil {
+		return err
+	}
+	defer c.tracing.shutdown()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	pool, err := c.connectMigrated(ctx)

@@ -48,12 +48,13 @@ func (f *daemonFlags) check() error {
 // SIGINT or SIGTERM, a logger, the migrated pool, a metrics registry (runtime, process and key
 // state collectors) and the application's service.
 type daemon struct {
-	ctx    context.Context
-	logger *slog.Logger
-	pool   *pgxpool.Pool
-	reg    *prometheus.Registry
-	svc    *Service
-	close  func()
+	ctx     context.Context
+	logger  *slog.Logger
+	pool    *pgxpool.Pool
+	reg     *prometheus.Registry
+	svc     *Service
+	tracing *tracing
+	close   func()
 }
 
 // startDaemon waits for the database (up to --db-wait), checks the schema and builds the
@@ -66,13 +67,19 @@ func (c *cli) startDaemon(cmd *cobra.Command, f *daemonFlags) (*daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	tr, err := c.startTracing(cmd.Context(), cmd.Name(), logger)
+	if err != nil {
+		return nil, err
+	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	pool, err := c.connectMigratedWaiting(ctx, f.dbWait, logger)
 	if err != nil {
 		stop()
+		tr.shutdown()
 		return nil, err
 	}
-	d := &daemon{ctx: ctx, logger: logger, pool: pool, reg: newRegistry(), close: func() { pool.Close(); stop() }}
+	d := &daemon{ctx: ctx, logger: logger, pool: pool, reg: newRegistry(), tracing: tr,
+		close: func() { pool.Close(); stop(); tr.shutdown() }}
 	if err := d.start(c, cmd, f.lease); err != nil {
 		d.close()
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgsaga/pgsaga/internal/pgavail"
@@ -23,15 +24,31 @@ const connectTimeout = 10 * time.Second
 // service answering concurrent duplicates beside a worker.
 const defaultMaxConns = 16
 
+// defaultHostConnectTimeout bounds one connection attempt to one host when the URL sets no
+// connect_timeout. A host that is frozen or cut off by a partition may accept the TCP connection
+// (its kernel does) and never answer; without a bound pgx would wait on it for as long as the
+// caller's context allows, and never try the next host of a multi-host URL.
+const defaultHostConnectTimeout = 5 * time.Second
+
+// defaultPingTimeout bounds the liveness check pgxpool makes of a connection that sat idle for
+// more than a second before handing it out, when the URL sets no pool_ping_timeout. A connection
+// to a frozen primary would otherwise hold its request until the request's own deadline (a
+// lease) instead of being replaced by one to the new primary.
+const defaultPingTimeout = 2 * time.Second
+
 // Connect opens a pool on the database at url the way the commands do, for an application's
-// own commands (App.Commands): pool_max_conns defaults to 16 when the URL does not set it, and
-// the server must answer a ping within 10s. A malformed URL is bad usage (UsageErrorf), reported
-// without the URL, so its password is never printed.
-func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) { return openPool(ctx, url) }
+// own commands (App.Commands): pool_max_conns defaults to 16, connect_timeout (per host) to 5s
+// and pool_ping_timeout to 2s when the URL does not set them, a connection whose server says it
+// is read-only (a standby, or default_transaction_read_only on) is dropped when released, and
+// the server must answer a ping within 10s. url may name several hosts with
+// target_session_attrs=read-write (a replicated pair under a failover manager): connections go
+// to whichever is the primary. A malformed URL is bad usage (UsageErrorf), reported without the
+// URL, so its password is never printed.
+func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) { return openPool(ctx, url, nil) }
 
 // openPool connects to url and checks that the server answers.
-func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	pool, err := newPool(ctx, url)
+func openPool(ctx context.Context, url string, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
+	pool, err := newPool(ctx, url, tracer)
 	if err != nil {
 		return nil, err
 	}
@@ -44,8 +61,9 @@ func openPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// newPool makes a pool on url without connecting: pgxpool connects on first use.
-func newPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+// newPool makes a pool on url without connecting: pgxpool connects on first use. tracer, when
+// not nil, traces its statements.
+func newPool(ctx context.Context, url string, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx's parse errors can quote the URL, password included: say only what is wrong.
@@ -54,11 +72,33 @@ func newPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = defaultMaxConns
 	}
+	if !strings.Contains(url, "connect_timeout") {
+		cfg.ConnConfig.ConnectTimeout = defaultHostConnectTimeout
+	}
+	if !strings.Contains(url, "pool_ping_timeout") {
+		cfg.PingTimeout = defaultPingTimeout
+	}
+	cfg.AfterRelease = writable
+	if tracer != nil {
+		cfg.ConnConfig.Tracer = tracer
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("error connecting to the database: %w", err)
 	}
 	return pool, nil
+}
+
+// writable is the pool's AfterRelease hook: it keeps a released connection only while its
+// server has not said it is read-only. PostgreSQL (14 and later) reports in_hot_standby and
+// default_transaction_read_only to the client whenever they change, so this costs no round
+// trip. A connection made with target_session_attrs=read-write was to a primary; a server that
+// later refuses writes on it (a demoted node that kept its sessions, an operator fencing the old
+// primary with default_transaction_read_only) would answer every write with SQLSTATE 25006 for
+// as long as the pool kept it. Dropped, it is replaced by a connection to the primary.
+func writable(conn *pgx.Conn) bool {
+	pg := conn.PgConn()
+	return pg.ParameterStatus("in_hot_standby") != "on" && pg.ParameterStatus("default_transaction_read_only") != "on"
 }
 
 // ping checks that the server answers, naming its host when it does not.
@@ -84,7 +124,7 @@ func (c *cli) connect(ctx context.Context) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openPool(ctx, url)
+	return openPool(ctx, url, c.tracing.pgxTracer())
 }
 
 // connectMigrated opens the database and checks that it carries every migration this binary
@@ -103,7 +143,7 @@ func (c *cli) connectMigratedWaiting(ctx context.Context, wait time.Duration, lo
 	if err != nil {
 		return nil, err
 	}
-	pool, err := newPool(ctx, url)
+	pool, err := newPool(ctx, url, c.tracing.pgxTracer())
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,8 @@ func TestDatabaseUnavailable(t *testing.T) {
 		{"terminated by the administrator", pg("57P01"), true},
 		{"connection failure", pg("08006"), true},
 		{"too many connections", pg("53300"), true},
+		{"a standby refused a write", pg("25006"), true},
+		{"crash shutdown", pg("57P02"), true},
 		{"connection refused", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
 		{"wrong password", pg("28P01"), false},
 		{"no such database", pg("3D000"), false},

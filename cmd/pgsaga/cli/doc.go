@@ -27,6 +27,12 @@
 //     nothing. Resuming a completed key prints its stored response and changes nothing.
 //     resume --stuck resumes each stuck key so, one after the other, and exits 1 when any did
 //     not finish.
+//   - serve, worker, resume, settle and console export OpenTelemetry spans by OTLP over HTTP when
+//     the environment asks for it (OTEL_TRACES_EXPORTER=otlp, or OTEL_EXPORTER_OTLP_ENDPOINT or
+//     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT set), and none otherwise; serve's API continues an
+//     incoming traceparent. A span that could not be exported is logged, never an error of the
+//     command; what is buffered is sent when the command ends. Another exporter, or OTLP over
+//     gRPC, is bad usage.
 //   - keys, show and gc --dry-run only read. gc deletes only completed keys past their window
 //     (with --older-than, older than that; --older-than 0s, every completed key); started and
 //     failed keys never.

@@ -100,10 +100,14 @@ func (f *resumeFlags) checkStuck(args []string) error {
 	return checkLease(f.lease)
 }
 
-// openForResume opens the migrated database and builds the application's service.
+// openForResume starts tracing (when the environment asks for it), opens the migrated database
+// and builds the application's service. The caller closes the pool, then shuts tracing down.
 func (c *cli) openForResume(cmd *cobra.Command, f *resumeFlags) (*pgxpool.Pool, *Service, error) {
 	logger, err := c.logger(logOneShot)
 	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := c.startTracing(cmd.Context(), cmd.Name(), logger); err != nil {
 		return nil, nil, err
 	}
 	pool, err := c.connectMigrated(cmd.Context())
@@ -120,6 +124,7 @@ func (c *cli) openForResume(cmd *cobra.Command, f *resumeFlags) (*pgxpool.Pool, 
 
 func (c *cli) resumeOne(cmd *cobra.Command, f *resumeFlags, scope saga.Scope, key string) error {
 	ctx := cmd.Context()
+	defer c.tracing.shutdown()
 	pool, svc, err := c.openForResume(cmd, f)
 	if err != nil {
 		return err
@@ -148,6 +153,7 @@ type resumeResultJSON struct {
 
 func (c *cli) resumeStuck(cmd *cobra.Command, f *resumeFlags) error {
 	ctx := cmd.Context()
+	defer c.tracing.shutdown()
 	pool, svc, err := c.openForResume(cmd, f)
 	if err != nil {
 		return err

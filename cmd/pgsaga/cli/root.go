@@ -83,6 +83,9 @@ type cli struct {
 	env         *Env
 	databaseURL string
 	logLevel    string
+	// tracing is the running command's tracing (startTracing); nil when off. The pools the
+	// command opens trace their statements with it, and the service it builds its operations.
+	tracing *tracing
 }
 
 func newRoot(app *App, env *Env) *cobra.Command {

@@ -105,7 +105,7 @@ func (c *cli) serve(cmd *cobra.Command, f *serveFlags) error {
 		maxInFlight = inFlightPerConn * int(pool.Config().MaxConns)
 	}
 	mux := d.opsMux()
-	mux.Handle("/", limitInFlight(svc.Handler, maxInFlight))
+	mux.Handle("/", d.tracing.handler(limitInFlight(svc.Handler, maxInFlight)))
 
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
@@ -165,6 +165,7 @@ func (c *cli) build(ctx context.Context, cmd *cobra.Command, p *BuildParams) (*S
 		return nil, err
 	}
 	p.Command, p.Flags, p.Outbox, p.Getenv = cmd.Name(), cmd.Flags(), outbox, c.env.Getenv
+	p.TracerProvider = c.tracing.tracerProvider()
 	svc, err := c.app.Build(ctx, p)
 	if err != nil {
 		return nil, err
@@ -189,17 +190,30 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// healthz answers 200 while the database answers a ping within 2s, 503 otherwise.
+// healthz answers 200 {"status":"ok"} while the database answers within 2s and takes writes;
+// 503 {"status":"unavailable"} when it does not answer, and 503 {"status":"read_only"} when the
+// server the pool reaches refuses writes (a standby: a single-host URL naming a node that was
+// demoted, or default_transaction_read_only on). One round trip, as a ping.
 func healthz(pool *pgxpool.Pool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		w.Header().Set("Content-Type", "application/json")
-		if err := pool.Ping(ctx); err != nil {
+		var readOnly bool
+		err := pool.QueryRow(ctx, healthSQL).Scan(&readOnly)
+		switch {
+		case err != nil:
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte(`{"status":"unavailable","error":"database unreachable"}`))
-			return
+		case readOnly:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"status":"read_only","error":"the database server refuses writes (a standby?)"}`))
+		default:
+			_, _ = w.Write([]byte(`{"status":"ok"}`))
 		}
-		_, _ = w.Write([]byte(`{"status":"ok"}`))
 	})
 }
+
+// healthSQL asks whether the server would refuse a write: a standby (in recovery) or a
+// session that is read-only by default.
+const healthSQL = `SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::bool`

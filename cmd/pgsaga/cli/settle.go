@@ -72,6 +72,10 @@ func (c *cli) settle(cmd *cobra.Command, f *settleFlags, scope saga.Scope, key s
 	if err != nil {
 		return err
 	}
+	if _, err := c.startTracing(ctx, cmd.Name(), logger); err != nil {
+		return err
+	}
+	defer c.tracing.shutdown()
 	pool, err := c.connectMigrated(ctx)
 	if err != nil {
 		return err

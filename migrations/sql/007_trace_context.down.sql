@@ -1,0 +1,1 @@
+ALTER TABLE pgsaga_key DROP COLUMN trace_context;
