@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/gateway/sim"
@@ -267,6 +268,24 @@ func TestPaymentsAPIMatchesDocument(t *testing.T) {
 		a = o.do(t, apiCall{Method: "GET", Path: "/metrics"})
 		require.Equal(t, http.StatusOK, a.Status)
 		require.Contains(t, string(a.Body), "pgsaga_requests_total")
+	})
+
+	t.Run("a database that refuses writes: /healthz answers read_only", func(t *testing.T) {
+		// As a failover leaves the old primary: read-only, its sessions ended.
+		err := pgx.BeginTxFunc(t.Context(), d.pool, pgx.TxOptions{AccessMode: pgx.ReadWrite}, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(t.Context(), `ALTER DATABASE postgres SET default_transaction_read_only = on`); err != nil {
+				return err
+			}
+			_, err := tx.Exec(t.Context(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+				WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+			return err
+		})
+		require.NoError(t, err)
+		d.pool.Reset()
+		waitUntil(t, 10*time.Second, "/healthz to say read_only", func() bool {
+			a := o.do(t, apiCall{Method: "GET", Path: "/healthz"})
+			return a.Status == http.StatusServiceUnavailable && jsonString(t, a.Body, "status") == "read_only"
+		})
 	})
 
 	t.Run("with the database stopped, every route answers 503", func(t *testing.T) {
