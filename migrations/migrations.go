@@ -24,6 +24,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/pgsaga/pgsaga/internal/listencheck"
 )
 
 //go:embed sql/*.sql
@@ -79,6 +81,11 @@ type MigrateResult struct {
 
 // ErrMissingVersion is returned by Validate when the database lacks a version the binary has.
 var ErrMissingVersion = errors.New("database schema is behind: run `pgsaga migrate`")
+
+// ErrNoSession is returned by Migrate when its pool's connections are not sessions of their
+// own (a pooler in transaction pooling mode): its advisory lock would stay behind on a server
+// session another client gets next. Migrate on a direct connection, or through session pooling.
+var ErrNoSession = errors.New("migrations: the pool's connections are not sessions of their own")
 
 // advisoryLockKey serialises migration runs across processes ("pgsaga-m" in ASCII).
 const advisoryLockKey int64 = 0x7067736167612d6d
@@ -146,7 +153,9 @@ func linesOf(opts *MigrateOpts) []Line {
 }
 
 // Migrate applies River's migrations (unless skipped), then every pending version of pgsaga's
-// line and of opts.Lines. Running it on a current database is a no-op.
+// line and of opts.Lines. Running it on a current database is a no-op that only reads. Applying
+// versions takes a session's lock: through a pooler in transaction pooling mode it then refuses
+// (ErrNoSession) before changing anything.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, opts *MigrateOpts) (*MigrateResult, error) {
 	if opts == nil {
 		opts = &MigrateOpts{}
@@ -160,6 +169,20 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts *MigrateOpts) (*Migra
 		lines = append(lines, migrations)
 	}
 
+	// An up-to-date database needs no lock, and only reads: that works through any pooler.
+	if Validate(ctx, pool, opts) == nil {
+		return &MigrateResult{}, nil
+	}
+	// The lock below is a session's: a LISTEN that hears its own notification is a session
+	// that lasts from one transaction to the next, which a transaction pooler's is not.
+	heard, err := listencheck.Heard(ctx, pool, pool)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("error connecting to migrate: %w", err)
+	case !heard:
+		return nil, fmt.Errorf("%w (a LISTEN did not hear its own notification: a pooler in transaction pooling mode?): "+
+			"migrate holds an advisory lock across its transactions; run it on a direct connection, or through session pooling", ErrNoSession)
+	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("error connecting to migrate: %w", err)

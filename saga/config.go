@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
@@ -69,6 +71,23 @@ type Config struct {
 	// claimed it, so that a resume after a crash joins that request's trace. Defaults to none:
 	// no spans, no trace context stored, and nothing spent on tracing.
 	TracerProvider trace.TracerProvider
+	// TransactionPooling declares that DB reaches PostgreSQL through a pooler in transaction
+	// pooling mode (PgBouncer's pool_mode=transaction), where each transaction of a connection
+	// may run in another server session: nothing that lives in a session (LISTEN, named
+	// prepared statements) survives from one transaction to the next. DB's pool must then use
+	// pgx's QueryExecModeCacheDescribe (default_query_exec_mode=cache_describe in its URL),
+	// and the bounded wait for a request in flight (phases.Operation.WaitInFlight) listens on
+	// ListenDB, or polls the key when ListenDB is nil. Defaults to false: DB's connections are
+	// sessions of their own (a direct connection, or session pooling).
+	TransactionPooling bool
+	// ListenDB is where the bounded wait for a request in flight (phases.Operation.WaitInFlight)
+	// LISTENs for the key's completion: the same database as DB, reached so that a connection
+	// is a session of its own (directly, or through session pooling), such as a direct
+	// connection to the primary beside a DB behind PgBouncer. Each waiting duplicate holds one
+	// of its connections while it waits. CheckListen checks that notifications reach it.
+	// Defaults to DB, or with TransactionPooling to none: a waiting duplicate then reads the
+	// key at growing intervals, from 10ms to 100ms, holding no connection in between.
+	ListenDB *pgxpool.Pool
 }
 
 // WithDefaults returns a copy of the config with every unset field given its default.
@@ -120,6 +139,9 @@ func (c *Config) validate() error {
 	if c.Retention < 0 {
 		return fmt.Errorf("saga: Config.Retention must not be negative, got %s", c.Retention)
 	}
+	if err := c.validatePooling(); err != nil {
+		return err
+	}
 	names := map[string]bool{}
 	for _, op := range c.Operations {
 		if op == nil {
@@ -146,3 +168,31 @@ func DefaultRetryDelay(attempt int) time.Duration {
 	base = min(base, 5*time.Minute)
 	return base/2 + rand.N(base)
 }
+
+// validatePooling refuses the database settings that cannot work: JSON the engine sends as
+// []byte arrives as bytea in pgx's exec and simple protocol modes (and is refused as invalid
+// JSON, which would answer requests 400); behind a transaction pooler, the cache_statement and
+// describe_exec modes use prepared statements another client may meet or replace on the same
+// server connection, and LISTEN hears nothing.
+func (c *Config) validatePooling() error {
+	if c.DB != nil {
+		mode := c.DB.Config().ConnConfig.DefaultQueryExecMode
+		switch {
+		case mode == pgx.QueryExecModeExec || mode == pgx.QueryExecModeSimpleProtocol:
+			return fmt.Errorf("saga: Config.DB's pool uses pgx's %s mode, which sends JSON held in []byte as bytea: "+
+				"use cache_statement (pgx's default), or cache_describe behind a transaction pooler", execModeName(mode))
+		case c.TransactionPooling && mode != pgx.QueryExecModeCacheDescribe:
+			return fmt.Errorf("saga: Config.TransactionPooling needs Config.DB's pool in pgx's cache_describe mode "+
+				"(default_query_exec_mode=cache_describe in its URL), got %s, whose prepared statements a transaction pooler "+
+				"shares between clients", execModeName(mode))
+		}
+	}
+	if c.TransactionPooling && c.ListenDB != nil && c.ListenDB == c.DB {
+		return errors.New("saga: Config.ListenDB is Config.DB, which is transaction-pooled (Config.TransactionPooling): " +
+			"LISTEN needs a session of its own, a direct connection or session pooling")
+	}
+	return nil
+}
+
+// execModeName is mode as pgx's default_query_exec_mode URL parameter spells it.
+func execModeName(mode pgx.QueryExecMode) string { return strings.ReplaceAll(mode.String(), " ", "_") }

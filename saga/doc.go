@@ -77,6 +77,12 @@
 // first phase sends no statement (as the client learns by running it) the key is not read first.
 // A takeover whose recovery point comes right before a call journals that call itself.
 //
+// Behind a pooler in transaction pooling mode (PgBouncer's pool_mode=transaction), set
+// Config.TransactionPooling and give DB's pool pgx's cache_describe mode: no statement then
+// depends on the server session of an earlier transaction. The bounded wait for a request in
+// flight listens on Config.ListenDB (a direct connection) or polls the key; CheckListen, called
+// at start, refuses a LISTEN that would hear nothing.
+//
 // # Files
 //
 // A request reads top to bottom through:
@@ -95,9 +101,10 @@
 // store_write_sql.go (the claims and fenced writes, with their parameters), store_key.go
 // (choosing and sending them; args.go keeps their arguments allocation-free), store_head.go
 // (reads of one key), store_lease.go (takeovers, heartbeats, the worker's claims),
-// store_read.go and store_action.go (the operators' reads, deletions and history).
+// store_read.go and store_action.go (the operators' reads, deletions and history), callread.go
+// (which keys journaled calls under given references, for reconciliation).
 //
 // Around them: client.go and config.go (Client, Config), key.go (Key, states), keyread.go (the
 // operators' read API), errors.go, header.go (stored response headers), metrics.go (Observer),
-// inbox.go (RecordInboxTx).
+// tracing.go (OpenTelemetry spans), listencheck.go (CheckListen), inbox.go (RecordInboxTx).
 package saga

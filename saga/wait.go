@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // notifyChannel carries ["tenant","actor","key"] when a started key that a duplicate waits for
@@ -25,12 +26,41 @@ const awaitKeySQL = `UPDATE pgsaga_key SET waiters = true
 	  AND locked_until > clock_timestamp()
 	RETURNING locked_until, clock_timestamp()`
 
+// Polling, for a client that has nowhere to LISTEN (Config.TransactionPooling without
+// Config.ListenDB): the first read comes soon, for the short requests most duplicates wait
+// for, and the reads thin out to one every pollMax.
+const (
+	pollFirst = 10 * time.Millisecond
+	pollMax   = 100 * time.Millisecond
+)
+
+// acquirer is what listening needs: a connection of its own (*pgxpool.Pool).
+type acquirer interface {
+	Acquire(ctx context.Context) (*pgxpool.Conn, error)
+}
+
+// listenDB is where the bounded wait listens: Config.ListenDB, else Config.DB unless it is
+// transaction-pooled; nil when the wait polls.
+func (c *Client) listenDB() acquirer {
+	switch {
+	case c.cfg.ListenDB != nil:
+		return c.cfg.ListenDB
+	case c.cfg.TransactionPooling:
+		return nil
+	}
+	return c.cfg.DB
+}
+
 // waitForKey waits, up to d and never past the key's lease, for an in-flight key to leave the
 // started state, then reads it again. It listens on its own connection, then sets the key's
 // waiters flag, so that the completion (which notifies only when the flag is set) cannot slip
-// between the caller's read and the wait.
+// between the caller's read and the wait. With nowhere to listen it polls.
 func (c *Client) waitForKey(ctx context.Context, scope Scope, key string, d time.Duration) (*keyHead, error) {
-	conn, err := c.cfg.DB.Acquire(ctx)
+	listen := c.listenDB()
+	if listen == nil {
+		return c.pollForKey(ctx, scope, key, d)
+	}
+	conn, err := listen.Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -82,5 +112,38 @@ func (c *Client) awaitNotification(ctx context.Context, wait func(context.Contex
 			got[0] == scope.Tenant && got[1] == scope.Actor && got[2] == key {
 			return nil
 		}
+	}
+}
+
+// pollForKey is waitForKey without LISTEN: it reads the key at growing intervals (pollFirst to
+// pollMax) until the key leaves the started state or its lease runs out, for up to d. It sets
+// no waiters flag: nobody listens for the notification.
+func (c *Client) pollForKey(ctx context.Context, scope Scope, key string, d time.Duration) (*keyHead, error) {
+	deadline := time.Now().Add(d)
+	interval := pollFirst
+	var h keyHead
+	for {
+		found, err := readHead(ctx, c.cfg.DB, scope, key, &h)
+		switch {
+		case err != nil:
+			return nil, err
+		case !found:
+			return nil, ErrKeyNotFound
+		case h.Status != KeyStatusStarted || h.LeaseLeft <= 0:
+			return &h, nil
+		}
+		// Never past the lease: once it ends, the next read answers (a takeover, or 409).
+		wait := min(interval, time.Until(deadline), h.LeaseLeft)
+		if wait <= 0 {
+			return &h, nil
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		case <-timer.C:
+		}
+		interval = min(2*interval, pollMax)
 	}
 }

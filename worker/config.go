@@ -83,6 +83,14 @@ type Config struct {
 	// river.work/<kind>); the resumes themselves are the client's pgsaga.resume spans. Defaults
 	// to the client's (saga.Config.TracerProvider): none when the client traces nothing.
 	TracerProvider trace.TracerProvider
+	// PollOnly runs River in poll-only mode: it looks for new jobs every fetch interval (50ms
+	// for resumes and maintenance, 1s for outbox deliveries) and for an expired leadership
+	// every few seconds, instead of LISTENing for them. Set it when Pool reaches PostgreSQL
+	// through a pooler in transaction pooling mode (PgBouncer's pool_mode=transaction), where
+	// a LISTEN hears nothing: Start refuses a Pool that does not hear notifications without it.
+	// River needs nothing else of a session: its advisory locks are transaction-scoped and its
+	// leader election is a row with a lease. Defaults to false: River listens.
+	PollOnly bool
 }
 
 // WithDefaults returns a copy of the config with every unset field given its default.

@@ -65,6 +65,8 @@
 //     InsertTx): it exists exactly when that transaction commits. Delivery is at least once — a
 //     POST that gets no 2xx is retried by River with backoff — so receivers de-duplicate by the
 //     X-Event-ID header with saga.RecordInboxTx.
+//   - Behind a pooler in transaction pooling mode (PgBouncer), Config.PollOnly runs River
+//     without LISTEN; Start refuses a Pool whose LISTEN hears nothing when it is not set.
 //   - Retention: the periodic GC deletes completed keys past their expiry (or Config.Retention),
 //     in batches that skip locked rows, and never a started or failed key.
 //   - Reconciliation (with Config.Lister): a periodic job (one at a time) lists the

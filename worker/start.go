@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/pgsaga/pgsaga/internal/listencheck"
 	"github.com/pgsaga/pgsaga/internal/pgavail"
+	"github.com/pgsaga/pgsaga/saga"
 )
 
 // The background start's pace: the first retry after about startRetryFirst, each next one twice
@@ -89,14 +91,24 @@ func (w *Worker) keepStarting(ctx context.Context, firstErr error) *startLoop {
 }
 
 // tryStart is one attempt to start: a ping bounded by startPingTimeout and attemptCtx (the
-// background loop's, so that Stop need not wait for a database that does not answer), then
-// River's start on ctx. The ping also spares River's own error logs of a start that cannot
+// background loop's, so that Stop need not wait for a database that does not answer), the check
+// that notifications reach River's LISTEN (unless PollOnly), then River's start on ctx. The ping also spares River's own error logs of a start that cannot
 // succeed.
 func (w *Worker) tryStart(ctx, attemptCtx context.Context) error {
 	pingCtx, cancel := context.WithTimeout(attemptCtx, startPingTimeout)
 	defer cancel()
 	if err := w.cfg.Pool.Ping(pingCtx); err != nil {
 		return fmt.Errorf("error reaching the database: %w", err)
+	}
+	if !w.cfg.PollOnly {
+		heard, err := listencheck.Heard(attemptCtx, w.cfg.Pool, w.cfg.Pool)
+		switch {
+		case err != nil:
+			return err
+		case !heard:
+			return fmt.Errorf("River listens on Config.Pool for new jobs and leadership changes, and %w: "+
+				"Config.Pool goes through a pooler in transaction pooling mode? Set Config.PollOnly", saga.ErrListenUnheard)
+		}
 	}
 	// River runs on the context it starts with: ctx, which Stop does not cancel, so that Stop
 	// can stop it gracefully.

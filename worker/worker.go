@@ -97,6 +97,7 @@ func New(cfg *Config) (*Worker, error) {
 		CompletedJobRetentionPeriod: time.Hour,
 		Workers:                     workers,
 		PeriodicJobs:                periodic,
+		PollOnly:                    cfg.PollOnly,
 		Queues: map[string]river.QueueConfig{
 			// A job resumes a batch of keys at once: as many jobs as batches fit in
 			// ResumeConcurrency. Both queues look for jobs every 50ms as well as when River
@@ -128,6 +129,11 @@ func New(cfg *Config) (*Worker, error) {
 // the pool's role lacks a privilege), which trying again would not change. Once started, the
 // worker rides out the database going away on its own: River's producers, elector, notifier and
 // completer retry until it is back.
+//
+// Unless Config.PollOnly is set, each attempt also checks that a notification sent through
+// Config.Pool reaches a session listening on it (within 5s); when it does not, Start returns an
+// error matching saga.ErrListenUnheard: River would otherwise LISTEN in vain behind a
+// transaction pooler.
 func (w *Worker) Start(ctx context.Context) error {
 	err := w.tryStart(ctx, ctx)
 	switch {

@@ -41,6 +41,10 @@ func buildPayments(ctx context.Context, p *sagacli.BuildParams) (*sagacli.Servic
 		Lease:      p.Lease,
 		Logger:     p.Logger,
 		Registerer: p.Registerer,
+		// Behind PgBouncer in transaction pooling mode (--database-pooling=transaction), and
+		// where duplicates of a request in flight listen (--listen-database-url).
+		TransactionPooling: p.TransactionPooling,
+		ListenDB:           p.ListenPool,
 		// Every succeeded payment emits payment.succeeded in the transaction that records
 		// it; `worker --webhook-url` delivers it.
 		PaymentHooks: []payments.PaymentHook{payments.PaymentSucceededHook(p.Outbox)},

@@ -35,6 +35,9 @@ type chaosOpts struct {
 	maxAttempts int
 	// lease is the engine's Lease (0: its default).
 	lease time.Duration
+	// pooled serves the API through PgBouncer in transaction pooling mode (dbtest.PooledPool);
+	// the env's db.Pool, for the test's own reads and writes, stays direct.
+	pooled bool
 }
 
 func newChaosEnv(t *testing.T, o chaosOpts) *chaosEnv {
@@ -51,9 +54,15 @@ func newChaosEnv(t *testing.T, o chaosOpts) *chaosEnv {
 		gw = c
 	}
 	points := chaos.NewPoints()
-	svc, err := payments.New(&payments.Config{Pool: db.Pool, Gateway: chaos.WrapGateway(gw, points), GatewayRetries: o.gatewayRetries, Lease: o.lease})
+	pool := db.Pool
+	if o.pooled {
+		pool = db.PooledPool(t, "default_query_exec_mode=cache_describe")
+	}
+	svc, err := payments.New(&payments.Config{Pool: pool, TransactionPooling: o.pooled, Gateway: chaos.WrapGateway(gw, points),
+		GatewayRetries: o.gatewayRetries, Lease: o.lease})
 	require.NoError(t, err)
-	client, err := saga.NewClient(&saga.Config{DB: db.Pool, Operations: chaos.WrapOperations(svc.Operations(), points), MaxAttempts: o.maxAttempts, Lease: o.lease})
+	client, err := saga.NewClient(&saga.Config{DB: pool, TransactionPooling: o.pooled, Operations: chaos.WrapOperations(svc.Operations(), points),
+		MaxAttempts: o.maxAttempts, Lease: o.lease})
 	require.NoError(t, err)
 
 	// POST routes run on the wrapped client; the GET routes are the service's own.

@@ -63,6 +63,12 @@ type Config struct {
 	// TracerProvider receives the saga client's spans (saga.Config.TracerProvider). Defaults to
 	// none: no spans.
 	TracerProvider trace.TracerProvider
+	// TransactionPooling declares that Pool goes through a pooler in transaction pooling mode
+	// (saga.Config.TransactionPooling). Defaults to false.
+	TransactionPooling bool
+	// ListenDB is where the saga client's bounded waits listen (saga.Config.ListenDB).
+	// Defaults to Pool, or with TransactionPooling to none.
+	ListenDB *pgxpool.Pool
 }
 
 // Service is the example payments API.
@@ -89,12 +95,14 @@ func New(cfg *Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg}
 	client, err := saga.NewClient(&saga.Config{
-		DB:             cfg.Pool,
-		Operations:     s.Operations(),
-		Lease:          cfg.Lease,
-		Logger:         cfg.Logger,
-		Registerer:     cfg.Registerer,
-		TracerProvider: cfg.TracerProvider,
+		DB:                 cfg.Pool,
+		Operations:         s.Operations(),
+		Lease:              cfg.Lease,
+		Logger:             cfg.Logger,
+		Registerer:         cfg.Registerer,
+		TracerProvider:     cfg.TracerProvider,
+		TransactionPooling: cfg.TransactionPooling,
+		ListenDB:           cfg.ListenDB,
 	})
 	if err != nil {
 		return nil, err

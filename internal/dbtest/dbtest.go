@@ -6,6 +6,10 @@
 // (CREATE DATABASE … TEMPLATE) and drops the clone when the test ends, so tests that call
 // t.Parallel() never see each other's rows.
 //
+// PooledURL reaches a test's database through PgBouncer in transaction pooling mode instead,
+// started once per test binary in front of the same server (pglocal.StartBouncer) and stopped
+// by Main.
+//
 // Guarantees:
 //   - Database names are unique per process ("pgsaga_<pid>_<random>_<n>_<test>", template
 //     "pgsaga_tpl_<pid>_<random>"), so several test binaries can share one server.
@@ -111,6 +115,10 @@ type suite struct {
 	adminURL string
 	admin    *pgxpool.Pool
 	template string
+
+	bouncerOnce sync.Once
+	bouncerErr  error
+	bouncer     *pglocal.Bouncer // started by the first PooledURL
 }
 
 // Main runs the tests of a package that uses NewDB; call it from TestMain. It runs m.Run,
@@ -222,12 +230,17 @@ func (s *suite) setup() error {
 	return nil
 }
 
-// close releases what setup made: the cluster, or on a shared server the template.
+// close releases what setup made: the bouncer, the cluster, or on a shared server the template.
 func (s *suite) close() error {
 	if s.release != nil {
 		s.release()
 	}
 	var errs []error
+	if s.bouncer != nil {
+		if err := s.bouncer.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if s.admin != nil {
 		if s.cluster == nil && s.template != "" {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -341,4 +354,57 @@ func (db *DB) Close() error {
 	defer cancel()
 	_, err := db.suite.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+quote(db.Name)+" WITH (FORCE)")
 	return err
+}
+
+// Bouncer pool sizes: fewer server connections per database than a test's pool has clients,
+// so that clients share server connections and anything that leaks session state across
+// transactions shows.
+const (
+	bouncerPoolSize = 4
+	pooledMaxConns  = testMaxConns
+)
+
+// PooledURL returns a URL that reaches db through the test binary's PgBouncer in transaction
+// pooling mode (4 server connections per database), starting it on first use. Each query
+// parameter in params (such as "default_query_exec_mode=cache_describe") is added to the URL.
+func (db *DB) PooledURL(t testing.TB, params ...string) string {
+	t.Helper()
+	s := db.suite
+	if s == nil {
+		s = current
+	}
+	s.bouncerOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		s.bouncer, s.bouncerErr = pglocal.StartBouncer(ctx, &pglocal.BouncerConfig{
+			ServerURL: s.adminURL, DefaultPoolSize: bouncerPoolSize})
+	})
+	if s.bouncerErr != nil {
+		t.Fatalf("dbtest: %v", s.bouncerErr)
+	}
+	u := s.bouncer.URL(db.Name)
+	for _, p := range params {
+		u += "&" + p
+	}
+	return u
+}
+
+// PooledPool opens a pool of at most 8 connections on PooledURL(t, params...) and closes it
+// when t ends.
+func (db *DB) PooledPool(t testing.TB, params ...string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := newPool(t.Context(), db.PooledURL(t, params...), pooledMaxConns)
+	if err != nil {
+		t.Fatalf("dbtest: error opening a pool through PgBouncer on %s: %v", db.Name, err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// BouncerLog is the end of the bouncer's log, for a failure message ("" before PooledURL).
+func BouncerLog() string {
+	if current == nil || current.bouncer == nil {
+		return ""
+	}
+	return current.bouncer.Log()
 }

@@ -1,7 +1,10 @@
-// Package pglocal runs a throwaway PostgreSQL cluster, for the tests and for `pgsaga demo`.
+// Package pglocal runs a throwaway PostgreSQL cluster, for the tests and for `pgsaga demo`, and
+// a throwaway PgBouncer in front of one, for the tests that run through a transaction pooler.
 //
 // Start runs initdb in a new directory under Config.BaseDir and starts the postgres server as a
 // child of the calling process; Stop shuts the server down and removes the directory.
+// StartBouncer does the same for pgbouncer (pool_mode transaction by default, auth_type trust,
+// a free port on 127.0.0.1), with the same guarantees below.
 //
 // Guarantees:
 //   - The server is our child. On Linux the kernel sends it SIGQUIT (immediate shutdown) when the

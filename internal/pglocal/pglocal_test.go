@@ -139,6 +139,9 @@ func TestStartFailureShowsServerLog(t *testing.T) {
 const (
 	helperBaseEnv   = "PGLOCAL_TEST_HELPER_BASEDIR"
 	helperSignalEnv = "PGLOCAL_TEST_HELPER_STOP_ON_SIGNAL" // non-empty: call StopOnSignal
+	// helperBouncerEnv, non-empty, also starts a bouncer in front of the cluster and prints
+	// "bouncer <pgbouncer pid> <dir>" before "started …".
+	helperBouncerEnv = "PGLOCAL_TEST_HELPER_BOUNCER"
 )
 
 func TestHelperProcess(t *testing.T) {
@@ -153,6 +156,14 @@ func TestHelperProcess(t *testing.T) {
 	}
 	if os.Getenv(helperSignalEnv) != "" {
 		defer c.StopOnSignal()()
+	}
+	if os.Getenv(helperBouncerEnv) != "" {
+		b, err := StartBouncer(context.Background(), &BouncerConfig{ServerURL: c.URL("postgres"), BaseDir: base})
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("bouncer %d %s\n", b.proc.cmd.Process.Pid, b.dir)
 	}
 	fmt.Printf("started %d %s\n", c.proc.cmd.Process.Pid, c.dir)
 	select {} // until killed

@@ -34,7 +34,7 @@ func initdb(ctx context.Context, bins binaries, owner owner, dir string) error {
 	)
 	cmd.Dir = dir
 	cmd.Env = childEnv()
-	cmd.SysProcAttr = sysProcAttr(owner)
+	cmd.SysProcAttr = sysProcAttr(owner, syscall.SIGQUIT)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
@@ -71,7 +71,7 @@ func (c *Cluster) startServer(ctx context.Context, bins binaries, owner owner, c
 	cmd := exec.Command(bins.postgres, c.serverArgs(cfg)...)
 	cmd.Dir = c.dir
 	cmd.Env = childEnv()
-	cmd.SysProcAttr = sysProcAttr(owner)
+	cmd.SysProcAttr = sysProcAttr(owner, syscall.SIGQUIT)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	p, err := startLocked(cmd)

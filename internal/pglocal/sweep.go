@@ -38,7 +38,7 @@ func Sweep(baseDir string) (int, error) {
 	removed := 0
 	var errs []error
 	for _, dir := range dirs {
-		pid, ok := ownerPid(filepath.Base(dir))
+		pid, ok := ownerPid(filepath.Base(dir), dirPrefix)
 		if !ok || processAlive(pid) {
 			continue
 		}
@@ -54,9 +54,9 @@ func Sweep(baseDir string) (int, error) {
 	return removed, errors.Join(errs...)
 }
 
-// ownerPid parses "pgsaga-pg-<pid>-<random>".
-func ownerPid(name string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, dirPrefix)
+// ownerPid parses "<prefix><pid>-<random>" ("pgsaga-pg-<pid>-<random>" for a cluster).
+func ownerPid(name, prefix string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, prefix)
 	if !ok {
 		return 0, false
 	}

@@ -119,3 +119,77 @@ func BenchmarkPhase(b *testing.B) {
 func pgxpoolNew(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
 	return pgxpool.NewWithConfig(ctx, cfg)
 }
+
+// BenchmarkPgBouncerExecModes measures pgx's query exec modes on a phase's transaction (BEGIN
+// with an INSERT, the key write with COMMIT) followed by a read outside any transaction (as the
+// engine reads a key), from 8 goroutines, directly and through PgBouncer in transaction pooling
+// mode. Arguments are text and bigint only, which every mode can send. errors/op counts what
+// failed instead of failing the benchmark: behind the bouncer, cache_statement collides on
+// prepared statement names and describe_exec binds to an unnamed statement another client
+// prepared on the same server connection.
+func BenchmarkPgBouncerExecModes(b *testing.B) {
+	db := dbtest.NewDB(b)
+	ctx := context.Background()
+	_, err := db.Pool.Exec(ctx, `CREATE TABLE item (id bigint PRIMARY KEY, note text NOT NULL);
+		CREATE TABLE item_key (id bigint PRIMARY KEY, note text NOT NULL)`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int64
+	op := func(pool *pgxpool.Pool) error {
+		id := next.Add(1)
+		tx, err := pgpipe.Begin(ctx, pool, nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if _, err := tx.Exec(ctx, `INSERT INTO item (id, note) VALUES ($1, $2)`, id, "x"); err != nil {
+			return err
+		}
+		kb := &pgx.Batch{}
+		kb.Queue(`INSERT INTO item_key (id, note) VALUES ($1, $2) RETURNING id`, id, "done").
+			QueryRow(func(row pgx.Row) error { var id int64; return row.Scan(&id) })
+		if err := tx.CommitWith(ctx, kb); err != nil {
+			return err
+		}
+		var note string
+		return pool.QueryRow(ctx, `SELECT note FROM item_key WHERE id = $1`, id).Scan(&note)
+	}
+	for _, via := range []string{"direct", "pgbouncer"} {
+		for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
+			b.Run(via+"/"+mode, func(b *testing.B) {
+				url := db.URL + "&default_query_exec_mode=" + mode
+				if via == "pgbouncer" {
+					url = db.PooledURL(b, "default_query_exec_mode="+mode)
+				}
+				cfg, err := pgxpool.ParseConfig(url)
+				if err != nil {
+					b.Fatal(err)
+				}
+				cfg.MaxConns = 8
+				pool, err := pgxpool.NewWithConfig(ctx, cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer pool.Close()
+				var failed atomic.Int64
+				for range 20 {
+					if op(pool) != nil {
+						failed.Add(1)
+					}
+				}
+				failed.Store(0)
+				b.SetParallelism(4)
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if op(pool) != nil {
+							failed.Add(1)
+						}
+					}
+				})
+				b.ReportMetric(float64(failed.Load())/float64(b.N), "errors/op")
+			})
+		}
+	}
+}

@@ -77,6 +77,14 @@ type BuildParams struct {
 	// saga.Config.TracerProvider. It is nil when tracing is off (the OpenTelemetry environment
 	// asks for no spans).
 	TracerProvider trace.TracerProvider
+	// TransactionPooling is true when Pool goes through a pooler in transaction pooling mode
+	// (--database-pooling=transaction). Pass it to saga.Config.TransactionPooling: the command
+	// refuses a saga client that does not run as its flags say.
+	TransactionPooling bool
+	// ListenPool is serve's --listen-database-url, a direct connection where the bounded wait
+	// for a request in flight listens; nil without it (and for the other commands). Pass it to
+	// saga.Config.ListenDB.
+	ListenPool *pgxpool.Pool
 }
 
 // Service is an application's service as the commands run it.

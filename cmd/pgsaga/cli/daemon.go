@@ -27,6 +27,11 @@ const defaultDBWait = time.Minute
 type daemonFlags struct {
 	lease  time.Duration
 	dbWait time.Duration
+	// listens is set by the commands that run requests (serve): they take
+	// --listen-database-url (listenURL), and check at start that their bounded waits hear the
+	// notifications they listen for.
+	listens   bool
+	listenURL string
 }
 
 func (f *daemonFlags) add(fl *pflag.FlagSet, leaseUsage string) {
@@ -51,6 +56,7 @@ type daemon struct {
 	ctx     context.Context
 	logger  *slog.Logger
 	pool    *pgxpool.Pool
+	listen  *pgxpool.Pool // --listen-database-url's, or nil
 	reg     *prometheus.Registry
 	svc     *Service
 	tracing *tracing
@@ -80,18 +86,28 @@ func (c *cli) startDaemon(cmd *cobra.Command, f *daemonFlags) (*daemon, error) {
 	}
 	d := &daemon{ctx: ctx, logger: logger, pool: pool, reg: newRegistry(), tracing: tr,
 		close: func() { pool.Close(); stop(); tr.shutdown() }}
-	if err := d.start(c, cmd, f.lease); err != nil {
+	if err := d.start(c, cmd, f); err != nil {
 		d.close()
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *daemon) start(c *cli, cmd *cobra.Command, lease time.Duration) error {
+func (d *daemon) start(c *cli, cmd *cobra.Command, f *daemonFlags) error {
 	var err error
-	d.svc, err = c.build(d.ctx, cmd, &BuildParams{Pool: d.pool, Lease: lease, Logger: d.logger, Registerer: d.reg})
+	if f.listens {
+		if err := d.openListen(c, f.listenURL); err != nil {
+			return err
+		}
+	}
+	d.svc, err = c.build(d.ctx, cmd, &BuildParams{Pool: d.pool, ListenPool: d.listen, Lease: f.lease, Logger: d.logger, Registerer: d.reg})
 	if err != nil {
 		return err
+	}
+	if f.listens {
+		if err := checkListen(d.ctx, d.svc.Client, d.listen != nil); err != nil {
+			return err
+		}
 	}
 	if err := d.reg.Register(worker.NewStateCollector(d.svc.Client)); err != nil {
 		return fmt.Errorf("error registering the key state metrics: %w", err)
@@ -105,4 +121,23 @@ func (d *daemon) opsMux() *http.ServeMux {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{Registry: d.reg}))
 	mux.Handle("GET /healthz", healthz(d.pool))
 	return mux
+}
+
+// openListen opens the pool of --listen-database-url, if any, closed with the daemon, and logs
+// where the bounded waits for requests in flight listen.
+func (d *daemon) openListen(c *cli, flag string) error {
+	listen, err := c.openListenPool(d.ctx, flag)
+	if err != nil {
+		return err
+	}
+	switch {
+	case listen != nil:
+		d.listen = listen
+		closePool := d.close
+		d.close = func() { listen.Close(); closePool() }
+		d.logger.Info("waits for requests in flight listen on --listen-database-url", "host", listen.Config().ConnConfig.Host)
+	case c.transactionPooled():
+		d.logger.Info("waits for requests in flight poll the key: --database-pooling is transaction and there is no --listen-database-url")
+	}
+	return nil
 }

@@ -33,6 +33,11 @@
 //     incoming traceparent. A span that could not be exported is logged, never an error of the
 //     command; what is buffered is sent when the command ends. Another exporter, or OTLP over
 //     gRPC, is bad usage.
+//   - With --database-pooling=transaction (PgBouncer in transaction pooling mode) every command
+//     opens its pool in pgx's cache_describe mode, the worker's River polls, and migrate is
+//     refused (it needs a session). serve and worker refuse to start when a LISTEN they rely on
+//     hears nothing: a pooled --database-url without the flag, or a --listen-database-url
+//     through the pooler.
 //   - keys, show and gc --dry-run only read. gc deletes only completed keys past their window
 //     (with --older-than, older than that; --older-than 0s, every completed key); started and
 //     failed keys never.

@@ -59,6 +59,9 @@ func shopApp() *cli.App {
 				Lease:      p.Lease,
 				Logger:     p.Logger,
 				Registerer: p.Registerer,
+				// --database-pooling and --listen-database-url (see BuildParams).
+				TransactionPooling: p.TransactionPooling,
+				ListenDB:           p.ListenPool,
 			})
 			if err != nil {
 				return nil, err

@@ -14,10 +14,18 @@ func (c *cli) migrateCmd() *cobra.Command {
 		Short: "Apply River's, pgsaga's and the application's migrations",
 		Long: `Applies every pending migration: River's (for the worker), pgsaga's own tables, then the
 application's lines. Each version commits in its own transaction; concurrent runs are
-serialised by an advisory lock. Running it on an up-to-date database changes nothing.`,
+serialised by an advisory lock. Running it on an up-to-date database changes nothing.
+
+The lock belongs to a session, which a pooler in transaction pooling mode does not keep from
+one transaction to the next: run migrate on a direct connection (or session pooling), never
+with --database-pooling=transaction.`,
 		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if c.transactionPooled() {
+				return usageErrorf("migrate holds a session's advisory lock across its transactions, which a transaction pooler " +
+					"does not keep: run it with a direct --database-url, without --database-pooling=transaction")
+			}
 			pool, err := c.connect(ctx)
 			if err != nil {
 				return err

@@ -82,6 +82,7 @@ type cli struct {
 	app         *App
 	env         *Env
 	databaseURL string
+	pooling     string // --database-pooling
 	logLevel    string
 	// tracing is the running command's tracing (startTracing); nil when off. The pools the
 	// command opens trace their statements with it, and the service it builds its operations.
@@ -119,6 +120,7 @@ value, missing required flag or argument, no database URL). Errors are one line 
 	root.SetErr(c.env.Stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 	root.PersistentFlags().StringVar(&c.databaseURL, "database-url", "", "PostgreSQL connection URL (default $"+envDatabaseURL+")")
+	root.PersistentFlags().StringVar(&c.pooling, "database-pooling", "", "how --database-url reaches PostgreSQL: session (directly, or a pooler in session mode) or transaction (a pooler in transaction pooling mode, such as PgBouncer's pool_mode=transaction) (default $"+envDatabasePooling+", else session)")
 	root.PersistentFlags().StringVar(&c.logLevel, "log-level", "", "log level on stderr: debug, info, warn, error or off (default: info for serve and worker, off otherwise)")
 
 	root.AddCommand(
@@ -162,15 +164,21 @@ func (c *cli) logger(def string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: level})), nil
 }
 
-// dbURL is --database-url, else $DATABASE_URL; without either the command line is incomplete.
+// dbURL is --database-url, else $DATABASE_URL, as --database-pooling needs it opened (see
+// withPooling); without either the command line is incomplete.
 func (c *cli) dbURL() (string, error) {
-	if u := strings.TrimSpace(c.databaseURL); u != "" {
-		return u, nil
+	u := strings.TrimSpace(c.databaseURL)
+	if u == "" {
+		u = strings.TrimSpace(c.env.Getenv(envDatabaseURL))
 	}
-	if u := strings.TrimSpace(c.env.Getenv(envDatabaseURL)); u != "" {
-		return u, nil
+	if u == "" {
+		return "", usageErrorf("no database: set --database-url or %s", envDatabaseURL)
 	}
-	return "", usageErrorf("no database: set --database-url or %s", envDatabaseURL)
+	pooling, err := c.databasePooling()
+	if err != nil {
+		return "", err
+	}
+	return withPooling(u, pooling)
 }
 
 // exactArgs is cobra.ExactArgs with a bad-usage error naming what is missing.

@@ -74,6 +74,8 @@ stops.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free port)")
 	f.daemonFlags.add(fl, "how long an execution owns a key before another may take it over")
+	f.listens = true
+	fl.StringVar(&f.listenURL, "listen-database-url", "", "a direct connection (or session pooling) to the same database, where a duplicate of a request in flight listens for it to finish, beside a transaction-pooled --database-url (default $"+envListenDatabaseURL+"; without it such duplicates poll)")
 	fl.BoolVar(&f.worker, "worker", false, "also run the recovery worker in this process")
 	fl.IntVar(&f.maxInFlight, "max-in-flight", 0, "most requests handled at once; more are answered 503 at once (default: 4 per pooled connection)")
 	c.appFlags(cmd)
@@ -94,7 +96,8 @@ func (c *cli) serve(cmd *cobra.Command, f *serveFlags) error {
 	var w *runningWorker
 	if f.worker {
 		w, err = c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg,
-			sweepInterval: time.Second, webhookSecrets: c.webhookSecrets(), lister: svc.Lister})
+			sweepInterval: time.Second, webhookSecrets: c.webhookSecrets(), lister: svc.Lister,
+			pollOnly: c.transactionPooled()})
 		if err != nil {
 			return err
 		}
@@ -166,12 +169,16 @@ func (c *cli) build(ctx context.Context, cmd *cobra.Command, p *BuildParams) (*S
 	}
 	p.Command, p.Flags, p.Outbox, p.Getenv = cmd.Name(), cmd.Flags(), outbox, c.env.Getenv
 	p.TracerProvider = c.tracing.tracerProvider()
+	p.TransactionPooling = c.transactionPooled()
 	svc, err := c.app.Build(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	if svc == nil || svc.Client == nil {
 		return nil, errors.New("the application's Build returned no saga Client")
+	}
+	if err := checkBuiltPooling(svc, p); err != nil {
+		return nil, err
 	}
 	return svc, nil
 }

@@ -78,7 +78,8 @@ func (c *cli) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	defer d.close()
 	ctx, logger, pool, reg, svc := d.ctx, d.logger, d.pool, d.reg, d.svc
 	w, err := c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg,
-		sweepInterval: f.sweepInterval, webhookURL: f.webhookURL, webhookSecrets: c.webhookSecrets(), lister: svc.Lister})
+		sweepInterval: f.sweepInterval, webhookURL: f.webhookURL, webhookSecrets: c.webhookSecrets(), lister: svc.Lister,
+		pollOnly: c.transactionPooled()})
 	if err != nil {
 		return err
 	}
@@ -122,6 +123,8 @@ type workerParams struct {
 	webhookSecrets [][]byte
 	// lister lists the provider's charges: the worker reconciles them when it is set.
 	lister gateway.Lister
+	// pollOnly runs River without LISTEN (--database-pooling=transaction).
+	pollOnly bool
 }
 
 // Environment variables holding the secrets that sign outbox deliveries.
@@ -159,6 +162,7 @@ func (c *cli) startWorker(ctx context.Context, p *workerParams) (*runningWorker,
 		Registerer:     p.registerer,
 		Logger:         p.logger,
 		Lister:         p.lister,
+		PollOnly:       p.pollOnly,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error creating the worker: %w", err)
@@ -168,6 +172,11 @@ func (c *cli) startWorker(ctx context.Context, p *workerParams) (*runningWorker,
 		return nil, err
 	}
 	if err := w.Start(context.WithoutCancel(ctx)); err != nil {
+		if errors.Is(err, saga.ErrListenUnheard) {
+			return nil, fmt.Errorf("%w: River listens on --database-url, which reaches no session of its own "+
+				"(a pooler in transaction pooling mode?): declare it with --database-pooling=transaction (River then polls), "+
+				"or give the worker a direct --database-url", saga.ErrListenUnheard)
+		}
 		return nil, err
 	}
 	return &runningWorker{w: w, logger: p.logger}, nil

@@ -1,0 +1,448 @@
+package pglocal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// bouncerDirPrefix starts the name of every bouncer directory: pgsaga-bouncer-<pid>-<random>.
+const bouncerDirPrefix = "pgsaga-bouncer-"
+
+// bouncerBinary is where Debian and Ubuntu install pgbouncer, outside a non-root user's PATH.
+const bouncerBinary = "/usr/sbin/pgbouncer"
+
+// BouncerConfig configures StartBouncer.
+type BouncerConfig struct {
+	// ServerURL is the PostgreSQL server the bouncer forwards to: its host (or socket
+	// directory), port, user and password. Every database on that server is reachable through
+	// the bouncer under its own name, as that user. Required.
+	ServerURL string
+
+	// PoolMode is PgBouncer's pool_mode: "session", "transaction" or "statement".
+	// Defaults to "transaction": a server connection is a client's for one transaction only.
+	PoolMode string
+
+	// DefaultPoolSize is PgBouncer's default_pool_size: server connections per database.
+	// Defaults to 10.
+	DefaultPoolSize int
+
+	// MaxClientConn is PgBouncer's max_client_conn. Defaults to 1000.
+	MaxClientConn int
+
+	// Settings are extra pgbouncer.ini settings of the [pgbouncer] section, written after ours,
+	// so they win. Defaults to none.
+	Settings map[string]string
+
+	// BaseDir is where the bouncer's directory (its configuration, pid file and log) is
+	// created. When the process is root it must be traversable by RunAsUser.
+	// Defaults to the same directory as Config.BaseDir's default.
+	BaseDir string
+
+	// Binary is the pgbouncer program. Defaults to pgbouncer in PATH, else /usr/sbin/pgbouncer.
+	Binary string
+
+	// Logger receives lifecycle events: start, stop, stale directories removed.
+	// Defaults to a logger that discards everything.
+	Logger *slog.Logger
+
+	// StartTimeout bounds startup, on top of the context given to StartBouncer.
+	// Defaults to 30s.
+	StartTimeout time.Duration
+
+	// StopTimeout is how long Stop waits for the bouncer to exit before killing it.
+	// Defaults to 10s.
+	StopTimeout time.Duration
+
+	// RunAsUser is the user pgbouncer runs as when the process is root (pgbouncer refuses to
+	// run as root). Ignored when it is not root.
+	// Defaults to "postgres", or "nobody" when there is no "postgres" user.
+	RunAsUser string
+}
+
+// WithDefaults returns a copy of c (which may be nil) with every unset field given its default.
+func (c *BouncerConfig) WithDefaults() *BouncerConfig {
+	out := &BouncerConfig{}
+	if c != nil {
+		*out = *c
+	}
+	if out.PoolMode == "" {
+		out.PoolMode = "transaction"
+	}
+	if out.DefaultPoolSize == 0 {
+		out.DefaultPoolSize = 10
+	}
+	if out.MaxClientConn == 0 {
+		out.MaxClientConn = 1000
+	}
+	if out.BaseDir == "" {
+		out.BaseDir = defaultBaseDir()
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	if out.StartTimeout == 0 {
+		out.StartTimeout = 30 * time.Second
+	}
+	if out.StopTimeout == 0 {
+		out.StopTimeout = 10 * time.Second
+	}
+	return out
+}
+
+func (c *BouncerConfig) validate() error {
+	switch {
+	case c.ServerURL == "":
+		return errors.New("ServerURL is required")
+	case c.PoolMode != "session" && c.PoolMode != "transaction" && c.PoolMode != "statement":
+		return fmt.Errorf("PoolMode must be session, transaction or statement, got %q", c.PoolMode)
+	case c.DefaultPoolSize < 1:
+		return fmt.Errorf("DefaultPoolSize must be at least 1, got %d", c.DefaultPoolSize)
+	case c.MaxClientConn < 1:
+		return fmt.Errorf("MaxClientConn must be at least 1, got %d", c.MaxClientConn)
+	case c.StartTimeout < 0 || c.StopTimeout < 0:
+		return errors.New("StartTimeout and StopTimeout must not be negative")
+	}
+	return nil
+}
+
+// Bouncer is a running throwaway PgBouncer in front of a PostgreSQL server. Its methods are
+// safe for concurrent use.
+type Bouncer struct {
+	dir      string // the bouncer's directory: pgbouncer.ini, userlist.txt, pid file, log
+	port     int
+	user     string
+	database string // the server URL's database, for the readiness check
+	logger   *slog.Logger
+	stopTTL  time.Duration
+	proc     *process
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// StartBouncer writes a PgBouncer configuration for cfg.ServerURL (auth_type trust, the
+// server's user and password in a generated auth file, listening on 127.0.0.1 at a free port)
+// and starts pgbouncer as a child of the calling process, returning once a client can reach the
+// server through it. ctx bounds startup only; Stop ends the bouncer. On error nothing is left
+// behind. Like the cluster's server, the bouncer gets a parent-death signal (SIGTERM, its
+// immediate shutdown), and a directory left by a process that died is removed by the next
+// StartBouncer in the same BaseDir.
+func StartBouncer(ctx context.Context, cfg *BouncerConfig) (*Bouncer, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("error starting pgbouncer: invalid BouncerConfig: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+	begin := time.Now()
+
+	server, err := pgconn.ParseConfig(cfg.ServerURL)
+	if err != nil {
+		return nil, fmt.Errorf("error starting pgbouncer: invalid ServerURL: %w", err)
+	}
+	binary, err := findBouncer(cfg.Binary)
+	if err != nil {
+		return nil, fmt.Errorf("error starting pgbouncer: %w", err)
+	}
+	owner, err := lookupOwner(cfg.RunAsUser)
+	if err != nil {
+		return nil, fmt.Errorf("error starting pgbouncer: %w", err)
+	}
+	if n, err := sweepBouncers(cfg.BaseDir); err != nil {
+		cfg.Logger.Warn("error sweeping stale bouncer directories", "base_dir", cfg.BaseDir, "error", err)
+	} else if n > 0 {
+		cfg.Logger.Info("removed stale bouncer directories", "base_dir", cfg.BaseDir, "count", n)
+	}
+
+	dir, err := os.MkdirTemp(cfg.BaseDir, fmt.Sprintf("%s%d-*", bouncerDirPrefix, os.Getpid()))
+	if err != nil {
+		return nil, fmt.Errorf("error starting pgbouncer: creating its directory: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = os.RemoveAll(dir)
+		}
+	}()
+	if err := owner.chown(dir); err != nil {
+		return nil, fmt.Errorf("error starting pgbouncer: %w", err)
+	}
+	userlist := fmt.Sprintf("%s %s\n", bouncerQuote(server.User), bouncerQuote(server.Password))
+	if err := writeOwned(filepath.Join(dir, "userlist.txt"), userlist, owner); err != nil {
+		return nil, fmt.Errorf("error starting pgbouncer: %w", err)
+	}
+
+	b := &Bouncer{dir: dir, user: server.User, database: server.Database, logger: cfg.Logger, stopTTL: cfg.StopTimeout}
+	if b.database == "" {
+		b.database = server.User
+	}
+	const attempts = 3 // only a port taken between our probe and pgbouncer's bind is retried
+	for attempt := 1; ; attempt++ {
+		if b.port, err = freePort(); err != nil {
+			return nil, fmt.Errorf("error starting pgbouncer: finding a free TCP port: %w", err)
+		}
+		ini := bouncerINI(cfg, server, dir, b.port)
+		if err := writeOwned(filepath.Join(dir, "pgbouncer.ini"), ini, owner); err != nil {
+			return nil, fmt.Errorf("error starting pgbouncer: %w", err)
+		}
+		err = b.start(ctx, binary, owner)
+		if err == nil {
+			break
+		}
+		if attempt == attempts || !errors.Is(err, errPortInUse) {
+			return nil, err
+		}
+	}
+	ok = true
+	cfg.Logger.Info("pgbouncer started", "dir", dir, "url", b.URL(b.database), "pool_mode", cfg.PoolMode,
+		"user", owner.name, "took", time.Since(begin).Round(time.Millisecond))
+	return b, nil
+}
+
+// bouncerINI is the pgbouncer.ini for cfg: every database of server, under its own name.
+func bouncerINI(cfg *BouncerConfig, server *pgconn.Config, dir string, port int) string {
+	var sb strings.Builder
+	sb.WriteString("[databases]\n")
+	// The wildcard entry forwards any database name to the server, under the same name.
+	fmt.Fprintf(&sb, "* = host=%s port=%d\n", server.Host, server.Port)
+	settings := [][2]string{
+		{"listen_addr", "127.0.0.1"},
+		{"listen_port", strconv.Itoa(port)},
+		{"unix_socket_dir", ""}, // TCP only: no socket in a directory shared with other bouncers
+		{"auth_type", "trust"},
+		{"auth_file", filepath.Join(dir, "userlist.txt")},
+		{"pidfile", filepath.Join(dir, "pgbouncer.pid")},
+		{"pool_mode", cfg.PoolMode},
+		{"default_pool_size", strconv.Itoa(cfg.DefaultPoolSize)},
+		{"max_client_conn", strconv.Itoa(cfg.MaxClientConn)},
+		{"server_reset_query", "DISCARD ALL"},
+		{"server_check_query", "select 1"},
+		{"admin_users", server.User},
+		{"stats_users", server.User},
+		{"log_connections", "0"},
+		{"log_disconnections", "0"},
+	}
+	names := make([]string, 0, len(cfg.Settings))
+	for name := range cfg.Settings {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		settings = append(settings, [2]string{name, cfg.Settings[name]})
+	}
+	sb.WriteString("\n[pgbouncer]\n")
+	for _, s := range settings {
+		fmt.Fprintf(&sb, "%s = %s\n", s[0], s[1])
+	}
+	return sb.String()
+}
+
+// bouncerQuote quotes s for pgbouncer's auth file: in double quotes, a double quote doubled.
+func bouncerQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// writeOwned writes content to path, readable by the owner only.
+func writeOwned(path, content string, o owner) error {
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return o.chown(path)
+}
+
+// findBouncer returns binary, or pgbouncer in PATH, or Debian's /usr/sbin/pgbouncer.
+func findBouncer(binary string) (string, error) {
+	if binary != "" {
+		return binary, nil
+	}
+	if p, err := exec.LookPath("pgbouncer"); err == nil {
+		return p, nil
+	}
+	if info, err := os.Stat(bouncerBinary); err == nil && !info.IsDir() && info.Mode()&0o111 != 0 {
+		return bouncerBinary, nil
+	}
+	return "", fmt.Errorf("no pgbouncer found (looked in PATH and %s): install pgbouncer (Debian/Ubuntu: apt-get install pgbouncer)", bouncerBinary)
+}
+
+// start starts pgbouncer in the foreground and waits until a client reaches the server through
+// it. On error the process is killed.
+func (b *Bouncer) start(ctx context.Context, binary string, owner owner) error {
+	logFile, err := os.OpenFile(b.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("error starting pgbouncer: creating its log: %w", err)
+	}
+	defer logFile.Close() // the child holds its own descriptor
+
+	// Not exec.CommandContext: ctx bounds startup, not the bouncer's life.
+	cmd := exec.Command(binary, filepath.Join(b.dir, "pgbouncer.ini"))
+	cmd.Dir = b.dir
+	cmd.Env = childEnv()
+	cmd.SysProcAttr = sysProcAttr(owner, syscall.SIGTERM)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	p, err := startLocked(cmd)
+	if err != nil {
+		return fmt.Errorf("error starting pgbouncer: %w", err)
+	}
+	b.proc = p
+	if err := b.waitReady(ctx); err != nil {
+		b.kill()
+		log := logTail(b.logPath())
+		if strings.Contains(log, "Address already in use") {
+			err = fmt.Errorf("%w: %w", errPortInUse, err)
+		}
+		return fmt.Errorf("error starting pgbouncer (%s): %w; its log:\n%s", binary, err, log)
+	}
+	return nil
+}
+
+// waitReady polls with a connection through the bouncer until a query reaches the server, the
+// bouncer exits or ctx ends.
+func (b *Bouncer) waitReady(ctx context.Context) error {
+	const interval = 10 * time.Millisecond
+	var lastErr error
+	for {
+		attemptCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		conn, err := pgx.Connect(attemptCtx, b.URL(b.database))
+		if err == nil {
+			err = conn.Ping(attemptCtx)
+			_ = conn.Close(context.Background())
+		}
+		cancel()
+		if err == nil {
+			return nil
+		}
+		lastErr = err
+		timer := time.NewTimer(interval)
+		select {
+		case <-b.proc.exited:
+			timer.Stop()
+			return fmt.Errorf("pgbouncer exited during startup: %v", b.proc.err)
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("pgbouncer not ready (%w); last connection error: %v", context.Cause(ctx), lastErr)
+		case <-timer.C:
+		}
+	}
+}
+
+// URL returns a connection URL for database dbname through the bouncer, as the server's user.
+func (b *Bouncer) URL(dbname string) string {
+	u := url.URL{Scheme: "postgres", User: url.User(b.user), Host: "127.0.0.1:" + strconv.Itoa(b.port),
+		Path: "/" + dbname, RawQuery: "sslmode=disable"}
+	return u.String()
+}
+
+// Dir returns the bouncer's directory: pgbouncer.ini, userlist.txt, its pid file and its log
+// (pgbouncer.log). Stop removes it.
+func (b *Bouncer) Dir() string { return b.dir }
+
+func (b *Bouncer) logPath() string { return filepath.Join(b.dir, "pgbouncer.log") }
+
+// Log returns the end of the bouncer's log, for a test's failure message.
+func (b *Bouncer) Log() string { return logTail(b.logPath()) }
+
+// Stop shuts the bouncer down (SIGTERM, its immediate shutdown: client connections are closed;
+// SIGKILL after BouncerConfig.StopTimeout) and removes its directory. It is idempotent: later
+// calls return the first call's result. It reports an error if the bouncer had exited before.
+func (b *Bouncer) Stop() error {
+	b.stopOnce.Do(func() { b.stopErr = b.stop() })
+	return b.stopErr
+}
+
+func (b *Bouncer) stop() error {
+	var errs []error
+	select {
+	case <-b.proc.exited:
+		errs = append(errs, fmt.Errorf("pgbouncer had exited before Stop (%v); its log:\n%s", b.proc.err, b.Log()))
+	default:
+		_ = b.proc.cmd.Process.Signal(syscall.SIGTERM)
+		timer := time.NewTimer(b.stopTTL)
+		select {
+		case <-b.proc.exited:
+		case <-timer.C:
+			_ = syscall.Kill(-b.proc.cmd.Process.Pid, syscall.SIGKILL)
+			<-b.proc.exited
+			errs = append(errs, fmt.Errorf("pgbouncer did not exit within %s: killed", b.stopTTL))
+		}
+		timer.Stop()
+	}
+	if err := os.RemoveAll(b.dir); err != nil {
+		errs = append(errs, fmt.Errorf("removing the bouncer directory: %w", err))
+	}
+	b.logger.Info("pgbouncer stopped", "dir", b.dir)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("error stopping pgbouncer: %w", err)
+	}
+	return nil
+}
+
+// kill ends a bouncer that failed to start.
+func (b *Bouncer) kill() {
+	select {
+	case <-b.proc.exited:
+		return
+	default:
+	}
+	_ = syscall.Kill(-b.proc.cmd.Process.Pid, syscall.SIGKILL)
+	<-b.proc.exited
+}
+
+// sweepBouncers removes the bouncer directories under baseDir ("pgsaga-bouncer-<pid>-*") whose
+// owning process is gone. A bouncer still running from such a directory (where there is no
+// parent-death signal) is sent SIGTERM when its command line names the directory, and the
+// directory is kept for a later sweep. It returns how many directories it removed.
+func sweepBouncers(baseDir string) (int, error) {
+	dirs, err := filepath.Glob(filepath.Join(baseDir, bouncerDirPrefix+"*"))
+	if err != nil {
+		return 0, err
+	}
+	removed := 0
+	var errs []error
+	for _, dir := range dirs {
+		pid, ok := ownerPid(filepath.Base(dir), bouncerDirPrefix)
+		if !ok || processAlive(pid) {
+			continue
+		}
+		if stopOrphanBouncer(dir) {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed++
+	}
+	return removed, errors.Join(errs...)
+}
+
+// stopOrphanBouncer reports whether the pgbouncer recorded in dir's pid file still runs, and if
+// it runs on dir's configuration sends it SIGTERM.
+func stopOrphanBouncer(dir string) (running bool) {
+	b, err := os.ReadFile(filepath.Join(dir, "pgbouncer.pid"))
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 || !processAlive(pid) {
+		return false
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err == nil && strings.Contains(string(cmdline), dir) {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+	return true
+}
