@@ -126,7 +126,7 @@ func (e *execution) undo(ctx context.Context, j int, next *keyWrite) error {
 		return fmt.Errorf("error compensating %q: %w", step.Name(), err)
 	}
 	next.state = e.st.Values()
-	s, err := next.statement(&e.h, e.req, e.hash, &e.args)
+	s, err := next.statement(&e.h, e.requestFor(next), e.hash, &e.args)
 	if err != nil {
 		e.st.Reset(e.committed)
 		return err
@@ -185,7 +185,7 @@ func (e *execution) finishUnstored(ctx context.Context, out *outcome) (*Result, 
 	if out.Response != nil {
 		w.recoveryPoint = phases.RecoveryPointFinished
 	}
-	written, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w, &e.args)
+	written, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.requestFor(w), e.hash, w, &e.args)
 	if err != nil {
 		return e.transient(ctx, err)
 	}

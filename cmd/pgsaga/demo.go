@@ -20,11 +20,16 @@ import (
 
 	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/gateway/sim"
+	"github.com/pgsaga/pgsaga/internal/apikey"
+	"github.com/pgsaga/pgsaga/internal/operator"
 	"github.com/pgsaga/pgsaga/internal/pglocal"
 	"github.com/pgsaga/pgsaga/migrations"
 	"github.com/pgsaga/pgsaga/recovery"
 	"github.com/pgsaga/pgsaga/saga"
 )
+
+// demoActors are the actors of the demo's tenant, each with an API key.
+var demoActors = []string{"alice", "bob"}
 
 // demoLease is the lease of the demo's service: short, so that a crashed request is taken
 // over within seconds.
@@ -163,7 +168,7 @@ func (c *cli) demo(ctx context.Context, url string, verbose bool, pgBinDir, cons
 		}
 	} else {
 		fmt.Fprintf(out, "\nto look at the demo's keys (tenant %s) in the operator console, run the demo again with\n"+
-			"--console 127.0.0.1:8081, or keep a database and run: PGSAGA_CONSOLE_TOKEN=<a secret> %s console --database-url URL\n",
+			"--console 127.0.0.1:8081, or keep a database and run: %[2]s operator add NAME, then %[2]s console --insecure-http --database-url URL\n",
 			d.tenant, c.app.Name)
 	}
 	if failed > 0 {
@@ -172,11 +177,12 @@ func (c *cli) demo(ctx context.Context, url string, verbose bool, pgBinDir, cons
 	return nil
 }
 
-// serveConsole runs `console` on the demo's data as a separate process, with a fresh token, and
-// prints how to open it; it returns when ctx ends (SIGINT, SIGTERM).
+// serveConsole runs `console` on the demo's data as a separate process, over plain HTTP (addr
+// must be a loopback one), with a fresh token, and prints how to open it; it returns when ctx
+// ends (SIGINT, SIGTERM).
 func (d *demo) serveConsole(ctx context.Context, addr string) error {
-	token := uuid.NewString()
-	console, err := d.startChild(ctx, "console", []string{"console", "--addr", addr, "--gateway-url", d.simURL,
+	token := operator.NewToken()
+	console, err := d.startChild(ctx, "console", []string{"console", "--addr", addr, "--insecure-http", "--gateway-url", d.simURL,
 		"--log-level", "off"}, "PGSAGA_CONSOLE_TOKEN="+token)
 	if err != nil {
 		return err
@@ -206,6 +212,9 @@ type demo struct {
 	resumer *recovery.Resumer
 	client  *saga.Client
 	http    *http.Client
+	// apiKeys are the secrets of the API keys the demo made, by actor of its tenant: the API
+	// authenticates every request by one, as `pgsaga serve` does.
+	apiKeys map[string]string
 
 	stopSim func()
 	api     *http.Server
@@ -240,7 +249,16 @@ func newDemo(ctx context.Context, c *cli, pool *pgxpool.Pool, dbURL string, logg
 	if err != nil {
 		return nil, err
 	}
-	h, err := svc.Handler()
+	keys := apikey.NewStore(pool)
+	d.apiKeys = map[string]string{}
+	for _, actor := range demoActors {
+		k, err := keys.Create(ctx, saga.Scope{Tenant: d.tenant, Actor: actor})
+		if err != nil {
+			return nil, err
+		}
+		d.apiKeys[actor] = k.Secret
+	}
+	h, err := svc.Handler(keys.Scope)
 	if err != nil {
 		return nil, err
 	}

@@ -32,8 +32,8 @@ type child struct {
 // startCrashServer runs this binary's serve (the example payments API) as a separate process, so
 // that the crash is a real kill -9, and waits until it listens.
 func (d *demo) startCrashServer(ctx context.Context) (*child, error) {
-	return d.startChild(ctx, "server", []string{"serve", "--addr", "127.0.0.1:0", "--gateway-url", d.simURL,
-		"--lease", demoLease.String(), "--log-level", "off"})
+	return d.startChild(ctx, "server", []string{"serve", "--addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0",
+		"--gateway-url", d.simURL, "--lease", demoLease.String(), "--log-level", "off"})
 }
 
 // startChild runs this program with args on the demo's database (and env) as a separate process,

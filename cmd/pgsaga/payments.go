@@ -56,7 +56,7 @@ func buildPayments(ctx context.Context, p *sagacli.BuildParams) (*sagacli.Servic
 	if err != nil {
 		return nil, fmt.Errorf("error building the service: %w", err)
 	}
-	h, err := svc.Handler()
+	h, err := svc.Handler(p.Scope)
 	if err != nil {
 		return nil, fmt.Errorf("error building the service: %w", err)
 	}

@@ -407,3 +407,30 @@ func TestNewPanicsOnInvalidConfig(t *testing.T) {
 	require.ErrorContains(t, err, "pending-for")
 	require.ErrorContains(t, err, "latency-before")
 }
+
+// Serve caps request headers at 64 KiB (431), as pgsaga's own servers do, and still answers a
+// charge held by a latency fault.
+func TestServeLimits(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := sim.New(&sim.Config{Latency: 50 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = s.Serve(ctx, ln) }()
+	base := "http://" + ln.Addr().String()
+
+	req, err := http.NewRequest("GET", base+"/_sim/info", nil)
+	require.NoError(t, err)
+	req.Header.Set("X-Padding", strings.Repeat("a", 128<<10))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusRequestHeaderFieldsTooLarge, resp.StatusCode)
+
+	c, err := sim.NewClient(base, nil)
+	require.NoError(t, err)
+	ch, err := c.Charge(context.Background(), chargeParams("payment:slow", 100))
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", string(ch.Status))
+}

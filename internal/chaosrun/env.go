@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -96,7 +97,7 @@ func startEnv(ctx context.Context, cfg *Config, dir string, tl *timeline) (_ *en
 		if err != nil {
 			return nil, err
 		}
-		d, err := e.newDaemon(ctx, fmt.Sprintf("serve-%d", i+1), []string{"serve", "--addr", addr,
+		d, err := e.newDaemon(ctx, fmt.Sprintf("serve-%d", i+1), []string{"serve", "--addr", addr, "--ops-addr", "127.0.0.1:0",
 			"--gateway-url", e.simURL, "--lease", cfg.Lease.String(), "--log-level", "info"}, listeningLine)
 		if err != nil {
 			return nil, err
@@ -177,6 +178,25 @@ func (e *env) cli(ctx context.Context, args ...string) ([]byte, error) {
 		return stdout.Bytes(), fmt.Errorf("pgsaga %s: %w: %s", args[0], err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return stdout.Bytes(), nil
+}
+
+// apiKeys creates an API key of the tenant for each of n clients, with `pgsaga apikey create`,
+// and returns their secrets by actor.
+func (e *env) apiKeys(ctx context.Context, n int) (map[string]string, error) {
+	keys := make(map[string]string, n)
+	for i := range n {
+		actor := actorName(i)
+		out, err := e.cli(ctx, "apikey", "create", "--json", "--tenant", tenant, "--actor", actor)
+		if err != nil {
+			return nil, err
+		}
+		var k struct{ Secret string }
+		if err := json.Unmarshal(out, &k); err != nil || k.Secret == "" {
+			return nil, fmt.Errorf("pgsaga apikey create printed no secret (%v): %s", err, out)
+		}
+		keys[actor] = k.Secret
+	}
+	return keys, nil
 }
 
 // close stops every process and the cluster, and removes the cluster's directory.

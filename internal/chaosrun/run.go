@@ -59,7 +59,11 @@ func runIn(ctx context.Context, cfg *Config, dir string) (*summary, error) {
 		return nil, err
 	}
 	defer e.close()
-	tr, err := newTraffic(cfg, e.serveURLs, tl)
+	keys, err := e.apiKeys(ctx, cfg.Clients)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := newTraffic(cfg, e.serveURLs, keys, tl)
 	if err != nil {
 		return nil, err
 	}

@@ -35,9 +35,11 @@ type traffic struct {
 	tr      *transport
 	client  *client.Client
 	tl      *timeline
+	// apiKeys are the secrets of the clients' API keys, by actor.
+	apiKeys map[string]string
 }
 
-func newTraffic(cfg *Config, serveURLs []string, tl *timeline) (*traffic, error) {
+func newTraffic(cfg *Config, serveURLs []string, apiKeys map[string]string, tl *timeline) (*traffic, error) {
 	reg := newIntents()
 	tr, err := newTransport(serveURLs, reg)
 	if err != nil {
@@ -57,15 +59,18 @@ func newTraffic(cfg *Config, serveURLs []string, tl *timeline) (*traffic, error)
 	if err != nil {
 		return nil, err
 	}
-	return &traffic{cfg: cfg, intents: reg, tr: tr, client: c, tl: tl}, nil
+	return &traffic{cfg: cfg, intents: reg, tr: tr, client: c, tl: tl, apiKeys: apiKeys}, nil
 }
+
+// actorName is the actor of the i-th client goroutine (from 0).
+func actorName(i int) string { return fmt.Sprintf("client-%02d", i+1) }
 
 // run starts cfg.Clients client goroutines and returns when ctx ends and they have stopped.
 func (t *traffic) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i := range t.cfg.Clients {
 		rng := rand.New(rand.NewPCG(t.cfg.Seed, uint64(100+i)))
-		actor := fmt.Sprintf("client-%02d", i+1)
+		actor := actorName(i)
 		wg.Go(func() { t.clientLoop(ctx, actor, rng) })
 	}
 	wg.Wait()
@@ -101,8 +106,9 @@ func (t *traffic) clientLoop(ctx context.Context, actor string, rng *rand.Rand) 
 }
 
 func (t *traffic) newIntent(kind, actor, path string, body any, double bool) *intent {
+	// Each actor authenticates with its own API key: the harness's intents live in memory only.
 	req, err := client.NewIntent(http.MethodPost, path, body, &client.IntentOpts{
-		Header: http.Header{"X-Tenant-ID": {tenant}, "X-Actor-ID": {actor}},
+		Header: http.Header{"Authorization": {"Bearer " + t.apiKeys[actor]}},
 	})
 	if err != nil {
 		panic(fmt.Sprintf("the harness built an invalid intent: %v", err)) // a bug of the harness

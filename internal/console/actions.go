@@ -12,7 +12,7 @@ import (
 )
 
 // The actions do what `pgsaga resume` and `pgsaga settle` do, recorded in the key's history as
-// done by "console". A script gets the stored response, {"status","body"}, or an error; a
+// done by the signed-in operator. A script gets the stored response, {"status","body"}, or an error; a
 // browser's form post is sent back to the key's page (303), which shows the outcome once.
 
 // maxNote caps an operator's note and reference.
@@ -24,7 +24,7 @@ func (c *Console) resume(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, err := c.cfg.Client.Resume(r.Context(), scope, key, &saga.ResumeOpts{Parked: true, By: By})
+	res, err := c.cfg.Client.Resume(r.Context(), scope, key, &saga.ResumeOpts{Parked: true, By: who(r).operator})
 	done := "Resumed"
 	if res != nil && res.Replayed {
 		done = "Nothing to resume: the key was already completed"
@@ -56,7 +56,7 @@ func settleParams(r *http.Request) (*saga.SettleParams, error) {
 		Outcome:   phases.SettleOutcome(r.PostForm.Get("outcome")),
 		Note:      strings.TrimSpace(r.PostForm.Get("note")),
 		Reference: strings.TrimSpace(r.PostForm.Get("reference")),
-		By:        By,
+		By:        who(r).operator,
 	}
 	switch {
 	case p.Outcome != phases.SettleSucceeded && p.Outcome != phases.SettleFailed:
@@ -82,8 +82,8 @@ func (c *Console) answerAction(w http.ResponseWriter, r *http.Request, scope sag
 		c.actionFailed(w, r, scope, key, status, code, msg)
 		return
 	}
-	c.cfg.Logger.InfoContext(r.Context(), "console: "+strings.ToLower(done), "tenant", scope.Tenant, "actor", scope.Actor, "key", key,
-		"status", res.Response.Status)
+	c.cfg.Logger.InfoContext(r.Context(), "console: "+strings.ToLower(done), "operator", who(r).operator,
+		"tenant", scope.Tenant, "actor", scope.Actor, "key", key, "status", res.Response.Status)
 	if !wantsHTML(r) {
 		writeJSON(w, http.StatusOK, keyjson.FromResponse(res.Response))
 		return

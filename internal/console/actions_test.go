@@ -18,7 +18,7 @@ import (
 
 // TestSettleSucceeded: a script settles a parked payment as succeeded with the provider's
 // charge: the answer is the stored response, the key is completed with the decision in its
-// history (by console), the payment is recorded with that charge, and the client's retry
+// history (by the token's operator), the payment is recorded with that charge, and the client's retry
 // replays the 201.
 func TestSettleSucceeded(t *testing.T) {
 	t.Parallel()
@@ -46,7 +46,7 @@ func TestSettleSucceeded(t *testing.T) {
 	k := e.key(alice, key)
 	require.Equal(t, saga.KeyStatusCompleted, k.Status)
 	require.Len(t, k.History, 1)
-	require.Equal(t, "console", k.History[0].By)
+	require.Equal(t, tokenOperator, k.History[0].By)
 	require.Equal(t, saga.KeyActionSettle, k.History[0].Action)
 	require.EqualValues(t, "succeeded", k.History[0].Outcome)
 	require.Equal(t, charge, k.History[0].Reference)
@@ -88,7 +88,7 @@ func TestSettleFailedInBrowser(t *testing.T) {
 	html := string(page.body)
 	require.Contains(t, html, "Settled as failed: its stored response is 402 Payment Required.")
 	require.Contains(t, html, "payment_failed")
-	require.Regexp(t, `<td>console</td><td>settle</td>`, html)
+	require.Regexp(t, `<td>admin</td><td>settle</td>`, html)
 	require.NotContains(t, html, `/settle"`, "a completed key has no settle form")
 	again := e.do(req{path: keyPath(alice, key), cookie: ck, accept: browserAccept})
 	require.NotContains(t, string(again.body), "Settled as failed", "the message shows once")
@@ -160,7 +160,7 @@ func TestResume(t *testing.T) {
 	k := e.key(alice, stuck)
 	require.Equal(t, saga.KeyStatusCompleted, k.Status)
 	require.Len(t, k.History, 1)
-	require.Equal(t, "console", k.History[0].By)
+	require.Equal(t, tokenOperator, k.History[0].By)
 	require.Equal(t, saga.KeyActionResume, k.History[0].Action)
 	require.Equal(t, 2000.0, e.apiGet(alice, "/invoices/"+inv)["paid"])
 

@@ -20,7 +20,8 @@ import (
 // token. Nothing is read or changed.
 func TestUnauthenticated(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
+	// Every wrong token here is a failed sign-in from one address: throttling has its own test.
+	e := newEnv(t, &envOpts{maxFailedSignIns: 1000})
 	_, parked := e.parkedPayment(alice)
 	page := keyPath(alice, parked)
 
@@ -48,7 +49,8 @@ func TestUnauthenticated(t *testing.T) {
 			{"wrong bearer", req{bearer: "not-the-token"}},
 			{"token prefix", req{bearer: token[:len(token)-1]}},
 			{"basic scheme", req{header: http.Header{"Authorization": {"Basic " + token}}}},
-			{"forged cookie", req{cookie: &http.Cookie{Name: "pgsaga_console", Value: "forged"}}},
+			{"forged cookie", req{cookie: &http.Cookie{Name: "__Host-pgsaga_console", Value: "forged"}}},
+			{"plain-HTTP cookie name", req{cookie: &http.Cookie{Name: "pgsaga_console", Value: "forged"}}},
 		} {
 			t.Run(tc.name+"/"+cred.name, func(t *testing.T) {
 				r := cred.r
@@ -108,9 +110,9 @@ func TestBearer(t *testing.T) {
 	require.Empty(t, (&http.Response{Header: r.header}).Cookies(), "a Bearer request gets no session")
 }
 
-// TestLogin: a login with the token sets an HttpOnly, SameSite=Strict session cookie (Secure
-// behind TLS) that authenticates the pages; a wrong token sets nothing; logout ends the
-// session on the server, so the old cookie no longer works.
+// TestLogin: a login with the token sets an HttpOnly, SameSite=Strict, Secure session cookie
+// with the __Host- prefix that authenticates the pages; a wrong token sets nothing; logout ends
+// the session on the server, so the old cookie no longer works.
 func TestLogin(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, &envOpts{noRiver: true})
@@ -123,7 +125,7 @@ func TestLogin(t *testing.T) {
 		r := e.do(req{method: "POST", path: "/login", accept: browserAccept, form: url.Values{"token": {wrong}}})
 		require.Equal(t, http.StatusUnauthorized, r.status)
 		require.Empty(t, (&http.Response{Header: r.header}).Cookies())
-		require.Contains(t, string(r.body), "not the console")
+		require.Contains(t, string(r.body), "not an operator")
 		r = e.do(req{method: "POST", path: "/login", form: url.Values{"token": {wrong}}})
 		require.Equal(t, http.StatusUnauthorized, r.status)
 		require.Equal(t, "unauthenticated", r.json(t)["error"])
@@ -133,17 +135,17 @@ func TestLogin(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, r.status)
 	require.Equal(t, "/", r.header.Get("Location"))
 	ck := sessionCookie(t, r)
+	require.Equal(t, "__Host-pgsaga_console", ck.Name)
+	require.True(t, ck.Secure, "the __Host- prefix needs Secure")
 	require.True(t, ck.HttpOnly)
 	require.Equal(t, http.SameSiteStrictMode, ck.SameSite)
-	require.False(t, ck.Secure, "plain HTTP: a Secure cookie would never come back")
-	require.Equal(t, "/", ck.Path)
+	require.Equal(t, "/", ck.Path, "the __Host- prefix needs Path=/")
+	require.Empty(t, ck.Domain, "the __Host- prefix forbids a Domain")
 	require.Equal(t, 12*3600, ck.MaxAge)
 	require.GreaterOrEqual(t, len(ck.Value), 43, "256 random bits")
 	require.NotContains(t, ck.Value, token)
-
-	tls := e.do(req{method: "POST", path: "/login", accept: browserAccept, form: url.Values{"token": {token}},
-		header: http.Header{"X-Forwarded-Proto": {"https"}}})
-	require.True(t, sessionCookie(t, tls).Secure, "served over TLS, the cookie is Secure")
+	require.Regexp(t, `^__Host-pgsaga_console=[A-Za-z0-9_-]{43}; Path=/; Max-Age=43200; HttpOnly; Secure; SameSite=Strict$`,
+		r.header.Get("Set-Cookie"))
 
 	home := e.do(req{path: "/", accept: browserAccept, cookie: ck})
 	require.Equal(t, http.StatusOK, home.status)
@@ -231,15 +233,16 @@ func TestCSRF(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 }
 
-// TestSessionsExpire: a session ends after its TTL, and the oldest is ended when there are too
-// many.
+// TestSessionsExpire: a session ends after its TTL and after SessionIdle without a request, and
+// the oldest is ended when there are too many.
 func TestSessionsExpire(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, &envOpts{noRiver: true})
 	now := time.Now()
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	c, err := console.New(&console.Config{Client: e.client, Token: token, SessionTTL: time.Hour, MaxSessions: 2, Now: clock})
+	c, err := console.New(&console.Config{Client: e.client, Token: token, SessionTTL: 2 * time.Hour, SessionIdle: time.Hour,
+		MaxSessions: 2, Now: clock})
 	require.NoError(t, err)
 	srv := httptest.NewServer(c)
 	t.Cleanup(srv.Close)
@@ -252,18 +255,35 @@ func TestSessionsExpire(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, e.do(req{path: "/", cookie: first}).status, "the oldest of three sessions ended")
 	require.Equal(t, http.StatusOK, e.do(req{path: "/", cookie: second}).status)
 
-	mu.Lock()
-	now = now.Add(time.Hour)
-	mu.Unlock()
-	require.Equal(t, http.StatusUnauthorized, e.do(req{path: "/", cookie: third}).status, "an hour later the session is over")
+	advance := func(d time.Duration) {
+		mu.Lock()
+		now = now.Add(d)
+		mu.Unlock()
+	}
+	// Idle: a session with no request for an hour is over; one in use goes on.
+	for range 2 {
+		advance(40 * time.Minute)
+		require.Equal(t, http.StatusOK, e.do(req{path: "/", cookie: third}).status, "a request every 40 minutes keeps it")
+	}
+	require.Equal(t, http.StatusUnauthorized, e.do(req{path: "/", cookie: second}).status, "80 minutes without a request: over")
+	// Lifetime: two hours after the login it is over, however busy.
+	advance(39 * time.Minute)
+	require.Equal(t, http.StatusOK, e.do(req{path: "/", cookie: third}).status)
+	advance(time.Minute)
+	require.Equal(t, http.StatusUnauthorized, e.do(req{path: "/", cookie: third}).status, "SessionTTL after the login the session is over")
 }
 
-// TestConfigRefusesEmptyToken: a console without a token would let anyone in.
-func TestConfigRefusesEmptyToken(t *testing.T) {
+// TestConfigRefusesNoOperator: a console nobody can sign in to, or with a token shorter than 32
+// bytes, is refused.
+func TestConfigRefusesNoOperator(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, &envOpts{noRiver: true})
 	_, err := console.New(&console.Config{Client: e.client})
-	require.ErrorContains(t, err, "Token is required")
+	require.ErrorContains(t, err, "Config.Operators or Config.Token is required")
+	_, err = console.New(&console.Config{Client: e.client, Token: token[:31]})
+	require.ErrorContains(t, err, "Config.Token must be at least 32 bytes, got 31")
+	_, err = console.New(&console.Config{Client: e.client, Token: token, TokenOperator: "two words"})
+	require.ErrorContains(t, err, "TokenOperator")
 	_, err = console.New(&console.Config{Token: token})
 	require.ErrorContains(t, err, "Client is required")
 }

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
 	"errors"
 	"fmt"
@@ -15,11 +16,13 @@ import (
 	"github.com/riverqueue/river"
 	"riverqueue.com/riverui"
 
+	"github.com/pgsaga/pgsaga/internal/operator"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
-// By is who the console's actions are recorded as in a key's history (CONTRACT.md).
-const By = "console"
+// MinTokenLength is the shortest Config.Token the console takes: 32 bytes, as many as the
+// random bytes of a token `pgsaga operator add` makes.
+const MinTokenLength = 32
 
 // Config configures a Console.
 type Config struct {
@@ -30,9 +33,22 @@ type Config struct {
 	// River is the River client riverui reads jobs and queues through; an insert-only client is
 	// enough. Defaults to nil: /river/ is not served.
 	River *river.Client[pgx.Tx]
-	// Token is the operators' shared secret: a request carries it as a Bearer token, or a login
-	// trades it for a session cookie. Required: an empty token would let anyone in.
+	// Operators are the operators kept in the database (`pgsaga operator`): each signs in with
+	// their own token, is recorded by name in the keys' history, and is checked on every
+	// request, so a revoke ends their sessions at once. Defaults to nil: only Token's operator.
+	Operators *operator.Store
+	// Token is one more operator's token, outside the database (PGSAGA_CONSOLE_TOKEN), named
+	// TokenOperator; at least MinTokenLength bytes. A request carries a token as a Bearer
+	// token, or a login trades it for a session cookie. Defaults to none. Operators or Token is
+	// required.
 	Token string
+	// TokenOperator is the name Token's operator is recorded under. Defaults to "admin".
+	TokenOperator string
+	// InsecureHTTP is for a console served over plain HTTP (on a loopback address): the session
+	// cookie is then neither Secure nor __Host- prefixed, or the browser would never send it
+	// back. Defaults to false: the cookie is "__Host-pgsaga_console", Secure, for a console
+	// reached over TLS (directly or through a proxy).
+	InsecureHTTP bool
 	// Name names the application in page titles. Defaults to "pgsaga".
 	Name string
 	// Logger receives the console's errors (never a token or a request body). Defaults to
@@ -40,12 +56,20 @@ type Config struct {
 	Logger *slog.Logger
 	// SessionTTL is how long a login lasts, from the login. Defaults to 12h.
 	SessionTTL time.Duration
+	// SessionIdle ends a session that makes no request for this long. Defaults to 1h.
+	SessionIdle time.Duration
+	// MaxFailedSignIns is how many failed sign-ins (a login or a Bearer request with a wrong
+	// token) one address may make within SignInWindow; further attempts from it, a right token
+	// included, are answered 429 too_many_attempts until the window passes. Defaults to 10.
+	MaxFailedSignIns int
+	// SignInWindow is the window of MaxFailedSignIns. Defaults to 1m.
+	SignInWindow time.Duration
 	// MaxSessions caps the sessions kept in memory; a login beyond it ends the oldest.
 	// Defaults to 1000.
 	MaxSessions int
 	// PageSize is how many keys a list page shows. Defaults to 50.
 	PageSize int
-	// Now is the clock of sessions and flash messages. Defaults to time.Now.
+	// Now is the clock of sessions, sign-in limits and flash messages. Defaults to time.Now.
 	Now func() time.Time
 }
 
@@ -61,8 +85,20 @@ func (cfg *Config) WithDefaults() *Config {
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.DiscardHandler)
 	}
+	if out.TokenOperator == "" {
+		out.TokenOperator = "admin"
+	}
 	if out.SessionTTL == 0 {
 		out.SessionTTL = 12 * time.Hour
+	}
+	if out.SessionIdle == 0 {
+		out.SessionIdle = time.Hour
+	}
+	if out.MaxFailedSignIns == 0 {
+		out.MaxFailedSignIns = 10
+	}
+	if out.SignInWindow == 0 {
+		out.SignInWindow = time.Minute
 	}
 	if out.MaxSessions == 0 {
 		out.MaxSessions = 1000
@@ -80,10 +116,20 @@ func (cfg *Config) validate() error {
 	switch {
 	case cfg.Client == nil:
 		return errors.New("console: Config.Client is required")
-	case cfg.Token == "":
-		return errors.New("console: Config.Token is required (an empty token would let anyone in)")
+	case cfg.Token == "" && cfg.Operators == nil:
+		return errors.New("console: Config.Operators or Config.Token is required (without an operator nobody could sign in)")
+	case cfg.Token != "" && len(cfg.Token) < MinTokenLength:
+		return fmt.Errorf("console: Config.Token must be at least %d bytes, got %d", MinTokenLength, len(cfg.Token))
+	case !operator.NameRule.MatchString(cfg.TokenOperator):
+		return fmt.Errorf("console: Config.TokenOperator %q: %w", cfg.TokenOperator, operator.ErrInvalidName)
 	case cfg.SessionTTL < time.Minute:
 		return fmt.Errorf("console: Config.SessionTTL must be at least 1m, got %s", cfg.SessionTTL)
+	case cfg.SessionIdle < time.Minute:
+		return fmt.Errorf("console: Config.SessionIdle must be at least 1m, got %s", cfg.SessionIdle)
+	case cfg.MaxFailedSignIns < 1:
+		return fmt.Errorf("console: Config.MaxFailedSignIns must be positive, got %d", cfg.MaxFailedSignIns)
+	case cfg.SignInWindow <= 0:
+		return fmt.Errorf("console: Config.SignInWindow must be positive, got %s", cfg.SignInWindow)
 	case cfg.MaxSessions < 1:
 		return fmt.Errorf("console: Config.MaxSessions must be positive, got %d", cfg.MaxSessions)
 	case cfg.PageSize < 1 || cfg.PageSize > 1000:
@@ -103,10 +149,13 @@ var staticFS embed.FS
 type Console struct {
 	cfg     *Config
 	auth    *authenticator
-	pages   map[string]*template.Template
-	river   *riverui.Handler
-	handler http.Handler
-	static  fs.FS
+	limiter *signInLimiter
+	// tokenSum is Config.Token's SHA-256, nil without one.
+	tokenSum []byte
+	pages    map[string]*template.Template
+	river    *riverui.Handler
+	handler  http.Handler
+	static   fs.FS
 }
 
 // New builds a console. It does not touch the database.
@@ -124,7 +173,12 @@ func New(cfg *Config) (*Console, error) {
 		return nil, err
 	}
 	c := &Console{cfg: cfg, pages: pages, static: static,
-		auth: newAuthenticator(cfg.Token, cfg.SessionTTL, cfg.MaxSessions, cfg.Now)}
+		auth:    newAuthenticator(cfg.SessionTTL, cfg.SessionIdle, cfg.MaxSessions, cfg.Now),
+		limiter: newSignInLimiter(cfg.MaxFailedSignIns, cfg.SignInWindow, cfg.Now)}
+	if cfg.Token != "" {
+		sum := sha256.Sum256([]byte(cfg.Token))
+		c.tokenSum = sum[:]
+	}
 	if cfg.River != nil {
 		c.river, err = riverui.NewHandler(&riverui.HandlerOpts{
 			Endpoints: riverui.NewEndpoints(cfg.River, nil),

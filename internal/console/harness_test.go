@@ -19,6 +19,7 @@ import (
 	"github.com/pgsaga/pgsaga/gateway/sim"
 	"github.com/pgsaga/pgsaga/internal/console"
 	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/internal/operator"
 	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/worker"
 )
@@ -27,14 +28,19 @@ func TestMain(m *testing.M) {
 	dbtest.Main(m, &dbtest.Opts{Migrate: dbtest.MigrateWith(payments.Migrations())})
 }
 
-// token is the console's token in every test.
-const token = "console-test-token-4f1c9a"
+// token is the operator token of the console's configuration (Config.Token) in every test,
+// recorded as tokenOperator.
+const (
+	token         = "console-test-token-4f1c9a-0123456789abcdef"
+	tokenOperator = "admin"
+)
 
 // env is one test's world: its own database, the payments service on an in-process simulator
 // (to make real keys), and the console on a real HTTP server.
 type env struct {
 	t       testing.TB
 	db      *dbtest.DB
+	cfg     *console.Config
 	sim     *sim.Simulator
 	svc     *payments.Service
 	client  *saga.Client
@@ -49,6 +55,14 @@ type envOpts struct {
 	pageSize int
 	// noRiver leaves riverui out.
 	noRiver bool
+	// logs receives the console's log (default: discarded).
+	logs io.Writer
+	// now is the console's clock (default: time.Now).
+	now func() time.Time
+	// maxFailedSignIns is the console's limit (0: its default, 10).
+	maxFailedSignIns int
+	// insecureHTTP sets Config.InsecureHTTP.
+	insecureHTTP bool
 }
 
 func newEnv(t testing.TB, o *envOpts) *env {
@@ -60,12 +74,17 @@ func newEnv(t testing.TB, o *envOpts) *env {
 	s := sim.New(nil)
 	svc, err := payments.New(&payments.Config{Pool: db.Pool, Gateway: s.Gateway(), GatewayRetries: 1})
 	require.NoError(t, err)
-	h, err := svc.Handler()
+	h, err := svc.Handler(payments.HeaderScope)
 	require.NoError(t, err)
 	api := httptest.NewServer(h)
 	t.Cleanup(api.Close)
 
-	cfg := &console.Config{Client: svc.Client(), Token: token, PageSize: o.pageSize, Logger: slog.New(slog.DiscardHandler)}
+	logger := slog.New(slog.DiscardHandler)
+	if o.logs != nil {
+		logger = slog.New(slog.NewTextHandler(o.logs, nil))
+	}
+	cfg := &console.Config{Client: svc.Client(), Operators: operator.NewStore(db.Pool), Token: token, PageSize: o.pageSize,
+		Logger: logger, Now: o.now, MaxFailedSignIns: o.maxFailedSignIns, InsecureHTTP: o.insecureHTTP}
 	if !o.noRiver {
 		cfg.River, err = worker.NewInsertOnlyClient(db.Pool)
 		require.NoError(t, err)
@@ -75,7 +94,7 @@ func newEnv(t testing.TB, o *envOpts) *env {
 	require.NoError(t, c.Start(t.Context()))
 	srv := httptest.NewServer(c)
 	t.Cleanup(srv.Close)
-	return &env{t: t, db: db, sim: s, svc: svc, client: svc.Client(), api: api, handler: c, console: srv,
+	return &env{t: t, db: db, cfg: cfg, sim: s, svc: svc, client: svc.Client(), api: api, handler: c, console: srv,
 		http: &http.Client{
 			Timeout: 30 * time.Second,
 			// The tests look at each redirect themselves.
@@ -261,11 +280,25 @@ func (e *env) getJSON(path string) map[string]any {
 // browserAccept is what a browser's navigation sends.
 const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 
+// addOperator adds an operator to the database and returns their token.
+func (e *env) addOperator(name string) string {
+	e.t.Helper()
+	_, tok, err := operator.NewStore(e.db.Pool).Add(e.t.Context(), name)
+	require.NoError(e.t, err)
+	return tok
+}
+
 // login logs in with the form and returns the session cookie and the CSRF token of the
 // session (read from the overview's logout form, as a browser has it).
 func (e *env) login() (*http.Cookie, string) {
 	e.t.Helper()
-	r := e.do(req{method: "POST", path: "/login", accept: browserAccept, form: url.Values{"token": {token}}})
+	return e.loginWith(token)
+}
+
+// loginWith is login with an operator's token.
+func (e *env) loginWith(tok string) (*http.Cookie, string) {
+	e.t.Helper()
+	r := e.do(req{method: "POST", path: "/login", accept: browserAccept, form: url.Values{"token": {tok}}})
 	require.Equal(e.t, http.StatusSeeOther, r.status, string(r.body))
 	cookie := sessionCookie(e.t, r)
 	page := e.do(req{path: "/", accept: browserAccept, cookie: cookie})

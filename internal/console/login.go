@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+
+	"github.com/pgsaga/pgsaga/internal/operator"
 )
 
 var (
@@ -18,9 +20,10 @@ func contextWith(r *http.Request, p *principal) context.Context {
 
 // loginView is the login page's data.
 type loginView struct {
-	Next    string
-	Failed  bool
-	Message string
+	Next     string
+	Operator string
+	Failed   bool
+	Message  string
 }
 
 // loginPage shows the login form.
@@ -28,39 +31,66 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "login", &loginView{Next: localPath(r.URL.Query().Get("next"))})
 }
 
-// login trades the token (form field "token") for a session cookie: HttpOnly (no script reads
-// it), SameSite=Strict (no other site's page makes the browser send it), Secure over TLS, for
-// the session's lifetime. A browser is sent on (303); a script gets the session's CSRF token.
-// It needs no CSRF token: a forged login would need the token itself.
+// operatorField is the login form's optional field naming the operator: when given, the token
+// must be theirs, and failures naming them are throttled by name too (see limiter.go).
+const operatorField = "operator"
+
+// login trades an operator's token (form field "token") for a session cookie: HttpOnly (no
+// script reads it), SameSite=Strict (no other site's page makes the browser send it), Secure and
+// __Host- prefixed unless Config.InsecureHTTP, for the session's lifetime. A browser is sent on
+// (303); a script gets the session's CSRF token. It needs no CSRF token: a forged login would
+// need the token itself. From an address (or naming an operator) with too many failures it
+// answers 429 whatever the token; every failure is counted and logged with the address.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if err := parseForm(r); err != nil {
 		c.fail(w, r, http.StatusBadRequest, codeInvalidRequest, "The login form could not be read: "+err.Error())
 		return
 	}
 	next := localPath(r.PostForm.Get("next"))
-	if !c.auth.tokenOK(r.PostForm.Get("token")) {
-		if wantsHTML(r) {
-			c.render(w, r, http.StatusUnauthorized, "login", &loginView{Next: next, Failed: true,
-				Message: "That is not the console's token."})
-			return
-		}
-		c.fail(w, r, http.StatusUnauthorized, codeUnauthenticated, "That is not the console's token.")
+	named := strings.TrimSpace(r.PostForm.Get(operatorField))
+	// A name no operator can have fails, throttled by address alone.
+	badName := named != "" && !operator.NameRule.MatchString(named)
+	if badName {
+		named = ""
+	}
+	addr := remoteAddr(r)
+	if wait := c.limiter.blocked(addr, named); wait > 0 {
+		c.tooManyAttempts(w, r, addr, named, "form", wait)
 		return
 	}
-	if ck, err := r.Cookie(sessionCookie); err == nil {
+	name, stored, err := c.operatorOf(r.Context(), r.PostForm.Get("token"))
+	if err == nil && (badName || (named != "" && name != named)) {
+		err = errUnknownToken
+	}
+	switch {
+	case errors.Is(err, errUnknownToken):
+		c.signInFailed(r, addr, named, "form")
+		const msg = "That is not an operator's token."
+		if wantsHTML(r) {
+			c.render(w, r, http.StatusUnauthorized, "login", &loginView{Next: next, Operator: named, Failed: true, Message: msg})
+			return
+		}
+		c.fail(w, r, http.StatusUnauthorized, codeUnauthenticated, msg)
+		return
+	case err != nil:
+		c.unavailable(w, r, err)
+		return
+	}
+	c.limiter.succeeded(named)
+	if ck, err := r.Cookie(c.cookieName()); err == nil {
 		c.auth.end(ck.Value) // a login replaces the session it came with
 	}
-	id, s := c.auth.newSession()
+	id, s := c.auth.newSession(name, stored)
 	http.SetCookie(w, &http.Cookie{
-		Name:     sessionCookie,
+		Name:     c.cookieName(),
 		Value:    id,
 		Path:     "/",
 		MaxAge:   int(c.cfg.SessionTTL.Seconds()),
 		HttpOnly: true,
-		Secure:   secureCookie(r),
+		Secure:   !c.cfg.InsecureHTTP,
 		SameSite: http.SameSiteStrictMode,
 	})
-	c.cfg.Logger.InfoContext(r.Context(), "console: operator logged in", "remote", r.RemoteAddr)
+	c.cfg.Logger.InfoContext(r.Context(), "console: operator signed in", "operator", name, "remote", addr)
 	if wantsHTML(r) {
 		if next == "" {
 			next = "/"
@@ -68,7 +98,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"csrf_token": s.csrf})
+	writeJSON(w, http.StatusOK, map[string]string{"csrf_token": s.csrf, "operator": name})
 }
 
 // logout ends the session and expires its cookie.
@@ -76,8 +106,8 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	if p := who(r); p.session != nil {
 		c.auth.end(p.sessionID)
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		Secure: secureCookie(r), SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: c.cookieName(), Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
+		Secure: !c.cfg.InsecureHTTP, SameSite: http.SameSiteStrictMode})
 	if wantsHTML(r) {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return

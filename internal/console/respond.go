@@ -19,6 +19,9 @@ const (
 	codeNotFound        = "not_found"
 	codeInvalidRequest  = "invalid_request"
 	codeInternal        = "internal_error"
+	// codeTooManyAttempts: sign-ins from this address (or naming this operator) are throttled.
+	codeTooManyAttempts        = "too_many_attempts"
+	codeTemporarilyUnavailable = "temporarily_unavailable"
 )
 
 // pageCSP is the policy of the console's own pages: nothing but the console's own stylesheet and

@@ -24,7 +24,9 @@ type layoutView struct {
 	Nav string
 	// CSRF is the session's token for the logout form; empty for a Bearer request.
 	CSRF string
-	Page any
+	// Operator is who is signed in.
+	Operator string
+	Page     any
 }
 
 // titled is implemented by page data that names its page.
@@ -59,9 +61,11 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	if td, ok := data.(titled); ok {
 		v.Title, v.Nav = td.title()
 	}
-	if s := who(r).session; s != nil {
-		v.CSRF = s.csrf
+	p := who(r)
+	if p.session != nil {
+		v.CSRF = p.session.csrf
 	}
+	v.Operator = p.operator
 	var buf bytes.Buffer
 	if t == nil {
 		c.cfg.Logger.ErrorContext(r.Context(), "console: no template", "name", name)

@@ -32,12 +32,16 @@ import (
 type daemon struct {
 	cmd    *exec.Cmd
 	url    string
+	ops    string // serve's operations address, from its "metrics and health on" line
 	done   chan struct{}
 	stderr *bytes.Buffer
 	mu     *sync.Mutex
 }
 
-var listening = regexp.MustCompile(`listening on (http://\S+)`)
+var (
+	listening = regexp.MustCompile(`listening on (http://\S+)`)
+	opsLine   = regexp.MustCompile(`metrics and health on (http://\S+)`)
+)
 
 // startDaemon runs the pgsaga binary with args until the test ends, and waits for its
 // "listening on" line when wantURL.
@@ -50,10 +54,16 @@ func startDaemon(t *testing.T, wantURL bool, args ...string) *daemon {
 	d := &daemon{cmd: cmd, done: make(chan struct{}), stderr: &bytes.Buffer{}, mu: &sync.Mutex{}}
 	cmd.Stderr = lockedWriter{d.mu, d.stderr}
 	require.NoError(t, cmd.Start())
-	urls := make(chan string, 1)
+	urls, opss := make(chan string, 1), make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			if m := opsLine.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case opss <- m[1]:
+				default:
+				}
+			}
 			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case urls <- m[1]:
@@ -78,6 +88,10 @@ func startDaemon(t *testing.T, wantURL bool, args ...string) *daemon {
 	if wantURL {
 		select {
 		case d.url = <-urls:
+			select { // printed before the listening line
+			case d.ops = <-opss:
+			default:
+			}
 		case <-d.done:
 			t.Fatalf("pgsaga %s exited: %s", args[0], d.log())
 		case <-time.After(60 * time.Second):
@@ -261,7 +275,9 @@ func TestServeRidesOutFailovers(t *testing.T) {
 	gw := httptest.NewServer(s.Handler())
 	t.Cleanup(gw.Close)
 	lease := "5s" // keys of a request that died with the old primary are resumed this soon
-	serve := startDaemon(t, true, "serve", "--addr", "127.0.0.1:0", "--database-url", url, "--gateway-url", gw.URL, "--lease", lease)
+	// A test of failovers, not of authentication: the scope comes from the headers, on loopback.
+	serve := startDaemon(t, true, "serve", "--addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0", "--insecure-scope-headers",
+		"--database-url", url, "--gateway-url", gw.URL, "--lease", lease)
 	worker := startDaemon(t, true, "worker", "--database-url", url, "--gateway-url", gw.URL, "--lease", lease,
 		"--sweep-interval", "200ms", "--metrics-addr", "127.0.0.1:0")
 
@@ -389,7 +405,7 @@ func TestServeRidesOutFailovers(t *testing.T) {
 	requireAllCompleted(t, pool, len(l.intents))
 	t.Logf("%d intents (%d payments) across three failovers; statuses seen: %v", len(l.intents), payments, statusCounts(l.intents))
 
-	status := get(t, serve.url+"/healthz")
+	status := get(t, serve.ops+"/healthz")
 	require.Equal(t, http.StatusOK, status.status, status.String())
 	require.True(t, serve.running() && worker.running(), "serve and worker are still running")
 	require.Equal(t, 0, serve.stop(t))

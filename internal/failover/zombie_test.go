@@ -42,7 +42,7 @@ func newServiceWith(t *testing.T, pool *pgxpool.Pool, s *sim.Simulator) *service
 	require.NoError(t, err)
 	client, err := saga.NewClient(&saga.Config{DB: pool, Operations: chaos.WrapOperations(svc.Operations(), points)})
 	require.NoError(t, err)
-	plain, err := svc.Handler()
+	plain, err := svc.Handler(payments.HeaderScope)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/", plain)

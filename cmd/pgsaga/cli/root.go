@@ -61,7 +61,7 @@ func Run(ctx context.Context, app *App, args []string, env *Env) int {
 		if cmd != nil {
 			name = cmd.CommandPath()
 		}
-		msg := oneLine(err.Error())
+		msg := visible(oneLine(err.Error()))
 		if exitCode(err) == ExitUsage {
 			msg += fmt.Sprintf(" (see %s --help)", name)
 		}
@@ -134,6 +134,8 @@ value, missing required flag or argument, no database URL). Errors are one line 
 		c.gcCmd(),
 		c.reconcileCmd(),
 		c.consoleCmd(),
+		c.apiKeyCmd(),
+		c.operatorCmd(),
 	)
 	if c.app.Commands != nil {
 		root.AddCommand(c.app.Commands(c.env)...)
