@@ -28,10 +28,13 @@ func TestPaymentsAPIMatchesDocument(t *testing.T) {
 	t.Parallel()
 	d := newDroppedDB(t)
 	spec, ops := loadSpec(t, "payments"), loadSpec(t, "ops")
-	p := start(t, []string{"PGSAGA_WEBHOOK_SECRET_SHOP=" + webhookSecret}, true, "serve", "--addr", "127.0.0.1:0",
-		"--database-url", d.url, "--gateway-url", d.simURL, "--log-level", "off")
-	c, o := spec.client(p.url), ops.client(p.url)
-	alice, bob := scopeOf("t1", "alice"), scopeOf("t2", "bob")
+	p := start(t, []string{"PGSAGA_WEBHOOK_SECRET_SHOP=" + webhookSecret}, true,
+		serveArgs(d.url, "--gateway-url", d.simURL, "--log-level", "off")...)
+	c, o := spec.client(p.url), ops.client(p.ops)
+	alice, bob := bearer(apiKey(t, d.url, "t1", "alice").Secret, ""), bearer(apiKey(t, d.url, "t2", "bob").Secret, "")
+	revoked := apiKey(t, d.url, "t1", "alice")
+	r := pgsaga(t, nil, "apikey", "revoke", "--database-url", d.url, revoked.ID)
+	require.Equal(t, 0, r.code, r.String())
 	post := func(as map[string]string, key, path, body string) apiAnswer {
 		t.Helper()
 		return c.do(t, apiCall{Method: "POST", Path: path, Header: with(as, "Idempotency-Key", key), Body: body})
@@ -72,7 +75,7 @@ func TestPaymentsAPIMatchesDocument(t *testing.T) {
 		requireError(t, get(alice, "/invoices/no%20such%2Fid"), http.StatusNotFound, "not_found")
 	})
 
-	t.Run("every route refuses a request without credentials, storing nothing", func(t *testing.T) {
+	t.Run("every route refuses a request without a valid API key, storing nothing", func(t *testing.T) {
 		inv := invoice("100")
 		for _, call := range []apiCall{
 			{Method: "POST", Path: "/invoices", Body: `{"amount": 5000, "currency": "USD"}`},
@@ -83,13 +86,18 @@ func TestPaymentsAPIMatchesDocument(t *testing.T) {
 			{Method: "GET", Path: "/payments?invoice_id=" + inv},
 			{Method: "GET", Path: "/sales?order_id=ord_x"},
 		} {
-			key := uuid.NewString()
-			if call.Method == "POST" {
-				call.Header = map[string]string{"Idempotency-Key": key}
+			for _, auth := range []string{"", "Bearer not-a-key", "Bearer " + revoked.Secret, "Basic " + revoked.Secret} {
+				key := uuid.NewString()
+				call.Header, call.Invalid = map[string]string{}, auth == "" || strings.HasPrefix(auth, "Basic")
+				if auth != "" {
+					call.Header["Authorization"] = auth
+				}
+				if call.Method == "POST" {
+					call.Header["Idempotency-Key"] = key
+				}
+				requireError(t, c.do(t, call), http.StatusUnauthorized, "unauthenticated")
+				require.Zero(t, d.count(`SELECT count(*) FROM pgsaga_key WHERE key = $1`, key))
 			}
-			call.Invalid = true
-			requireError(t, c.do(t, call), http.StatusUnauthorized, "unauthenticated")
-			require.Zero(t, d.count(`SELECT count(*) FROM pgsaga_key WHERE key = $1`, key))
 		}
 	})
 
@@ -260,6 +268,10 @@ func TestPaymentsAPIMatchesDocument(t *testing.T) {
 		require.Equal(t, http.StatusMethodNotAllowed, status)
 		require.Equal(t, "method_not_allowed", jsonString(t, body, "error"))
 		require.Equal(t, "POST", header.Get("Allow"))
+		for _, path := range []string{"/metrics", "/healthz"} {
+			status, _, _ = httpDo(t, "GET", p.url+path, alice, "")
+			require.Equal(t, http.StatusNotFound, status, "%s is on the operations address only", path)
+		}
 	})
 
 	t.Run("the operations endpoints", func(t *testing.T) {
@@ -316,6 +328,18 @@ func TestPaymentsAPIMatchesDocument(t *testing.T) {
 		requireError(t, a, http.StatusServiceUnavailable, "temporarily_unavailable")
 	})
 
+	t.Run("--insecure-scope-headers takes the scope from X-Tenant-ID and X-Actor-ID", func(t *testing.T) {
+		w := newWorld(t)
+		h := start(t, nil, true, serveArgs(w.db.URL, "--insecure-scope-headers", "--log-level", "off")...)
+		hc := spec.client(h.url)
+		scope := map[string]string{"X-Tenant-ID": "t1", "X-Actor-ID": "alice", "Idempotency-Key": uuid.NewString()}
+		a := hc.do(t, apiCall{Method: "POST", Path: "/orders", Header: scope, Body: `{"total": 5}`})
+		require.Equal(t, http.StatusCreated, a.Status, string(a.Body))
+		a = hc.do(t, apiCall{Method: "POST", Path: "/orders", Header: map[string]string{"X-Tenant-ID": "t1", "Idempotency-Key": uuid.NewString()},
+			Body: `{"total": 5}`, Invalid: true})
+		requireError(t, a, http.StatusUnauthorized, "unauthenticated")
+	})
+
 	require.Equal(t, 0, p.stop(syscall.SIGTERM), p.stderr.String())
 	spec.requireCovered(map[string]string{
 		"createInvoice 500": "internal_error is what the server cannot classify; nothing the test can do makes one",
@@ -324,11 +348,6 @@ func TestPaymentsAPIMatchesDocument(t *testing.T) {
 		"completeOrder 500": "idem",
 	})
 	ops.requireCovered(nil)
-}
-
-// scopeOf is what authenticates a request of tenant and actor.
-func scopeOf(tenant, actor string) map[string]string {
-	return map[string]string{"X-Tenant-ID": tenant, "X-Actor-ID": actor}
 }
 
 // with is header plus name: value.

@@ -48,7 +48,6 @@ var routeAllowances = map[string]routeAllowance{
 	`../../internal/console/console.go: riverPrefix+"/"`: {operation: "GET /river/", why: "riverui and its API, one subtree"},
 	`../../internal/console/console.go: riverPrefix`:     {why: "a redirect to /river/"},
 	`../../internal/console/console.go: "/"`:             {why: "the authenticated routes, then the 404 not_found of every other path"},
-	`cli/serve.go: "/"`:                                  {why: "the application's API, whole, behind the in-flight limit"},
 }
 
 // methodPattern is a ServeMux pattern with a method and no host.
