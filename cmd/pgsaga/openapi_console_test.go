@@ -23,7 +23,8 @@ const operatorToken = "openapi-console-token-7d2f0c9e4b1a"
 
 // TestConsoleMatchesDocument drives `pgsaga console` through every operation of
 // docs/api/console.yaml, as a script (Bearer) and as a browser (a session cookie, its CSRF
-// token, forms), on keys in every state: completed, stuck, parked, over more than one page.
+// token, forms), on keys in every state: completed, stuck, parked, over more than one page; then
+// throttled sign-ins, and the database stopped.
 func TestConsoleMatchesDocument(t *testing.T) {
 	t.Parallel()
 	d := newDroppedDB(t)

@@ -20,10 +20,11 @@ import (
 const webhookSecret = "shop-webhook-secret-0123456789"
 
 // TestPaymentsAPIMatchesDocument drives `pgsaga serve` through every operation of
-// docs/api/payments.yaml and every answer it documents: successes, replays, each refusal of the
-// idempotency checks, the business outcomes, a request in flight, an unavailable gateway, a
-// parked key, the webhook receiver, and, with the database stopped, the 503s; and its
-// /healthz and /metrics through docs/api/ops.yaml.
+// docs/api/payments.yaml and every answer it documents: successes, replays, requests without a
+// valid API key, each refusal of the idempotency checks, the business outcomes, a request in
+// flight, an unavailable gateway, a parked key, the webhook receiver, the scope headers of
+// --insecure-scope-headers, and, with the database stopped, the 503s; and its operations
+// address (/healthz ok, read_only and unavailable, /metrics) through docs/api/ops.yaml.
 func TestPaymentsAPIMatchesDocument(t *testing.T) {
 	t.Parallel()
 	d := newDroppedDB(t)
