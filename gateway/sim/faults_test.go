@@ -366,6 +366,23 @@ func TestServeStopsOnCancel(t *testing.T) {
 	require.Error(t, err, "the listener is closed")
 }
 
+// A charge refused as invalid is answered over Serve (400 invalid_request), as one that charges
+// is: a refusal is not held, nor is its answer cut by the server's write deadline.
+func TestServeAnswersInvalidCharges(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = sim.New(nil).Serve(ctx, ln) }()
+	for _, body := range []string{`{"amount": 0, "currency": "USD", "reference": "r"}`, `{"amount": 1, "currency": "", "reference": "r"}`} {
+		status, answer, err := post(t, "http://"+ln.Addr().String()+"/charges", body, nil)
+		require.NoError(t, err, body)
+		require.Equal(t, http.StatusBadRequest, status, body)
+		require.Contains(t, string(answer), `"error":"invalid_request"`)
+	}
+}
+
 func TestListenAndServe(t *testing.T) {
 	t.Parallel()
 	err := sim.ListenAndServe(context.Background(), "127.0.0.1:0", &sim.Config{FailBefore: 3})
