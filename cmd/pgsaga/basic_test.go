@@ -22,6 +22,7 @@ func TestBadUsage(t *testing.T) {
 		contains string
 	}{
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"unknown command asked for help", []string{"frobnicate", "--help"}, `unknown command "frobnicate"`},
 		{"unknown flag", []string{"keys", "--bogus"}, "unknown flag: --bogus"},
 		{"unknown root flag", []string{"--bogus"}, "unknown flag: --bogus"},
 		{"bad duration", []string{"serve", "--lease", "soon"}, "--lease"},
