@@ -1,4 +1,4 @@
-// Package perflab holds the measurements behind FINDINGS.md (issue 11): Go benchmarks of the
+// Package perflab holds the measurements behind FINDINGS.md: Go benchmarks of the
 // engine's request paths, through its public API, for CPU and allocation profiles, against a
 // throwaway PostgreSQL with pg_stat_statements loaded.
 //

@@ -16,7 +16,7 @@ import (
 	"github.com/pgsaga/pgsaga/saga"
 )
 
-// The operations of the side-by-side harness (../shared/bench/sidebyside): a single-transaction
+// The operations of the side-by-side benchmark (docs/performance.md): a single-transaction
 // operation doing one INSERT, and a phased one of two no-op phases around a no-op call.
 const ordersDDL = `CREATE TABLE sbs_orders(id bigserial PRIMARY KEY, ref text NOT NULL, amount bigint NOT NULL,
   created_at timestamptz NOT NULL DEFAULT now())`

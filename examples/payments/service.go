@@ -1,5 +1,5 @@
 // Package payments is pgsaga's reference service: invoices paid through a payment gateway, and
-// orders completed into sales. CONTRACT.md describes its HTTP API; the pgsaga binary serves it.
+// orders completed into sales. docs/api/payments.yaml describes its HTTP API; the pgsaga binary serves it.
 //
 // Invoices, orders and order completion are single-transaction operations: the claim of the
 // key, the effect and the stored response commit together. Payments are phased: a transaction

@@ -1,4 +1,4 @@
-// Package console is pgsaga's operator console (`pgsaga console`, CONTRACT.md): server-rendered
+// Package console is pgsaga's operator console (`pgsaga console`; its JSON API is docs/api/console.yaml): server-rendered
 // pages for the people who look after stuck payments, each with a JSON twin for scripts, and
 // River's own UI (riverui) under /river/. GET /charges/unmatched lists the provider's charges
 // that the worker's reconciliation found no key accounting for (package reconcile), and the

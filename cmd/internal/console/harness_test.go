@@ -15,9 +15,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgsaga/pgsaga/cmd/internal/console"
 	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/gateway/sim"
-	"github.com/pgsaga/pgsaga/cmd/internal/console"
 	"github.com/pgsaga/pgsaga/internal/dbtest"
 	"github.com/pgsaga/pgsaga/internal/operator"
 	"github.com/pgsaga/pgsaga/saga"

@@ -27,7 +27,7 @@ func newCounts(m map[saga.KeyStatus]int) countsJSON {
 	return countsJSON{Started: m[saga.KeyStatusStarted], Completed: m[saga.KeyStatusCompleted], Failed: m[saga.KeyStatusFailed]}
 }
 
-// overviewJSON is the overview's JSON twin (CONTRACT.md).
+// overviewJSON is the overview's JSON twin (docs/api/console.yaml).
 type overviewJSON struct {
 	Counts      countsJSON            `json:"counts"`
 	ByOperation map[string]countsJSON `json:"by_operation"`

@@ -19,7 +19,7 @@ import (
 )
 
 // TestOverviewJSON: counts by state and by operation, the number of stuck keys and the one that
-// has waited longest, as CONTRACT.md shapes them.
+// has waited longest, as docs/api/console.yaml shapes them.
 func TestOverviewJSON(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, &envOpts{noRiver: true})

@@ -15,7 +15,7 @@ import (
 	"github.com/pgsaga/pgsaga/saga"
 )
 
-// The JSON shapes of keys (CONTRACT.md) live in internal/keyjson, shared with the console.
+// The JSON shapes of keys (as `show --json` prints them) live in internal/keyjson, shared with the console.
 type keyJSON = keyjson.Key
 
 func renderKey(k *saga.Key) keyJSON { return keyjson.FromKey(k) }
