@@ -68,7 +68,11 @@ SIGTERM). Killed outright (kill -9), it still leaves no process (its children di
 the throwaway cluster's directory is then removed by the next run.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return c.demo(cmd.Context(), c.databaseURL(cmd), verbose, pgBinDir, consoleAddr)
+			url, pooled, err := database(cmd, c.env)
+			if err != nil {
+				return err
+			}
+			return c.demo(cmd.Context(), url, pooled, verbose, pgBinDir, consoleAddr)
 		},
 	}
 	cmd.Flags().StringVar(&consoleAddr, "console", "", "after the scenarios, serve the operator console on this address (e.g. 127.0.0.1:8081) on the demo's data until SIGINT")
@@ -78,7 +82,7 @@ the throwaway cluster's directory is then removed by the next run.`,
 }
 
 // demo plays the scenarios on the database at url, or on a throwaway cluster when url is empty.
-func (c *cli) demo(ctx context.Context, url string, verbose bool, pgBinDir, consoleAddr string) (err error) {
+func (c *cli) demo(ctx context.Context, url string, pooled, verbose bool, pgBinDir, consoleAddr string) (err error) {
 	logger := slog.New(slog.DiscardHandler)
 	if verbose {
 		logger = slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -118,7 +122,7 @@ func (c *cli) demo(ctx context.Context, url string, verbose bool, pgBinDir, cons
 		return err
 	}
 
-	d, err := newDemo(ctx, c, pool, url, logger)
+	d, err := newDemo(ctx, c, pool, pooled, url, logger)
 	if err != nil {
 		return err
 	}
@@ -201,9 +205,11 @@ func (d *demo) serveConsole(ctx context.Context, addr string) error {
 // demo is the demo's running world: the simulator over HTTP, the payments service over HTTP,
 // a resumer, and a fresh tenant.
 type demo struct {
-	c       *cli
-	pool    *pgxpool.Pool
-	dbURL   string
+	c     *cli
+	pool  *pgxpool.Pool
+	dbURL string
+	// pooled is true when dbURL goes through a transaction pooler (--database-pooling).
+	pooled  bool
 	logger  *slog.Logger
 	sim     *sim.Simulator
 	simURL  string
@@ -220,8 +226,8 @@ type demo struct {
 	api     *http.Server
 }
 
-func newDemo(ctx context.Context, c *cli, pool *pgxpool.Pool, dbURL string, logger *slog.Logger) (*demo, error) {
-	d := &demo{c: c, pool: pool, dbURL: dbURL, logger: logger, tenant: "demo-" + uuid.NewString()[:8],
+func newDemo(ctx context.Context, c *cli, pool *pgxpool.Pool, pooled bool, dbURL string, logger *slog.Logger) (*demo, error) {
+	d := &demo{c: c, pool: pool, dbURL: dbURL, pooled: pooled, logger: logger, tenant: "demo-" + uuid.NewString()[:8],
 		http: &http.Client{Timeout: 30 * time.Second}}
 
 	d.sim = sim.New(nil)
@@ -245,7 +251,8 @@ func newDemo(ctx context.Context, c *cli, pool *pgxpool.Pool, dbURL string, logg
 	if err != nil {
 		return nil, err
 	}
-	svc, err := payments.New(&payments.Config{Pool: pool, Gateway: gw, Lease: demoLease, Logger: logger, GatewayRetries: 2})
+	svc, err := payments.New(&payments.Config{Pool: pool, Gateway: gw, Lease: demoLease, Logger: logger, GatewayRetries: 2,
+		TransactionPooling: pooled})
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,11 @@ func (d *demo) startChild(ctx context.Context, what string, args []string, env .
 	}
 	cmd := exec.Command(self, args...)
 	// The URL goes in the environment, not on a command line that ps shows.
-	cmd.Env = append(append(os.Environ(), envDatabaseURL+"="+d.dbURL), env...)
+	cmd.Env = append(os.Environ(), envDatabaseURL+"="+d.dbURL)
+	if d.pooled {
+		cmd.Env = append(cmd.Env, "PGSAGA_DATABASE_POOLING=transaction")
+	}
+	cmd.Env = append(cmd.Env, env...)
 	cmd.SysProcAttr = childProcAttr()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
