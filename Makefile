@@ -1,23 +1,31 @@
 # pgsaga developer tasks. `make help` lists them. The tests start their own throwaway
 # PostgreSQL (initdb + postgres must be installed); set PGSAGA_TEST_DATABASE_URL to use a server.
+#
+# The repository holds several Go modules (go.work lists them): the library at the root, the
+# pgsaga binary and its console (cmd), the Stripe adapter (gateway/stripe), the offline client
+# example (examples/offline-client) and the performance lab (bench). PKGS names every package of
+# every one, so one `go test` schedules them all at once.
 
 GO        ?= go
 BENCHTIME ?= 1s
 FUZZTIME  ?= 5s
-PKGS      ?= ./...
+MODULES   := . cmd gateway/stripe examples/offline-client bench
+PKGS      ?= $(foreach m,$(MODULES),$(if $(filter .,$(m)),./...,./$(m)/...))
 CHAOS_DURATION ?= 5m
+CHAOS_CLUSTER  ?= single
+CHAOS_FAILOVER_EVERY ?= 30s
 
 .DEFAULT_GOAL := help
-.PHONY: help test tools vet bench fuzz chaos demo build lint fmt clean deps model
+.PHONY: help test tools vet bench fuzz chaos chaos-failover demo build lint fmt clean deps model
 
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-deps: ## Download the Go modules
-	$(GO) mod download
+deps: ## Download the Go modules of every module
+	@set -e; for m in $(MODULES); do (cd $$m && $(GO) mod download); done
 
-tools: ## Install what the tests need when missing (stripe-mock into .tools/bin; chromium, spin, gcc with apt-get as root)
-	.ci/install-tools
+tools: ## Install what the tests need when missing (stripe-mock into .tools/bin; chromium, gcc, patroni, etcd, pgbouncer with apt-get as root)
+	.ci/install-tools test
 
 vet: ## go vet every package
 	$(GO) vet $(PKGS)
@@ -30,8 +38,8 @@ test: deps tools vet ## Install tools, vet, run every test with the race detecto
 	# Allocation budgets are counted without the race detector (its sync.Pool drops items at random).
 	$(GO) test -count=1 -run 'Allocation' ./saga
 
-model: ## Check the protocol model with spin
-	@command -v spin >/dev/null 2>&1 || { echo "make model: spin is not installed (make tools, or apt-get install -y spin gcc)" >&2; exit 1; }
+model: ## Check the protocol model with spin (needs spin and gcc: .ci/install-tools model)
+	@command -v spin >/dev/null 2>&1 || { echo "make model: spin is not installed (.ci/install-tools model, or apt-get install -y spin gcc)" >&2; exit 1; }
 	saga/model/check.sh
 
 bench: deps ## Run the benchmarks (BENCHTIME=1s by default)
@@ -47,8 +55,14 @@ fuzz: ## Run every fuzz test briefly (FUZZTIME=5s each)
 		done; \
 	done
 
-chaos: ## Run the chaos soak (CHAOS_DURATION=5m)
-	$(GO) run ./internal/chaosrun -duration $(CHAOS_DURATION)
+chaos: ## Run the chaos soak (CHAOS_DURATION=5m, CHAOS_CLUSTER=single|patroni-sync|patroni-async)
+	$(GO) run ./cmd/pgsaga-chaos -duration $(CHAOS_DURATION) -cluster $(CHAOS_CLUSTER) -failover-every $(CHAOS_FAILOVER_EVERY)
+
+# The soak on a Patroni pair, once with synchronous and once with asynchronous replication,
+# failing the primary over every CHAOS_FAILOVER_EVERY among the other faults.
+chaos-failover: ## Run the chaos soak on a Patroni pair, sync then async (CHAOS_DURATION, CHAOS_FAILOVER_EVERY=30s)
+	$(GO) run ./cmd/pgsaga-chaos -duration $(CHAOS_DURATION) -cluster patroni-sync -failover-every $(CHAOS_FAILOVER_EVERY)
+	$(GO) run ./cmd/pgsaga-chaos -duration $(CHAOS_DURATION) -cluster patroni-async -failover-every $(CHAOS_FAILOVER_EVERY)
 
 demo: ## Run the demo against a throwaway PostgreSQL
 	$(GO) run ./cmd/pgsaga demo

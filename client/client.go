@@ -169,6 +169,9 @@ func (c *Client) attempt(ctx context.Context, intent *Intent, key string, deadli
 	for name, values := range intent.Header {
 		req.Header[http.CanonicalHeaderKey(name)] = append([]string(nil), values...)
 	}
+	for name, values := range c.config.Header {
+		req.Header[http.CanonicalHeaderKey(name)] = append([]string(nil), values...)
+	}
 	req.Header.Set(HeaderIdempotencyKey, key)
 	if intent.Body != nil && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")

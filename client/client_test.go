@@ -359,6 +359,32 @@ func TestSubmitSendsIntentHeadersAndBody(t *testing.T) {
 	}, <-got)
 }
 
+// Config.Header goes with every request, replacing an intent's header of the same name, and is
+// never stored in the intent.
+func TestSubmitSendsConfigHeader(t *testing.T) {
+	t.Parallel()
+	got := make(chan http.Header, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+		w.WriteHeader(201)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := client.NewClient(&client.Config{BaseURL: srv.URL, Header: http.Header{"Authorization": {"Bearer pgs_current"}}})
+	require.NoError(t, err)
+	intent, err := client.NewIntent("POST", "/payments", map[string]int{"amount": 1},
+		&client.IntentOpts{Header: http.Header{"Authorization": {"Bearer pgs_stale"}, "X-Tenant-ID": {"t1"}}})
+	require.NoError(t, err)
+	_, err = c.Submit(context.Background(), intent)
+	require.NoError(t, err)
+	h := <-got
+	require.Equal(t, []string{"Bearer pgs_current"}, h.Values("Authorization"))
+	require.Equal(t, "t1", h.Get("X-Tenant-ID"))
+	require.Equal(t, []string{"Bearer pgs_stale"}, intent.Header.Values("Authorization"), "the intent is not changed")
+
+	_, err = client.NewClient(&client.Config{BaseURL: srv.URL, Header: http.Header{"Idempotency-Key": {"x"}}})
+	require.ErrorContains(t, err, "Config.Header must not set Idempotency-Key")
+}
+
 func TestSubmitRejectsInvalidIntentWithoutSending(t *testing.T) {
 	t.Parallel()
 	srv := newScriptedServer(t, reply{status: 201})

@@ -16,6 +16,14 @@ type Config struct {
 	// intent's Path is appended to it. Required.
 	BaseURL string
 
+	// Header holds request headers sent with every intent, replacing an
+	// intent's header of the same name, and never stored with an intent:
+	// credentials (Authorization: Bearer <API key>) belong here, not in a
+	// queued intent, so that a queue file holds no secret and a rotated key
+	// applies to intents queued before. It must not set Idempotency-Key.
+	// Defaults to none.
+	Header http.Header
+
 	// HTTPClient sends the requests. Its own Timeout, if any, applies to each
 	// attempt. Defaults to a client that does not follow redirects (a
 	// redirected POST would be re-sent as a GET), so a 3xx is a definitive
@@ -126,6 +134,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxAttempts < 1 {
 		return errors.New("Config.MaxAttempts must be at least 1")
+	}
+	if c.Header.Get(HeaderIdempotencyKey) != "" {
+		return errors.New("Config.Header must not set Idempotency-Key: each intent carries its own")
 	}
 	if c.MaxElapsed < 0 {
 		return errors.New("Config.MaxElapsed must not be negative")

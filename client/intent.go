@@ -168,7 +168,7 @@ func encodeBody(body any) ([]byte, error) {
 	return append([]byte(nil), encoded...), nil
 }
 
-// validateKey applies the server's key rule (CONTRACT.md, internal/idemkey).
+// validateKey applies the server's key rule (internal/idemkey).
 func validateKey(key string) error {
 	if problem := idemkey.Problem(key); problem != "" {
 		return fmt.Errorf("%w: %s", ErrInvalidIntent, problem)

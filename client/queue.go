@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // QueueState is where an intent stands in a [Queue].
@@ -35,6 +37,12 @@ const (
 // Queue in this process) has the queue file open. A queue file has one
 // owner at a time, so two flushes can never submit from it concurrently.
 var ErrQueueLocked = errors.New("queue file is locked by another process")
+
+// ErrQueueFileMode is returned by [OpenQueue] for a queue file that others than
+// its owner may read or write (any of the mode bits 0o077): the queue holds
+// the intents' bodies and headers, and another user who can write it could
+// add intents that the owner's flush would submit. chmod 600 it.
+var ErrQueueFileMode = errors.New("queue file is accessible by other users")
 
 // ErrAlreadyQueued is returned by [Queue.Enqueue] when an intent with the
 // same key is already in the queue (pending or held).
@@ -114,8 +122,9 @@ type Queue struct {
 }
 
 // OpenQueue opens the queue file at path, creating it (mode 0600) if needed.
-// It fails with [ErrQueueLocked] if another process holds the file longer
-// than opts.LockTimeout. opts may be nil.
+// It fails with [ErrQueueFileMode] for an existing file that others than its
+// owner may read or write, and with [ErrQueueLocked] if another process holds
+// the file longer than opts.LockTimeout. opts may be nil.
 func OpenQueue(path string, opts *QueueOpts) (*Queue, error) {
 	if opts == nil {
 		opts = &QueueOpts{}
@@ -129,9 +138,12 @@ func OpenQueue(path string, opts *QueueOpts) (*Queue, error) {
 		now = time.Now
 	}
 
+	if err := checkQueueFileMode(path); err != nil {
+		return nil, err
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
 	if err != nil {
-		if errors.Is(err, bolterrors.ErrTimeout) {
+		if errors.Is(err, bolt.ErrTimeout) {
 			return nil, fmt.Errorf("%w: %s (waited %s)", ErrQueueLocked, path, lockTimeout)
 		}
 		return nil, fmt.Errorf("error opening queue %s: %w", path, err)
@@ -149,6 +161,26 @@ func OpenQueue(path string, opts *QueueOpts) (*Queue, error) {
 		return nil, fmt.Errorf("error initializing queue %s: %w", path, err)
 	}
 	return &Queue{db: db, now: now}, nil
+}
+
+// checkQueueFileMode refuses an existing queue file with any of the mode bits
+// 0o077 set. A missing file is fine: bbolt creates it 0600. Windows has no
+// such bits to check.
+func checkQueueFileMode(path string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	info, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("error opening queue %s: %w", path, err)
+	}
+	if mode := info.Mode().Perm(); mode&0o077 != 0 {
+		return fmt.Errorf("%w: %s has mode %04o; run chmod 600 %s", ErrQueueFileMode, path, mode, path)
+	}
+	return nil
 }
 
 // Close releases the queue file.

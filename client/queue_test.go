@@ -3,9 +3,11 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -107,6 +109,29 @@ func TestQueueSurvivesReopen(t *testing.T) {
 		require.True(t, want[i].CreatedAt.Equal(item.Intent.CreatedAt))
 		require.False(t, item.EnqueuedAt.IsZero())
 	}
+}
+
+// The queue file is created 0600, and an existing one that others may read or write is refused.
+func TestQueueRefusesAFileOthersCanRead(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "queue.db")
+	q, err := client.OpenQueue(path, nil)
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	for _, mode := range []os.FileMode{0o644, 0o640, 0o604, 0o660, 0o602} {
+		require.NoError(t, os.Chmod(path, mode))
+		_, err := client.OpenQueue(path, nil)
+		require.ErrorIs(t, err, client.ErrQueueFileMode, "mode %04o", mode)
+		require.ErrorContains(t, err, fmt.Sprintf("mode %04o; run chmod 600", mode))
+	}
+	require.NoError(t, os.Chmod(path, 0o600))
+	q, err = client.OpenQueue(path, nil)
+	require.NoError(t, err)
+	require.NoError(t, q.Close())
 }
 
 func TestQueueIsLockedWhileOpen(t *testing.T) {

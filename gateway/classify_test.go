@@ -51,7 +51,7 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// Issue 9, break 3: what nothing can resolve parks without compensating; it is never merely
+// What nothing can resolve parks without compensating; it is never merely
 // permanent (compensated as if nothing had moved).
 func TestUnresolvableSentinelsAreOutcomeUnknown(t *testing.T) {
 	t.Parallel()

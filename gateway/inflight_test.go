@@ -141,7 +141,7 @@ func TestExecuteOwnTimeoutWaitsOutWindow(t *testing.T) {
 	require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())
 }
 
-// Issue 9, break 11: a proxy's 502 after the simulator charged is not "certainly not charged":
+// A proxy's 502 after the simulator charged is not "certainly not charged":
 // only the simulator's explicit not_processed answer is.
 func TestExecuteProxy502AfterChargeIsResolvedNotResent(t *testing.T) {
 	t.Parallel()

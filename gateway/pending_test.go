@@ -24,7 +24,7 @@ func pendingSim(t *testing.T, pendingFor time.Duration, inquiry bool) *sim.Simul
 	return s
 }
 
-// Issue 9, break 4: a charge answered pending is never sent again; it is read back by id until
+// A charge answered pending is never sent again; it is read back by id until
 // it is final.
 func TestExecuteChargeAnsweredPendingIsReadBack(t *testing.T) {
 	t.Parallel()
@@ -96,7 +96,7 @@ func TestExecutePendingTurnsDeclined(t *testing.T) {
 	require.Equal(t, 1, s.TotalCharges())
 }
 
-// Issue 9, break 4: a pending charge found by inquiry is a charge; another one would be a
+// A pending charge found by inquiry is a charge; another one would be a
 // double charge. It is followed until it is final.
 func TestExecutePendingFoundByInquiryIsNotChargedAgain(t *testing.T) {
 	t.Parallel()

@@ -295,10 +295,10 @@ func TestRunOnceCancelledMidBatchLosesNothing(t *testing.T) {
 	}
 }
 
-// TestRunOnceNeverStartsAKeyOnASpentLease (issue 9, break 9): a pass used to claim a whole batch
-// with one lease each and work through it a few at a time, so the keys at the tail started after
-// their leases had run out — and another worker could take them at the same time. Every resume
-// must start on a lease that still has most of its time.
+// TestRunOnceNeverStartsAKeyOnASpentLease: a pass that claimed a whole batch with one lease each
+// and worked through it a few at a time would start the keys at the tail after their leases had
+// run out — and another worker could take them at the same time. Every resume must start on a
+// lease that still has most of its time.
 func TestRunOnceNeverStartsAKeyOnASpentLease(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t)

@@ -17,8 +17,7 @@ import (
 // allocBudgets are the most heap allocations one request of each measured path may make in this
 // process (the engine, pgx and the runtime together), as the side-by-side harness's operations
 // run them. Allocation counts are deterministic where timings are not: a change that allocates
-// more on a request path fails here, and the budget moves only with a reason (issue 11; phase 1
-// measured 184 single, 122 replay and 258 phased).
+// more on a request path fails here, and a budget moves only with a reason given in its commit.
 var allocBudgets = map[string]float64{
 	"replay": 31,
 	"single": 120,

@@ -130,7 +130,7 @@ func (e *execution) journal(ctx context.Context, step runstate.Step) (*journaled
 		w.orNothing = true
 	}
 	sent := time.Now()
-	out, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w)
+	out, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.requestFor(w), e.hash, w)
 	if err == nil && !won {
 		err = errDuplicate
 	}

@@ -79,13 +79,6 @@ func NewClient(cfg *Config) (*Client, error) {
 		c.calls.add(op, names, c.maxAttempts(op), c.maxAge(op))
 	}
 	c.observer = cfg.Observer
-	if c.observer == nil && cfg.Registerer != nil {
-		o, err := NewPrometheusObserver(cfg.Registerer)
-		if err != nil {
-			return nil, err
-		}
-		c.observer = o
-	}
 	if c.observer == nil {
 		c.observer = nopObserver{}
 	}

@@ -128,7 +128,7 @@ func (e *execution) undo(ctx context.Context, j int, next *keyWrite) error {
 	next.state = e.st.Values()
 	a := getArgs()
 	defer putArgs(a)
-	s, err := next.statement(&e.h, e.req, e.hash, a)
+	s, err := next.statement(&e.h, e.requestFor(next), e.hash, a)
 	if err != nil {
 		e.st.Reset(e.committed)
 		return err
@@ -187,7 +187,7 @@ func (e *execution) finishUnstored(ctx context.Context, out *outcome) (*Result, 
 	if out.Response != nil {
 		w.recoveryPoint = phases.RecoveryPointFinished
 	}
-	written, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w)
+	written, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.requestFor(w), e.hash, w)
 	if err != nil {
 		return e.transient(ctx, err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pgsaga/pgsaga/phases"
@@ -52,6 +51,18 @@ type Config struct {
 	// nil keeps it as is. The response sent to the first caller is the stored one. Defaults to
 	// storing it unchanged.
 	Redact func(operation string, resp *Response) *Response
+	// RedactRequest may change a request body before it is stored for resuming (return nil to
+	// keep it as it is). A key whose first phase commits before its last one keeps its request
+	// body, so that a retry, the worker or an operator can run the remaining steps; a
+	// single-transaction operation, or one finished by its first phase, stores no body at all.
+	// It runs once per key, on the first execution, after the request was fingerprinted: a
+	// retry is still recognised by the body as it arrived (replay, 409) and a different body
+	// still refused (422), and the first execution's steps see the body as it arrived. A
+	// resumed execution's steps (and compensations) see the redacted body. So redact only what
+	// no step after the first phase and no compensation reads (a card number the first phase
+	// exchanges for a token it saves with phases.Value, a password), and keep the body what
+	// those steps parse. Defaults to storing the body as it arrived.
+	RedactRequest func(operation string, body []byte) []byte
 	// StoredHeaders are the response headers stored and replayed. Defaults to Content-Type and
 	// Location.
 	StoredHeaders []string
@@ -59,12 +70,9 @@ type Config struct {
 	// request body. Defaults to a logger that discards.
 	Logger *slog.Logger
 	// Observer receives what the engine does (requests by outcome, steps, calls by outcome
-	// class, resumes, parks by reason), for metrics. Defaults to NewPrometheusObserver on
-	// Registerer when that is set, else to observing nothing.
+	// class, resumes, parks by reason), for metrics: sagaprom.NewObserver feeds Prometheus.
+	// Defaults to observing nothing.
 	Observer Observer
-	// Registerer, when set (and Observer is not), receives pgsaga's Prometheus metrics.
-	// Defaults to none.
-	Registerer prometheus.Registerer
 	// TracerProvider, when set, receives the engine's OpenTelemetry spans (pgsaga.request,
 	// pgsaga.phase, pgsaga.call, pgsaga.compensate, pgsaga.resume, pgsaga.settle: see the
 	// package documentation), and each new key stores the trace context of the request that

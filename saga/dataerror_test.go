@@ -55,9 +55,9 @@ func noteTaker(writeIn string) func(*harness) []*phases.Operation {
 	}
 }
 
-// TestDataTheDatabaseRefusesIsAClientError (issue 9, break 7): a body that passes the JSON checks
-// but holds data PostgreSQL refuses (a string with \u0000: SQLSTATE 22021; a CHECK) used to be a
-// transient failure: 503 on every retry, never a definite answer. It is the client's error: 400
+// TestDataTheDatabaseRefusesIsAClientError: a body that passes the JSON checks but holds data
+// PostgreSQL refuses (a string with \u0000: SQLSTATE 22021; a CHECK) is no transient failure (a
+// 503 on every retry would never give a definite answer): it is the client's error, 400
 // invalid_request, with nothing stored before any phase committed, and stored (after the
 // compensations) once one did.
 func TestDataTheDatabaseRefusesIsAClientError(t *testing.T) {

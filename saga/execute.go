@@ -20,6 +20,8 @@ type execution struct {
 	op   *phases.Operation
 	req  *Request
 	hash []byte
+	// redacted is req as a claim stores it (Config.RedactRequest), made on first use.
+	redacted *Request
 	// st is the run's state, made when the execution first runs a step: a retry answered from
 	// the stored key never needs one.
 	st *runstate.State
@@ -163,7 +165,7 @@ func (e *execution) atomic(ctx context.Context, i int) error {
 	w.alone = !tx.Begun()
 	a := getArgs()
 	defer putArgs(a)
-	s, err := w.statement(&e.h, e.req, e.hash, a)
+	s, err := w.statement(&e.h, e.requestFor(w), e.hash, a)
 	if err != nil {
 		e.st.Reset(e.committed)
 		return err
@@ -192,6 +194,23 @@ func (e *execution) advance(name string, resp *Response) *keyWrite {
 		e.claiming(w)
 	}
 	return w
+}
+
+// requestFor is the request w stores: for a claim, the request with its body as
+// Config.RedactRequest makes it (once per execution), else the request as it arrived (a write
+// that is not a claim stores nothing of it).
+func (e *execution) requestFor(w *keyWrite) *Request {
+	if w.kind != writeClaim || e.c.cfg.RedactRequest == nil {
+		return e.req
+	}
+	if e.redacted == nil {
+		r := *e.req
+		if body := e.c.cfg.RedactRequest(e.op.Name, e.req.Body); body != nil {
+			r.Body = body
+		}
+		e.redacted = &r
+	}
+	return e.redacted
 }
 
 // claiming makes w the claim of a new key, under the fencing token of its first lease (a key

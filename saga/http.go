@@ -12,8 +12,9 @@ import (
 )
 
 // ScopeFunc returns the authenticated scope of a request. An error answers 401
-// unauthenticated. Take the scope from authentication (a verified token, a session), never from
-// the body.
+// unauthenticated, except a *TransientError (what authenticates cannot be reached now, such as
+// a database of API keys), which answers 503 temporarily_unavailable with its Retry-After. Take
+// the scope from authentication (a verified token, a session), never from the body.
 type ScopeFunc func(r *http.Request) (Scope, error)
 
 // HandlerOpts configure an HTTP handler for one operation.
@@ -74,6 +75,12 @@ type handler struct {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	scope, err := h.opts.Scope(r)
 	if err != nil {
+		if temporary := (*TransientError)(nil); errors.As(err, &temporary) {
+			h.c.observer.Request(h.operation, OutcomeUnavailable)
+			w.Header().Set("Retry-After", retryAfter(temporary.RetryAfter))
+			WriteError(w, http.StatusServiceUnavailable, CodeTemporarilyUnavailable, "the request could not be authenticated now; retry with the same Idempotency-Key")
+			return
+		}
 		h.reject(w, http.StatusUnauthorized, CodeUnauthenticated, err.Error())
 		return
 	}

@@ -115,10 +115,9 @@ func runKilled(t *testing.T, h *harness, role, key string, env ...string) (kille
 	return false, 0
 }
 
-// TestPoisonKeyKilledProcessesPark (issue 9, break 6): every execution of the key kills its
-// process (kill -9) inside the call. Each retry used to take the key over forever, since the
-// claim counted no attempt that could park it. After MaxAttempts (3) killed executions, the next
-// one parks the key without running anything.
+// TestPoisonKeyKilledProcessesPark: every execution of the key kills its process (kill -9) inside
+// the call. Were the claims not counting attempts, retries would take the key over forever.
+// After MaxAttempts (3) killed executions, the next one parks the key without running anything.
 func TestPoisonKeyKilledProcessesPark(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, &saga.Config{MaxAttempts: 3}, func(*harness) []*phases.Operation { return killOps("poison") })

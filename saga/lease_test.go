@@ -72,11 +72,11 @@ func lockedThenCall(m *callMeter, callFor time.Duration) func(*harness) []*phase
 	}
 }
 
-// TestCallNeverRunsOnASpentLease (issue 9, break 1): with a 2s lease, a first phase that waits
-// 1.7s on a lock used to commit a lease written with now() — the transaction's start — so the key
-// was nearly free again when the 1s call began, and a duplicate retrying on 409 took it over
-// and ran the call a second time, concurrently. The lease must be measured from the moment it is
-// written, and the call must run once, alone.
+// TestCallNeverRunsOnASpentLease: with a 2s lease, a first phase that waits 1.7s on a lock would,
+// were its lease written with now() — the transaction's start — leave the key nearly free again
+// when the 1s call began, and a duplicate retrying on 409 would take it over and run the call a
+// second time, concurrently. The lease must be measured from the moment it is written, and the
+// call must run once, alone.
 func TestCallNeverRunsOnASpentLease(t *testing.T) {
 	t.Parallel()
 	m := &callMeter{}
@@ -192,7 +192,7 @@ func TestLongCallIsKeptLeasedByHeartbeats(t *testing.T) {
 	}
 }
 
-// TestInProgressAnswersTheLeaseLeft (issue 9, break 10): a 409 says how long the lease in flight
+// TestInProgressAnswersTheLeaseLeft: a 409 says how long the lease in flight
 // still holds the key, not always one second.
 func TestInProgressAnswersTheLeaseLeft(t *testing.T) {
 	t.Parallel()

@@ -1,6 +1,7 @@
 package saga_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -148,9 +149,9 @@ func answerLosingPool(t *testing.T, db *dbtest.DB, armed *atomic.Bool) *pgxpool.
 }
 
 // answerLosingConn passes everything through until armed; then the next write goes to the
-// server (the step has run its statements: that write is the claim with the COMMIT), and the
-// read of its answer fails and closes the connection: the server commits, the client never
-// hears it.
+// server (the step has run its statements: that write is the claim with the COMMIT), the server
+// commits and answers, and the answer is lost on its way: the read of it fails and closes the
+// connection. The client never hears of the commit.
 type answerLosingConn struct {
 	net.Conn
 	armed *atomic.Bool
@@ -165,12 +166,27 @@ func (c *answerLosingConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// readyForQuery is the server's ReadyForQuery message, which ends its answer to a pipeline (its
+// status byte follows): the server sends it once the COMMIT (or the implicit transaction) is
+// done.
+var readyForQuery = []byte{'Z', 0, 0, 0, 5}
+
 func (c *answerLosingConn) Read(p []byte) (int, error) {
-	if c.lose.Load() {
-		_ = c.Conn.Close()
-		return 0, errors.New("test: the answer to the COMMIT was lost")
+	if !c.lose.Load() {
+		return c.Conn.Read(p)
 	}
-	return c.Conn.Read(p)
+	// Wait for the whole answer, so the commit has happened (as when the answer is lost in the
+	// network rather than the request), then lose it.
+	var answer []byte
+	for !bytes.Contains(answer, readyForQuery) {
+		n, err := c.Conn.Read(p)
+		answer = append(answer, p[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	_ = c.Conn.Close()
+	return 0, errors.New("test: the answer to the COMMIT was lost")
 }
 
 func countRows(t *testing.T, db *dbtest.DB, sql string) int {

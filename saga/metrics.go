@@ -4,9 +4,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/pgsaga/pgsaga/internal/promreg"
 	"github.com/pgsaga/pgsaga/phases"
 )
 
@@ -89,78 +86,3 @@ func (nopObserver) Step(string, string, time.Duration)                     {}
 func (nopObserver) Call(string, string, phases.CallOutcome, time.Duration) {}
 func (nopObserver) Resumed(string)                                         {}
 func (nopObserver) Parked(string, ParkedReason)                            {}
-
-// prometheusObserver is the Observer behind Config.Registerer.
-type prometheusObserver struct {
-	requests *prometheus.CounterVec
-	resumes  *prometheus.CounterVec
-	parks    *prometheus.CounterVec
-	steps    *prometheus.HistogramVec
-	calls    *prometheus.HistogramVec
-}
-
-// NewPrometheusObserver registers pgsaga's metrics on reg and returns the Observer that feeds
-// them: pgsaga_requests_total{operation,outcome}, pgsaga_resumes_total{operation},
-// pgsaga_parked_total{operation,reason}, pgsaga_step_duration_seconds{operation,step} and
-// pgsaga_call_duration_seconds{operation,step,outcome} (outcome is the call's outcome class).
-// Two clients on one registry share the collectors.
-func NewPrometheusObserver(reg prometheus.Registerer) (Observer, error) {
-	buckets := prometheus.ExponentialBuckets(0.0005, 2, 16)
-	o := &prometheusObserver{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pgsaga_requests_total",
-			Help: "Requests by operation and outcome (executed, replayed, in_progress, mismatch, rejected, unavailable, parked, error).",
-		}, []string{"operation", "outcome"}),
-		resumes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pgsaga_resumes_total",
-			Help: "Executions that continued a key from its recovery point (retries after a crash, the worker, operators).",
-		}, []string{"operation"}),
-		parks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pgsaga_parked_total",
-			Help: "Keys parked for an operator, by reason (attempts_exhausted, permanent, outcome_unknown).",
-		}, []string{"operation", "reason"}),
-		steps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "pgsaga_step_duration_seconds", Help: "Duration of each atomic phase and external call.", Buckets: buckets,
-		}, []string{"operation", "step"}),
-		calls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "pgsaga_call_duration_seconds",
-			Help:    "Duration of each external call attempt, by outcome class (succeeded, declined, failed_before, pending, unknown).",
-			Buckets: buckets,
-		}, []string{"operation", "step", "outcome"}),
-	}
-	var err error
-	if o.requests, err = promreg.Register(reg, o.requests); err != nil {
-		return nil, err
-	}
-	if o.resumes, err = promreg.Register(reg, o.resumes); err != nil {
-		return nil, err
-	}
-	if o.parks, err = promreg.Register(reg, o.parks); err != nil {
-		return nil, err
-	}
-	if o.steps, err = promreg.Register(reg, o.steps); err != nil {
-		return nil, err
-	}
-	if o.calls, err = promreg.Register(reg, o.calls); err != nil {
-		return nil, err
-	}
-	return o, nil
-}
-
-func (o *prometheusObserver) Request(op string, outcome RequestOutcome) {
-	o.requests.WithLabelValues(op, string(outcome)).Inc()
-}
-
-func (o *prometheusObserver) Step(op, step string, d time.Duration) {
-	o.steps.WithLabelValues(op, step).Observe(d.Seconds())
-}
-
-func (o *prometheusObserver) Call(op, step string, outcome phases.CallOutcome, d time.Duration) {
-	o.calls.WithLabelValues(op, step, string(outcome)).Observe(d.Seconds())
-}
-
-func (o *prometheusObserver) Resumed(op string) { o.resumes.WithLabelValues(op).Inc() }
-
-func (o *prometheusObserver) Parked(op string, reason ParkedReason) {
-	o.parks.WithLabelValues(op, string(reason)).Inc()
-}

@@ -16,6 +16,7 @@ import (
 	"github.com/pgsaga/pgsaga/internal/chaos"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
+	"github.com/pgsaga/pgsaga/saga/sagaprom"
 )
 
 // counters reads every counter and the count of every histogram of g, by name and labels.
@@ -74,7 +75,9 @@ func TestMetricsYouCanAlertOn(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	m := &metered{}
-	h := newHarness(t, &saga.Config{Registerer: reg, MaxAttempts: 2, RetryDelay: func(int) time.Duration { return time.Hour }}, m.ops)
+	observer, err := sagaprom.NewObserver(reg)
+	require.NoError(t, err)
+	h := newHarness(t, &saga.Config{Observer: observer, MaxAttempts: 2, RetryDelay: func(int) time.Duration { return time.Hour }}, m.ops)
 	run := func(key, body string) error {
 		_, err := h.client.Run(t.Context(), "metered", h.req(key, body))
 		return err

@@ -13,10 +13,10 @@ import (
 	"github.com/pgsaga/pgsaga/saga"
 )
 
-// TestResumingACompensatedKeyRepeatsNoCompensation (issue 9, break 2): a permanent failure after
-// two phases with undos runs both undos and parks the key. An operator's resume used to run the
-// last undo again (a second refund, a reservation released twice), every time. The key must park
-// at recovery point "compensated", and every resume must leave the compensations as they are.
+// TestResumingACompensatedKeyRepeatsNoCompensation: a permanent failure after two phases with
+// undos runs both undos and parks the key. An operator's resume must not run the last undo again
+// (a second refund, a reservation released twice): the key parks at recovery point
+// "compensated", and every resume leaves the compensations as they are.
 func TestResumingACompensatedKeyRepeatsNoCompensation(t *testing.T) {
 	t.Parallel()
 	r := &reserveThenCharge{charge: func(*phases.Run) error { return phases.Permanent(errors.New("card number is malformed")) }}
@@ -72,10 +72,10 @@ func TestResumeMidCompensationRunsEachUndoOnce(t *testing.T) {
 	requireReleasedOnce(t, h, key)
 }
 
-// TestUnknownOutcomeParksWithoutCompensating (issue 9, break 3): a call whose effect may have
-// happened and cannot be resolved (gateway.ErrCannotResolve, ErrKeyExpired) used to be
-// compensated as if it had failed — the reservation released although the money may have moved.
-// It must park with outcome_unknown and run no compensation.
+// TestUnknownOutcomeParksWithoutCompensating: a call whose effect may have happened and cannot be
+// resolved (gateway.ErrCannotResolve, ErrKeyExpired) must not be compensated as if it had failed
+// — the reservation released although the money may have moved. It parks with outcome_unknown
+// and runs no compensation.
 func TestUnknownOutcomeParksWithoutCompensating(t *testing.T) {
 	t.Parallel()
 	r := &reserveThenCharge{charge: func(*phases.Run) error {
@@ -140,7 +140,7 @@ func TestPendingCallSpendsNoAttempts(t *testing.T) {
 	}
 }
 
-// TestPoisonKeyParks (issue 9, break 6): a key whose every execution dies (the goroutine ends at
+// TestPoisonKeyParks: a key whose every execution dies (the goroutine ends at
 // the call, as a killed process would) was claimed forever: the claim did not count attempts.
 // After MaxAttempts executions, the next claim parks it without running anything.
 func TestPoisonKeyParks(t *testing.T) {

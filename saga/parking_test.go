@@ -68,7 +68,7 @@ func TestTransientFailuresPark(t *testing.T) {
 	require.WithinDuration(t, k.DBNow.Add(time.Hour), k.NextAttemptAt, 5*time.Second, "next attempt scheduled by RetryDelay, on the database clock")
 
 	// A client retry before the next attempt is due answers the same 503, with the time left,
-	// and spends nothing (issue 9, break 5: quick retries during an outage must not park).
+	// and spends nothing (quick retries during an outage must not park).
 	for range 5 {
 		_, err = h.client.Run(t.Context(), opFlaky, h.req(key, `{}`))
 		require.ErrorAs(t, err, &transient)

@@ -32,8 +32,7 @@ import (
 // another execution took the key over, the write matches no row and raises SQLSTATE PGS01: the
 // statement writes nothing (its journal rows are conditioned on the key's row), and inside a
 // phase the COMMIT pipelined after it never runs. (`1 / count(*)`, division by zero, would do
-// without a plpgsql function, but it is SQLSTATE class 22, the class of the client's data errors,
-// and was measured no faster: the same latency, interleaved, within the noise.)
+// without a plpgsql function, but it is SQLSTATE class 22, the class of the client's data errors.)
 
 // fenceSQL, selected over the rows a fenced write wrote (the CTE k), raises when there are none.
 const fenceSQL = `CASE WHEN count(*) = 0 THEN pgsaga_lease_lost($3) END`

@@ -58,7 +58,7 @@ func heartbeat(ctx context.Context, q queryer, h *holder, lease time.Duration, s
 	}
 	var leftMs int64
 	err := q.QueryRow(ctx, sql, h.scope.Tenant, h.scope.Actor, h.key, &h.token, lease.Milliseconds(), step, h.attempt,
-		window.Milliseconds()).Scan(nil, &leftMs)
+		ceilMillis(window)).Scan(nil, &leftMs)
 	if isFence(err) {
 		return 0, ErrLeaseLost
 	}

@@ -118,8 +118,9 @@ func TestKilledServeIsFinishedByWorkerProcess(t *testing.T) {
 	gwSrv := httptest.NewServer(gw.Handler())
 	t.Cleanup(gwSrv.Close)
 
-	serve := startProcess(t, bin, "serve", "--database-url", db.URL, "--addr", "127.0.0.1:0",
-		"--gateway-url", gwSrv.URL, "--lease", "2s", "--log-level", "off")
+	// The test is of the worker: the scope comes from the headers, on a loopback address.
+	serve := startProcess(t, bin, "serve", "--database-url", db.URL, "--addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0",
+		"--insecure-scope-headers", "--gateway-url", gwSrv.URL, "--lease", "2s", "--log-level", "off")
 	base := serve.line(t, regexp.MustCompile(`listening on (http://\S+)`))
 
 	status, body := post(t, base+"/invoices", "invoice-key-0001", `{"amount": 5000, "currency": "USD"}`)

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,7 +69,7 @@ func newMetrics(reg prometheus.Registerer, client *saga.Client) (*metrics, error
 	if m.unmatched, err = promreg.Register(reg, m.unmatched); err != nil {
 		return nil, err
 	}
-	if _, err := promreg.Register(reg, NewStateCollector(client)); err != nil {
+	if _, err := promreg.Register(reg, NewStateCollector(client, nil)); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -116,25 +117,60 @@ func resultOf(err error, ok string) string {
 	return ok
 }
 
-// stateCollector reads the key gauges through the read API on each scrape.
-type stateCollector struct {
-	client *saga.Client
-	keys   *prometheus.Desc
-	stuck  *prometheus.Desc
+// DefaultStateMaxAge is how long the key gauges, once read, answer the scrapes that follow.
+const DefaultStateMaxAge = 5 * time.Second
+
+// StateCollectorOpts are optional settings of NewStateCollector.
+type StateCollectorOpts struct {
+	// MaxAge is how long one read of the key gauges answers later scrapes: the database is
+	// read at most once per MaxAge however many scrapes arrive, and scrapes that arrive while a
+	// read is under way wait for it instead of starting their own (one query in flight per
+	// collector), so a scrape storm costs one query, not a pooled connection per scrape. A
+	// failed read is kept as long, and reported as an error, never as stale numbers. Negative:
+	// read on every scrape (still one at a time). Defaults to DefaultStateMaxAge (5s).
+	MaxAge time.Duration
+	// Now is the clock MaxAge is measured on. Defaults to time.Now.
+	Now func() time.Time
 }
 
-// NewStateCollector returns a collector of two gauges read on each scrape (one query bounded by
-// a 2s timeout that never counts the whole table; a failed read reports an invalid metric
-// instead of stale numbers): pgsaga_keys{state} counts keys by state — started and failed
-// exactly, completed estimated from the planner's statistics (saga.Client.KeyEstimate) — and
-// pgsaga_keys_stuck counts keys needing attention: started with an expired lease (not yet
-// resumed) or failed (parked for an operator).
-func NewStateCollector(client *saga.Client) prometheus.Collector {
-	return &stateCollector{
+// stateCollector reads the key gauges through the read API, at most once per maxAge.
+type stateCollector struct {
+	client *saga.Client
+	maxAge time.Duration
+	now    func() time.Time
+	keys   *prometheus.Desc
+	stuck  *prometheus.Desc
+
+	// mu is held during a read: scrapes that arrive meanwhile wait for its result.
+	mu     sync.Mutex
+	readAt time.Time
+	last   *saga.KeyEstimate
+	err    error
+}
+
+// NewStateCollector returns a collector of two gauges (one query bounded by a 2s timeout that
+// never counts the whole table, shared by the scrapes of opts.MaxAge; a failed read reports an
+// invalid metric instead of stale numbers): pgsaga_keys{state} counts keys by state — started
+// and failed exactly, completed estimated from the planner's statistics
+// (saga.Client.KeyEstimate) — and pgsaga_keys_stuck counts keys needing attention: started with
+// an expired lease (not yet resumed) or failed (parked for an operator). opts may be nil.
+func NewStateCollector(client *saga.Client, opts *StateCollectorOpts) prometheus.Collector {
+	s := &stateCollector{
 		client: client,
+		maxAge: DefaultStateMaxAge,
+		now:    time.Now,
 		keys:   prometheus.NewDesc("pgsaga_keys", "Idempotency keys by state (completed is an estimate).", []string{"state"}, nil),
 		stuck:  prometheus.NewDesc("pgsaga_keys_stuck", "Keys started with an expired lease, or parked as failed.", nil, nil),
 	}
+	if opts != nil {
+		if opts.MaxAge != 0 {
+			s.maxAge = opts.MaxAge
+		}
+		if opts.Now != nil {
+			s.now = opts.Now
+		}
+	}
+	return s
 }
 
 func (s *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -143,9 +179,7 @@ func (s *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	e, err := s.client.KeyEstimate(ctx)
+	e, err := s.read()
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(s.keys, err)
 		ch <- prometheus.NewInvalidMetric(s.stuck, err)
@@ -155,4 +189,18 @@ func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(e.CompletedEstimate), "completed")
 	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(e.Failed), "failed")
 	ch <- prometheus.MustNewConstMetric(s.stuck, prometheus.GaugeValue, float64(e.Stuck))
+}
+
+// read returns the last read when it is younger than maxAge, else reads the database.
+func (s *stateCollector) read() (*saga.KeyEstimate, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.readAt.IsZero() && s.now().Sub(s.readAt) < s.maxAge {
+		return s.last, s.err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s.last, s.err = s.client.KeyEstimate(ctx)
+	s.readAt = s.now()
+	return s.last, s.err
 }

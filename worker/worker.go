@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/pgsaga/pgsaga/internal/pgavail"
 	"github.com/pgsaga/pgsaga/reconcile"
 	"github.com/pgsaga/pgsaga/recovery"
+	"github.com/pgsaga/pgsaga/saga"
 )
 
 // jobTimeout bounds each job's context.
@@ -139,7 +141,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	switch {
 	case err == nil:
 		return nil
-	case ctx.Err() != nil || !pgavail.Unavailable(err):
+	case ctx.Err() != nil || errors.Is(err, saga.ErrListenUnheard) || !pgavail.Unavailable(err):
 		return fmt.Errorf("error starting worker: %w", err)
 	}
 	w.mu.Lock()

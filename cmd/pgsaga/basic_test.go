@@ -22,6 +22,7 @@ func TestBadUsage(t *testing.T) {
 		contains string
 	}{
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"unknown command asked for help", []string{"frobnicate", "--help"}, `unknown command "frobnicate"`},
 		{"unknown flag", []string{"keys", "--bogus"}, "unknown flag: --bogus"},
 		{"unknown root flag", []string{"--bogus"}, "unknown flag: --bogus"},
 		{"bad duration", []string{"serve", "--lease", "soon"}, "--lease"},
@@ -111,18 +112,14 @@ func TestGatewaySim(t *testing.T) {
 func TestServe(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t)
-	p := start(t, nil, true, "serve", "--addr", "127.0.0.1:0", "--database-url", db.URL)
-	as := map[string]string{"X-Tenant-ID": "t1", "X-Actor-ID": "alice"}
-	with := func(key string) map[string]string {
-		h := map[string]string{"Idempotency-Key": key}
-		for k, v := range as {
-			h[k] = v
-		}
-		return h
-	}
+	p := start(t, nil, true, serveArgs(db.URL)...)
+	secret := apiKey(t, db.URL, "t1", "alice").Secret
+	as := bearer(secret, "")
+	with := func(key string) map[string]string { return bearer(secret, key) }
 
-	status, _, body := httpDo(t, "GET", p.url+"/healthz", nil, "")
+	status, _, body := httpDo(t, "GET", p.ops+"/healthz", nil, "")
 	require.Equal(t, http.StatusOK, status, string(body))
+	require.JSONEq(t, `{"status":"ok"}`, string(body))
 
 	// Single-transaction endpoints: an order, completed once, replayed byte for byte.
 	status, _, body = httpDo(t, "POST", p.url+"/orders", with(uuid.NewString()), `{"total": 1200}`)
@@ -156,13 +153,21 @@ func TestServe(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, string(body), `"status":"paid"`)
 
-	// Unauthenticated, then the metrics the requests moved.
+	// Unauthenticated, then the metrics the requests moved, on the operations address only.
 	status, _, _ = httpDo(t, "POST", p.url+"/orders", map[string]string{"Idempotency-Key": uuid.NewString()}, `{"total": 1}`)
 	require.Equal(t, http.StatusUnauthorized, status)
-	status, _, body = httpDo(t, "GET", p.url+"/metrics", nil, "")
+	status, _, body = httpDo(t, "GET", p.ops+"/metrics", nil, "")
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, string(body), "go_goroutines")
-	require.Contains(t, string(body), "pgsaga_")
+	require.Contains(t, string(body), `pgsaga_requests_total{operation="create_payment",outcome="executed"} 1`)
+	require.Contains(t, string(body), `pgsaga_keys{state="completed"}`)
+	for _, path := range []string{"/metrics", "/healthz"} {
+		status, _, body = httpDo(t, "GET", p.url+path, nil, "")
+		require.Equal(t, http.StatusNotFound, status, "%s is not served on the API's address", path)
+		require.Contains(t, string(body), `"error":"not_found"`)
+		status, _, _ = httpDo(t, "GET", p.url+path, as, "")
+		require.Equal(t, http.StatusNotFound, status, "nor with an API key")
+	}
 
 	require.Equal(t, 0, p.stop(os.Interrupt), p.stderr.String())
 }
@@ -171,8 +176,8 @@ func TestServeWithGatewaySim(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t)
 	gw := start(t, nil, true, "gateway-sim", "--addr", "127.0.0.1:0")
-	p := start(t, nil, true, "serve", "--addr", "127.0.0.1:0", "--database-url", db.URL, "--gateway-url", gw.url)
-	h := map[string]string{"X-Tenant-ID": "t1", "X-Actor-ID": "alice", "Idempotency-Key": uuid.NewString()}
+	p := start(t, nil, true, serveArgs(db.URL, "--gateway-url", gw.url)...)
+	h := bearer(apiKey(t, db.URL, "t1", "alice").Secret, uuid.NewString())
 	status, _, body := httpDo(t, "POST", p.url+"/invoices", h, `{"amount": 5000, "currency": "USD"}`)
 	require.Equal(t, http.StatusCreated, status, string(body))
 	var invoice struct{ ID string }

@@ -164,11 +164,11 @@ func TestServeWorkerRidesOutADatabaseGoneAtStart(t *testing.T) {
 	t.Parallel()
 	d := newDroppedDB(t)
 	env, release := pauseEnv(t, pointWorkerStart)
-	p := start(t, env, false, "serve", "--addr", "127.0.0.1:0", "--database-url", d.url, "--gateway-url", d.simURL, "--worker",
-		"--db-wait", "1s")
+	p := start(t, env, false, "serve", "--addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0", "--database-url", d.url,
+		"--gateway-url", d.simURL, "--worker", "--db-wait", "1s")
 	rideOutScenario(t, d, p, release, 2*time.Second, func() {
 		p.waitURL(5 * time.Second)
-		status, _, body := httpDo(t, "GET", p.url+"/healthz", nil, "")
+		status, _, body := httpDo(t, "GET", p.ops+"/healthz", nil, "")
 		require.Equal(t, http.StatusServiceUnavailable, status, string(body))
 	})
 }

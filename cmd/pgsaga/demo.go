@@ -20,11 +20,16 @@ import (
 
 	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/gateway/sim"
+	"github.com/pgsaga/pgsaga/internal/apikey"
+	"github.com/pgsaga/pgsaga/internal/operator"
 	"github.com/pgsaga/pgsaga/internal/pglocal"
 	"github.com/pgsaga/pgsaga/migrations"
 	"github.com/pgsaga/pgsaga/recovery"
 	"github.com/pgsaga/pgsaga/saga"
 )
+
+// demoActors are the actors of the demo's tenant, each with an API key.
+var demoActors = []string{"alice", "bob"}
 
 // demoLease is the lease of the demo's service: short, so that a crashed request is taken
 // over within seconds.
@@ -63,7 +68,11 @@ SIGTERM). Killed outright (kill -9), it still leaves no process (its children di
 the throwaway cluster's directory is then removed by the next run.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return c.demo(cmd.Context(), c.databaseURL(cmd), verbose, pgBinDir, consoleAddr)
+			url, pooled, err := database(cmd, c.env)
+			if err != nil {
+				return err
+			}
+			return c.demo(cmd.Context(), url, pooled, verbose, pgBinDir, consoleAddr)
 		},
 	}
 	cmd.Flags().StringVar(&consoleAddr, "console", "", "after the scenarios, serve the operator console on this address (e.g. 127.0.0.1:8081) on the demo's data until SIGINT")
@@ -73,7 +82,7 @@ the throwaway cluster's directory is then removed by the next run.`,
 }
 
 // demo plays the scenarios on the database at url, or on a throwaway cluster when url is empty.
-func (c *cli) demo(ctx context.Context, url string, verbose bool, pgBinDir, consoleAddr string) (err error) {
+func (c *cli) demo(ctx context.Context, url string, pooled, verbose bool, pgBinDir, consoleAddr string) (err error) {
 	logger := slog.New(slog.DiscardHandler)
 	if verbose {
 		logger = slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -113,7 +122,7 @@ func (c *cli) demo(ctx context.Context, url string, verbose bool, pgBinDir, cons
 		return err
 	}
 
-	d, err := newDemo(ctx, c, pool, url, logger)
+	d, err := newDemo(ctx, c, pool, pooled, url, logger)
 	if err != nil {
 		return err
 	}
@@ -163,7 +172,7 @@ func (c *cli) demo(ctx context.Context, url string, verbose bool, pgBinDir, cons
 		}
 	} else {
 		fmt.Fprintf(out, "\nto look at the demo's keys (tenant %s) in the operator console, run the demo again with\n"+
-			"--console 127.0.0.1:8081, or keep a database and run: PGSAGA_CONSOLE_TOKEN=<a secret> %s console --database-url URL\n",
+			"--console 127.0.0.1:8081, or keep a database and run: %[2]s operator add NAME, then %[2]s console --insecure-http --database-url URL\n",
 			d.tenant, c.app.Name)
 	}
 	if failed > 0 {
@@ -172,11 +181,12 @@ func (c *cli) demo(ctx context.Context, url string, verbose bool, pgBinDir, cons
 	return nil
 }
 
-// serveConsole runs `console` on the demo's data as a separate process, with a fresh token, and
-// prints how to open it; it returns when ctx ends (SIGINT, SIGTERM).
+// serveConsole runs `console` on the demo's data as a separate process, over plain HTTP (addr
+// must be a loopback one), with a fresh token, and prints how to open it; it returns when ctx
+// ends (SIGINT, SIGTERM).
 func (d *demo) serveConsole(ctx context.Context, addr string) error {
-	token := uuid.NewString()
-	console, err := d.startChild(ctx, "console", []string{"console", "--addr", addr, "--gateway-url", d.simURL,
+	token := operator.NewToken()
+	console, err := d.startChild(ctx, "console", []string{"console", "--addr", addr, "--insecure-http", "--gateway-url", d.simURL,
 		"--log-level", "off"}, "PGSAGA_CONSOLE_TOKEN="+token)
 	if err != nil {
 		return err
@@ -195,9 +205,11 @@ func (d *demo) serveConsole(ctx context.Context, addr string) error {
 // demo is the demo's running world: the simulator over HTTP, the payments service over HTTP,
 // a resumer, and a fresh tenant.
 type demo struct {
-	c       *cli
-	pool    *pgxpool.Pool
-	dbURL   string
+	c     *cli
+	pool  *pgxpool.Pool
+	dbURL string
+	// pooled is true when dbURL goes through a transaction pooler (--database-pooling).
+	pooled  bool
 	logger  *slog.Logger
 	sim     *sim.Simulator
 	simURL  string
@@ -206,13 +218,16 @@ type demo struct {
 	resumer *recovery.Resumer
 	client  *saga.Client
 	http    *http.Client
+	// apiKeys are the secrets of the API keys the demo made, by actor of its tenant: the API
+	// authenticates every request by one, as `pgsaga serve` does.
+	apiKeys map[string]string
 
 	stopSim func()
 	api     *http.Server
 }
 
-func newDemo(ctx context.Context, c *cli, pool *pgxpool.Pool, dbURL string, logger *slog.Logger) (*demo, error) {
-	d := &demo{c: c, pool: pool, dbURL: dbURL, logger: logger, tenant: "demo-" + uuid.NewString()[:8],
+func newDemo(ctx context.Context, c *cli, pool *pgxpool.Pool, pooled bool, dbURL string, logger *slog.Logger) (*demo, error) {
+	d := &demo{c: c, pool: pool, dbURL: dbURL, pooled: pooled, logger: logger, tenant: "demo-" + uuid.NewString()[:8],
 		http: &http.Client{Timeout: 30 * time.Second}}
 
 	d.sim = sim.New(nil)
@@ -236,11 +251,21 @@ func newDemo(ctx context.Context, c *cli, pool *pgxpool.Pool, dbURL string, logg
 	if err != nil {
 		return nil, err
 	}
-	svc, err := payments.New(&payments.Config{Pool: pool, Gateway: gw, Lease: demoLease, Logger: logger, GatewayRetries: 2})
+	svc, err := payments.New(&payments.Config{Pool: pool, Gateway: gw, Lease: demoLease, Logger: logger, GatewayRetries: 2,
+		TransactionPooling: pooled})
 	if err != nil {
 		return nil, err
 	}
-	h, err := svc.Handler()
+	keys := apikey.NewStore(pool)
+	d.apiKeys = map[string]string{}
+	for _, actor := range demoActors {
+		k, err := keys.Create(ctx, saga.Scope{Tenant: d.tenant, Actor: actor})
+		if err != nil {
+			return nil, err
+		}
+		d.apiKeys[actor] = k.Secret
+	}
+	h, err := svc.Handler(keys.Scope)
 	if err != nil {
 		return nil, err
 	}

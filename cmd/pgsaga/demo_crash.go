@@ -32,8 +32,8 @@ type child struct {
 // startCrashServer runs this binary's serve (the example payments API) as a separate process, so
 // that the crash is a real kill -9, and waits until it listens.
 func (d *demo) startCrashServer(ctx context.Context) (*child, error) {
-	return d.startChild(ctx, "server", []string{"serve", "--addr", "127.0.0.1:0", "--gateway-url", d.simURL,
-		"--lease", demoLease.String(), "--log-level", "off"})
+	return d.startChild(ctx, "server", []string{"serve", "--addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0",
+		"--gateway-url", d.simURL, "--lease", demoLease.String(), "--log-level", "off"})
 }
 
 // startChild runs this program with args on the demo's database (and env) as a separate process,
@@ -45,7 +45,11 @@ func (d *demo) startChild(ctx context.Context, what string, args []string, env .
 	}
 	cmd := exec.Command(self, args...)
 	// The URL goes in the environment, not on a command line that ps shows.
-	cmd.Env = append(append(os.Environ(), envDatabaseURL+"="+d.dbURL), env...)
+	cmd.Env = append(os.Environ(), envDatabaseURL+"="+d.dbURL)
+	if d.pooled {
+		cmd.Env = append(cmd.Env, "PGSAGA_DATABASE_POOLING=transaction")
+	}
+	cmd.Env = append(cmd.Env, env...)
 	cmd.SysProcAttr = childProcAttr()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -78,8 +78,8 @@ func (r *reply) code() string {
 
 func (r *reply) String() string { return fmt.Sprintf("%d %s", r.status, bytes.TrimSpace(r.body)) }
 
-// post sends one request as actor of the demo's tenant to base (the API when empty) and counts
-// it in res.
+// post sends one request as actor of the demo's tenant (with that actor's API key) to base (the
+// API when empty) and counts it in res.
 func (d *demo) post(ctx context.Context, res *scenarioResult, base, actor, key, path, body string) (*reply, error) {
 	if base == "" {
 		base = d.apiURL
@@ -92,8 +92,11 @@ func (d *demo) post(ctx context.Context, res *scenarioResult, base, actor, key, 
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Tenant-ID", d.tenant)
-	req.Header.Set("X-Actor-ID", actor)
+	secret, ok := d.apiKeys[actor]
+	if !ok {
+		return nil, fmt.Errorf("the demo has no API key for actor %s", actor)
+	}
+	req.Header.Set("Authorization", "Bearer "+secret)
 	req.Header.Set("Idempotency-Key", key)
 	resp, err := d.http.Do(req)
 	if err != nil {

@@ -56,6 +56,18 @@ func TestDemoWithDatabaseURL(t *testing.T) {
 	requireNoDemoServer(t, second)
 }
 
+// The demo's scenarios through PgBouncer in transaction pooling mode: the service, the crashed
+// server's child process and the resumer all reach the database through the pooler (the
+// database is migrated already: migrations need a session, and on an up-to-date database the
+// demo's migrate only reads).
+func TestDemoThroughPgBouncer(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	r := pgsaga(t, nil, "demo", "--database-pooling", "transaction", "--database-url", db.PooledURL(t))
+	requireDemoPassed(t, r)
+	requireNoDemoServer(t, r)
+}
+
 func TestDemoWithThrowawayPostgres(t *testing.T) {
 	t.Parallel()
 	r, pid := pgsagaWithPid(t, nil, "demo")

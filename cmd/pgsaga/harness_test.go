@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -37,7 +38,7 @@ func newWorldOn(t *testing.T, db *dbtest.DB) *world {
 	t.Cleanup(simSrv.Close)
 	svc, err := payments.New(&payments.Config{Pool: db.Pool, Gateway: s.Gateway(), GatewayRetries: 1})
 	require.NoError(t, err)
-	h, err := svc.Handler()
+	h, err := svc.Handler(payments.HeaderScope)
 	require.NoError(t, err)
 	api := httptest.NewServer(h)
 	t.Cleanup(api.Close)
@@ -88,3 +89,38 @@ func (w *world) count(sql string, args ...any) int {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// serveArgs are the arguments of a serve on the database at dbURL with both its API and its
+// operations listener on free ports, then extra.
+func serveArgs(dbURL string, extra ...string) []string {
+	return append([]string{"serve", "--addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0", "--database-url", dbURL}, extra...)
+}
+
+// apiKey creates an API key for (tenant, actor) with the binary and returns it.
+func apiKey(t *testing.T, dbURL, tenant, actor string) createdKey {
+	t.Helper()
+	r := pgsaga(t, nil, "apikey", "create", "--tenant", tenant, "--actor", actor, "--json", "--database-url", dbURL)
+	require.Equal(t, 0, r.code, r.String())
+	var k createdKey
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &k), r.stdout)
+	return k
+}
+
+// createdKey is what `apikey create --json` prints.
+type createdKey struct {
+	ID        string    `json:"id"`
+	Tenant    string    `json:"tenant"`
+	Actor     string    `json:"actor"`
+	Secret    string    `json:"secret"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// bearer are the headers of a request authenticated by secret, with an Idempotency-Key when key
+// is not empty.
+func bearer(secret, key string) map[string]string {
+	h := map[string]string{"Authorization": "Bearer " + secret}
+	if key != "" {
+		h["Idempotency-Key"] = key
+	}
+	return h
+}

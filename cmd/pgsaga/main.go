@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -39,14 +38,6 @@ type cli struct {
 // envDatabaseURL is the environment variable --database-url defaults to.
 const envDatabaseURL = "DATABASE_URL"
 
-// databaseURL is cmd's --database-url, else $DATABASE_URL; empty when neither is set.
-func (c *cli) databaseURL(cmd *cobra.Command) string {
-	if u, _ := cmd.Flags().GetString("database-url"); strings.TrimSpace(u) != "" {
-		return strings.TrimSpace(u)
-	}
-	return strings.TrimSpace(c.env.Getenv(envDatabaseURL))
-}
-
 // usageErrorf is a bad command line: exit 2.
 var usageErrorf = sagacli.UsageErrorf
 
@@ -55,3 +46,6 @@ var noArgs = sagacli.NoArgs
 
 // openPool connects to url as the operator's commands do.
 var openPool = sagacli.Connect
+
+// database is cmd's database URL and pooling, as the operator's commands read them.
+var database = sagacli.Database

@@ -148,12 +148,17 @@ type process struct {
 	args   []string
 	url    string      // from the "listening on" line, when the command prints one
 	urls   chan string // that line's URL, once
+	ops    string      // from serve's "metrics and health on" line, printed before "listening on"
+	opss   chan string // that line's URL, once
 	begin  time.Time
 	done   chan struct{}
 	stderr *syncWriter
 }
 
-var listening = regexp.MustCompile(`listening on (http://\S+)`)
+var (
+	listening = regexp.MustCompile(`listening on (http://\S+)`)
+	opsLine   = regexp.MustCompile(`metrics and health on (http://\S+)`)
+)
 
 // start runs a long-running command and, when wantURL, waits for its "listening on" line. The
 // process is killed when the test ends unless it already exited.
@@ -163,7 +168,7 @@ func start(t *testing.T, env []string, wantURL bool, args ...string) *process {
 	cmd.Env = append(baseEnv(), env...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	p := &process{t: t, cmd: cmd, args: args, urls: make(chan string, 1), done: make(chan struct{}),
+	p := &process{t: t, cmd: cmd, args: args, urls: make(chan string, 1), opss: make(chan string, 1), done: make(chan struct{}),
 		stderr: &syncWriter{buf: &bytes.Buffer{}}}
 	cmd.Stderr = p.stderr
 	p.begin = time.Now()
@@ -171,6 +176,12 @@ func start(t *testing.T, env []string, wantURL bool, args ...string) *process {
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			if m := opsLine.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case p.opss <- m[1]:
+				default:
+				}
+			}
 			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case p.urls <- m[1]:
@@ -201,6 +212,10 @@ func (p *process) waitURL(timeout time.Duration) {
 	select {
 	case p.url = <-p.urls:
 		p.t.Logf("pgsaga %s listening on %s %s after start", p.args[0], p.url, time.Since(p.begin).Round(time.Millisecond))
+		select { // printed before the listening line, so already read
+		case p.ops = <-p.opss:
+		default:
+		}
 	case <-p.done:
 		p.t.Fatalf("pgsaga %v exited before listening: %s", p.args, p.stderr.String())
 	case <-time.After(timeout):

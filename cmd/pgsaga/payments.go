@@ -36,11 +36,11 @@ func buildPayments(ctx context.Context, p *sagacli.BuildParams) (*sagacli.Servic
 	}
 	p.Logger.Info("payments gateway", "gateway", gatewayName(url))
 	svc, err := payments.New(&payments.Config{
-		Pool:       p.Pool,
-		Gateway:    gw,
-		Lease:      p.Lease,
-		Logger:     p.Logger,
-		Registerer: p.Registerer,
+		Pool:     p.Pool,
+		Gateway:  gw,
+		Lease:    p.Lease,
+		Logger:   p.Logger,
+		Observer: p.Observer,
 		// Behind PgBouncer in transaction pooling mode (--database-pooling=transaction), and
 		// where duplicates of a request in flight listen (--listen-database-url).
 		TransactionPooling: p.TransactionPooling,
@@ -56,7 +56,7 @@ func buildPayments(ctx context.Context, p *sagacli.BuildParams) (*sagacli.Servic
 	if err != nil {
 		return nil, fmt.Errorf("error building the service: %w", err)
 	}
-	h, err := svc.Handler()
+	h, err := svc.Handler(p.Scope)
 	if err != nil {
 		return nil, fmt.Errorf("error building the service: %w", err)
 	}

@@ -22,9 +22,10 @@ func TestPgBouncerServeWorkerAndOperatorCommands(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	pooled := w.db.PooledURL(t)
-	p := start(t, nil, true, "serve", "--addr", "127.0.0.1:0", "--database-url", pooled, "--database-pooling", "transaction",
-		"--listen-database-url", w.db.URL, "--gateway-url", w.simURL, "--worker")
-	as := map[string]string{"X-Tenant-ID": "t1", "X-Actor-ID": "alice", "Idempotency-Key": uuid.NewString()}
+	p := start(t, nil, true, "serve", "--addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0", "--database-url", pooled,
+		"--database-pooling", "transaction", "--listen-database-url", w.db.URL, "--gateway-url", w.simURL, "--worker")
+	// Each request's API key is read through the bouncer too.
+	as := bearer(apiKey(t, w.db.URL, "t1", "alice").Secret, uuid.NewString())
 	status, _, body := httpDo(t, "POST", p.url+"/invoices", as, `{"amount": 5000, "currency": "USD"}`)
 	require.Equal(t, http.StatusCreated, status, string(body))
 	invoiceID := strings.Split(strings.Split(string(body), `"id":"`)[1], `"`)[0]

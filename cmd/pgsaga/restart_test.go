@@ -58,11 +58,11 @@ func TestServeAndWorkerRideOutADatabaseRestart(t *testing.T) {
 	require.Equal(t, 1, w.sim.TotalCharges())
 
 	// serve and worker running; the database restarts under them.
-	serve := start(t, nil, true, "serve", "--addr", "127.0.0.1:0", "--database-url", url, "--gateway-url", w.simURL)
+	serve := start(t, nil, true, serveArgs(url, "--gateway-url", w.simURL)...)
 	invoice := w.invoice("t1", 50000)
+	secret := apiKey(t, url, "t1", "bob").Secret
 	pay := func(key string) (int, []byte) {
-		status, _, body := httpDo(t, "POST", serve.url+"/payments",
-			map[string]string{"X-Tenant-ID": "t1", "X-Actor-ID": "bob", "Idempotency-Key": key},
+		status, _, body := httpDo(t, "POST", serve.url+"/payments", bearer(secret, key),
 			`{"invoice_id": "`+invoice+`", "amount": 1000}`)
 		return status, body
 	}
@@ -70,15 +70,16 @@ func TestServeAndWorkerRideOutADatabaseRestart(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, string(body))
 
 	require.NoError(t, cluster.Halt())
-	status, _, body = httpDo(t, "GET", serve.url+"/healthz", nil, "")
+	status, _, body = httpDo(t, "GET", serve.ops+"/healthz", nil, "")
 	require.Equal(t, http.StatusServiceUnavailable, status, string(body))
 	require.JSONEq(t, `{"status":"unavailable","error":"database unreachable"}`, string(body))
 	status, body = pay(uuid.NewString())
 	require.Equal(t, http.StatusServiceUnavailable, status, "no database: %s", body)
+	require.Contains(t, string(body), `"error":"temporarily_unavailable"`, "a key that cannot be checked now is not a wrong key")
 
 	restart()
 	waitUntil(t, 30*time.Second, "/healthz to answer 200 again", func() bool {
-		status, _, _ := httpDo(t, "GET", serve.url+"/healthz", nil, "")
+		status, _, _ := httpDo(t, "GET", serve.ops+"/healthz", nil, "")
 		return status == http.StatusOK
 	})
 	// A client retries its key until it gets a definite answer, as clients do.
@@ -100,7 +101,7 @@ func TestServeAndWorkerRideOutADatabaseRestart(t *testing.T) {
 // When the database stays away longer than --db-wait, serve and worker exit 1 with one line.
 func TestDBWaitGivesUp(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"serve", "--addr", "127.0.0.1:0"}, {"worker"}} {
+	for _, args := range [][]string{{"serve", "--addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0"}, {"worker"}} {
 		begin := time.Now()
 		r := pgsaga(t, nil, append(args, "--database-url", "postgres://nobody@127.0.0.1:1/none?connect_timeout=2",
 			"--db-wait", "1500ms", "--log-level", "off")...)

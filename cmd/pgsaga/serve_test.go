@@ -19,11 +19,9 @@ import (
 func TestServeAnswersOverloadWith503(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	p := start(t, nil, true, "serve", "--addr", "127.0.0.1:0", "--database-url", w.db.URL, "--gateway-url", w.simURL,
-		"--max-in-flight", "2", "--log-level", "off")
-	as := func(key string) map[string]string {
-		return map[string]string{"X-Tenant-ID": "t1", "X-Actor-ID": "alice", "Idempotency-Key": key}
-	}
+	p := start(t, nil, true, serveArgs(w.db.URL, "--gateway-url", w.simURL, "--max-in-flight", "2", "--log-level", "off")...)
+	secret := apiKey(t, w.db.URL, "t1", "alice").Secret
+	as := func(key string) map[string]string { return bearer(secret, key) }
 	invoice := w.invoice("t1", 5000)
 	payment := `{"invoice_id": "` + invoice + `", "amount": 1000}`
 
@@ -47,7 +45,7 @@ func TestServeAnswersOverloadWith503(t *testing.T) {
 	require.Contains(t, string(body), `"error":"temporarily_unavailable"`)
 	require.Equal(t, "1", header.Get("Retry-After"))
 	require.Zero(t, w.count(`SELECT count(*) FROM pgsaga_key WHERE key = $1`, key), "nothing stored")
-	status, _, _ = httpDo(t, "GET", p.url+"/healthz", nil, "")
+	status, _, _ = httpDo(t, "GET", p.ops+"/healthz", nil, "")
 	require.Equal(t, http.StatusOK, status, "health checks are not refused by the limit")
 
 	wg.Wait()
@@ -59,13 +57,13 @@ func TestServeAnswersOverloadWith503(t *testing.T) {
 	require.Equal(t, 0, p.stop(syscall.SIGTERM), p.stderr.String())
 }
 
-// serve and the worker's metrics server refuse headers over 64 KiB with 431.
+// serve, its operations listener and the worker's metrics server refuse headers over 64 KiB with 431.
 func TestServersCapHeaders(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	s := start(t, nil, true, "serve", "--addr", "127.0.0.1:0", "--database-url", w.db.URL, "--log-level", "off")
+	s := start(t, nil, true, serveArgs(w.db.URL, "--log-level", "off")...)
 	m := start(t, nil, true, "worker", "--metrics-addr", "127.0.0.1:0", "--database-url", w.db.URL, "--log-level", "off")
-	for _, url := range []string{s.url + "/invoices", m.url + "/healthz"} {
+	for _, url := range []string{s.url + "/invoices", s.ops + "/healthz", m.url + "/healthz"} {
 		status, _, _ := httpDo(t, "GET", url, map[string]string{"X-Padding": strings.Repeat("a", 128<<10)}, "")
 		require.Equal(t, http.StatusRequestHeaderFieldsTooLarge, status, url)
 	}

@@ -138,13 +138,13 @@ func TestTraceFollowsAPaymentAcrossACrash(t *testing.T) {
 	// The gateway creates the charge, then holds its answer: serve is mid-call.
 	_, err := w.sim.SetFaults(func(s *sim.Settings) { s.Latency = time.Minute })
 	require.NoError(t, err)
-	serve := start(t, env, true, "serve", "--addr", "127.0.0.1:0", "--gateway-url", w.simURL)
+	serve := start(t, env, true, "serve", "--addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0", "--gateway-url", w.simURL)
+	secret := apiKey(t, w.db.URL, "t1", "alice").Secret
 	traceID, clientSpan := randomHex(16), randomHex(8)
 	key := uuid.NewString()
 	go func() {
 		req, _ := http.NewRequest("POST", serve.url+"/payments", strings.NewReader(`{"invoice_id": "`+invoice+`", "amount": 2000}`))
-		req.Header.Set("X-Tenant-ID", "t1")
-		req.Header.Set("X-Actor-ID", "alice")
+		req.Header.Set("Authorization", "Bearer "+secret)
 		req.Header.Set("Idempotency-Key", key)
 		req.Header.Set("traceparent", "00-"+traceID+"-"+clientSpan+"-01")
 		if resp, err := http.DefaultClient.Do(req); err == nil {

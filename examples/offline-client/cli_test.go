@@ -5,6 +5,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -29,6 +32,8 @@ type cli struct {
 	t     *testing.T
 	bin   string
 	queue string
+	// env is added to the process's environment.
+	env []string
 }
 
 type runResult struct {
@@ -38,6 +43,7 @@ type runResult struct {
 
 func (c *cli) command(ctx context.Context, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	cmd := exec.CommandContext(ctx, c.bin, append([]string{"--queue", c.queue}, args...)...)
+	cmd.Env = append(os.Environ(), c.env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	return cmd, &stdout, &stderr
@@ -96,6 +102,48 @@ func TestOfflineClient(t *testing.T) {
 		k2 := c.enqueue("inv_1", 2000)
 		require.NotEqual(t, k1, k2, "two decisions, two keys")
 		require.Equal(t, []string{k1 + " POST /payments pending", k2 + " POST /payments pending"}, c.list())
+	})
+
+	t.Run("the queue file is its owner's alone", func(t *testing.T) {
+		t.Parallel()
+		c := newCLI(t)
+		c.enqueue("inv_1", 2000)
+		info, err := os.Stat(c.queue)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "created readable by its owner only")
+
+		for _, mode := range []os.FileMode{0o644, 0o640, 0o606} {
+			require.NoError(t, os.Chmod(c.queue, mode))
+			for _, args := range [][]string{{"list"}, {"enqueue", "--invoice", "inv_2", "--amount", "1"}, {"flush", "--server", "http://127.0.0.1:1"}} {
+				res := c.run(args...)
+				require.Equal(t, 1, res.code, "%v with mode %04o: %s", args, mode, res.stderr)
+				require.Equal(t, fmt.Sprintf("offline-client: queue file is accessible by other users: %s has mode %04o; run chmod 600 %s\n",
+					c.queue, mode, c.queue), res.stderr)
+				require.Empty(t, res.stdout)
+			}
+		}
+		require.NoError(t, os.Chmod(c.queue, 0o600))
+		require.Len(t, c.list(), 1, "nothing was added while refused")
+	})
+
+	t.Run("flush sends the API key from PGSAGA_API_KEY, and the queue never holds it", func(t *testing.T) {
+		t.Parallel()
+		auth := make(chan string, 1)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			auth <- r.Header.Get("Authorization")
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(`{"id":"pay_1"}`))
+		}))
+		t.Cleanup(srv.Close)
+		c := newCLI(t)
+		c.env = []string{"PGSAGA_API_KEY=pgs_0123456789abcdef_secret"}
+		c.enqueue("inv_1", 2000)
+		raw, err := os.ReadFile(c.queue)
+		require.NoError(t, err)
+		require.NotContains(t, string(raw), "pgs_0123456789abcdef_secret")
+		res := c.run("flush", "--server", srv.URL)
+		require.Equal(t, 0, res.code, res.stderr)
+		require.Equal(t, "Bearer pgs_0123456789abcdef_secret", <-auth)
 	})
 
 	t.Run("flush submits in order, holds definitive rejections, exits 0", func(t *testing.T) {

@@ -10,7 +10,9 @@ import (
 	"github.com/pgsaga/pgsaga/client"
 )
 
-// Default identity of the terminal, sent as X-Tenant-ID and X-Actor-ID.
+// Default identity of the terminal, sent as X-Tenant-ID and X-Actor-ID: a server run with
+// --insecure-scope-headers takes the scope from them; one that authenticates API keys takes it
+// from the key ($PGSAGA_API_KEY at flush) and ignores them.
 const (
 	defaultTenant = "tenant-1"
 	defaultActor  = "actor-1"
@@ -33,7 +35,11 @@ func newEnqueueCommand(root *rootFlags) *cobra.Command {
 		Long: `enqueue creates a payment intent (POST /payments with body
 {"invoice_id": ID, "amount": N}) and its idempotency key now, stores both in
 the queue file (on disk before the command returns), and prints the key alone
-on one line. It needs no server.`,
+on one line. It needs no server. --tenant and --actor are sent as X-Tenant-ID
+and X-Actor-ID, which only a server run with --insecure-scope-headers reads; a
+server that authenticates API keys takes them from the key flush sends
+($PGSAGA_API_KEY). The queue file is created readable by its owner only, and
+a queue file that others may read or write is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if invoice == "" {

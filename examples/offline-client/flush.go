@@ -6,13 +6,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pgsaga/pgsaga/client"
 )
+
+// envAPIKey names the environment variable holding the API key flush sends.
+const envAPIKey = "PGSAGA_API_KEY"
 
 func newFlushCommand(root *rootFlags) *cobra.Command {
 	var (
@@ -38,6 +44,10 @@ stored answer.) When an intent's outcome stays unknown after its retry budget
   KEY STATUS pending: outcome unknown        (STATUS is - when nothing answered)
 and stops there, so that later intents never overtake it; run flush again later.
 
+The server authenticates each request by an API key (pgsaga apikey create):
+flush sends $PGSAGA_API_KEY as "Authorization: Bearer <key>" with every
+request. The key is read when flush runs and never stored in the queue.
+
 Exit status: 0 when no intent is left pending (held intents do not count: they
 are reported above and shown by list), 1 otherwise, with one line on stderr.
 Killing flush at any moment is safe: the next flush resubmits with the same
@@ -48,8 +58,13 @@ keys and the server de-duplicates.`,
 			if verbose {
 				logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 			}
+			var header http.Header
+			if key := strings.TrimSpace(os.Getenv(envAPIKey)); key != "" {
+				header = http.Header{"Authorization": {"Bearer " + key}}
+			}
 			c, err := client.NewClient(&client.Config{
 				BaseURL:        server,
+				Header:         header,
 				MaxAttempts:    maxAttempts,
 				MaxElapsed:     maxElapsed,
 				RequestTimeout: requestTimeout,

@@ -4,8 +4,11 @@
 // often the network fails or the process is killed.
 //
 //	offline-client --queue FILE enqueue --invoice ID --amount N [--tenant T --actor A]
-//	offline-client --queue FILE flush --server URL
+//	offline-client --queue FILE flush --server URL     (sends $PGSAGA_API_KEY as a Bearer token)
 //	offline-client --queue FILE list
+//
+// The queue file is created with mode 0600; one that others may read or write
+// is refused.
 //
 // Exit status: 0 on success, 1 on failure (one line on stderr), 2 on bad
 // usage.

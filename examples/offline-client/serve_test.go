@@ -50,12 +50,18 @@ func TestFlushAgainstServe(t *testing.T) {
 	stopGateway := startProcess(t, gatewayURL+"/_sim/info", serveBin, "gateway-sim", "--addr", gatewayURL[len("http://"):], "--latency", "50ms")
 	defer stopGateway()
 
-	addr := freeAddr(t)
+	addr, opsAddr := freeAddr(t), freeAddr(t)
 	base := "http://" + addr
-	api := &serveAPI{t: t, base: base, tenant: "offline-" + uuid.NewString()[:8], actor: "pos-1"}
+	// The terminal's API key: the server takes the tenant and actor from it.
+	out, err = exec.Command(serveBin, "apikey", "create", "--tenant", "offline-"+uuid.NewString()[:8], "--actor", "pos-1",
+		"--json", "--database-url", databaseURL).Output()
+	require.NoError(t, err, "pgsaga apikey create")
+	var key struct{ Tenant, Actor, Secret string }
+	require.NoError(t, json.Unmarshal(out, &key))
+	api := &serveAPI{t: t, base: base, secret: key.Secret}
 	startServe := func() (stop func()) {
-		return startProcess(t, base+"/healthz", serveBin, "serve", "--addr", addr, "--database-url", databaseURL,
-			"--gateway-url", gatewayURL, "--lease", "2s")
+		return startProcess(t, "http://"+opsAddr+"/healthz", serveBin, "serve", "--addr", addr, "--ops-addr", opsAddr,
+			"--database-url", databaseURL, "--gateway-url", gatewayURL, "--lease", "2s")
 	}
 
 	// Invoices exist before the terminal goes offline.
@@ -66,9 +72,9 @@ func TestFlushAgainstServe(t *testing.T) {
 	}
 	stop()
 
-	c := &cli{t: t, bin: bin, queue: filepath.Join(t.TempDir(), "queue.db")}
+	c := &cli{t: t, bin: bin, queue: filepath.Join(t.TempDir(), "queue.db"), env: []string{"PGSAGA_API_KEY=" + key.Secret}}
 	for _, inv := range invoices {
-		res := c.run("enqueue", "--invoice", inv, "--amount", "2000", "--tenant", api.tenant, "--actor", api.actor)
+		res := c.run("enqueue", "--invoice", inv, "--amount", "2000")
 		require.Equal(t, 0, res.code, res.stderr)
 	}
 	res := c.run(append([]string{"flush", "--server", base, "--max-elapsed", "1s"}, fastFlush...)...)
@@ -157,11 +163,11 @@ func startProcess(t *testing.T, healthURL, bin string, args ...string) (stop fun
 	}
 }
 
-// serveAPI calls the example payments API as one (tenant, actor).
+// serveAPI calls the example payments API with one API key.
 type serveAPI struct {
-	t             *testing.T
-	base          string
-	tenant, actor string
+	t      *testing.T
+	base   string
+	secret string
 }
 
 type payment struct {
@@ -182,8 +188,9 @@ func (a *serveAPI) do(method, path string, body any, into any) int {
 	}
 	req, err := http.NewRequest(method, a.base+path, reader)
 	require.NoError(a.t, err)
-	req.Header.Set("X-Tenant-ID", a.tenant)
-	req.Header.Set("X-Actor-ID", a.actor)
+	if a.secret != "" {
+		req.Header.Set("Authorization", "Bearer "+a.secret)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	if method == http.MethodPost {
 		req.Header.Set("Idempotency-Key", uuid.NewString())

@@ -66,7 +66,7 @@ func newChaosEnv(t *testing.T, o chaosOpts) *chaosEnv {
 	require.NoError(t, err)
 
 	// POST routes run on the wrapped client; the GET routes are the service's own.
-	plain, err := svc.Handler()
+	plain, err := svc.Handler(payments.HeaderScope)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/", plain)

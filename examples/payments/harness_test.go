@@ -40,7 +40,7 @@ func newEnv(t *testing.T, cfg *payments.Config) *env {
 	}
 	svc, err := payments.New(cfg)
 	require.NoError(t, err)
-	h, err := svc.Handler()
+	h, err := svc.Handler(payments.HeaderScope)
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

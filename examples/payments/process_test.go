@@ -71,11 +71,12 @@ func newProcEnv(t *testing.T, bin string, latency time.Duration) *procEnv {
 	return p
 }
 
-// serve starts `pgsaga serve` with a 2s lease and returns it with its base URL.
+// serve starts `pgsaga serve` with a 2s lease and returns it with its base URL. These tests are
+// of crashes, not of authentication: the scope comes from the headers, on a loopback address.
 func (p *procEnv) serve() (*chaos.Process, string) {
 	p.t.Helper()
-	proc, err := chaos.StartProcess(p.bin, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", p.db.URL,
-		"--gateway-url", p.gwURL, "--lease", "2s", "--log-level", "warn"})
+	proc, err := chaos.StartProcess(p.bin, []string{"serve", "--addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0",
+		"--insecure-scope-headers", "--database-url", p.db.URL, "--gateway-url", p.gwURL, "--lease", "2s", "--log-level", "warn"})
 	require.NoError(p.t, err)
 	p.t.Cleanup(func() {
 		_ = proc.Kill()

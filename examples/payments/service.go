@@ -1,5 +1,5 @@
 // Package payments is pgsaga's reference service: invoices paid through a payment gateway, and
-// orders completed into sales. CONTRACT.md describes its HTTP API; the pgsaga binary serves it.
+// orders completed into sales. docs/api/payments.yaml describes its HTTP API; the pgsaga binary serves it.
 //
 // Invoices, orders and order completion are single-transaction operations: the claim of the
 // key, the effect and the stored response commit together. Payments are phased: a transaction
@@ -10,11 +10,12 @@ package payments
 import (
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pgsaga/pgsaga/examples/payments/schema"
@@ -42,8 +43,9 @@ type Config struct {
 	Lease time.Duration
 	// Logger defaults to discarding.
 	Logger *slog.Logger
-	// Registerer receives the metrics. Defaults to none.
-	Registerer prometheus.Registerer
+	// Observer receives the saga client's metrics (saga.Config.Observer; sagaprom.NewObserver
+	// feeds Prometheus). Defaults to none.
+	Observer saga.Observer
 	// PaymentHooks run inside the phase transaction that records a payment's result (the
 	// worker's outbox hooks in here). Defaults to none.
 	PaymentHooks []PaymentHook
@@ -99,7 +101,7 @@ func New(cfg *Config) (*Service, error) {
 		Operations:         s.Operations(),
 		Lease:              cfg.Lease,
 		Logger:             cfg.Logger,
-		Registerer:         cfg.Registerer,
+		Observer:           cfg.Observer,
 		TracerProvider:     cfg.TracerProvider,
 		TransactionPooling: cfg.TransactionPooling,
 		ListenDB:           cfg.ListenDB,
@@ -124,10 +126,16 @@ func (s *Service) Operations() []*phases.Operation {
 	}
 }
 
-// Handler routes the API. Every route authenticates with X-Tenant-ID and X-Actor-ID.
-func (s *Service) Handler() (http.Handler, error) {
+// Handler routes the API. Every route but the webhooks (which verify their sender's signature)
+// takes its tenant and actor from scope, which authenticates the request: `pgsaga serve` gives
+// the request's API key (Authorization: Bearer), a test may give HeaderScope. A request scope
+// refuses is answered 401 unauthenticated before anything is read or stored.
+func (s *Service) Handler(scope saga.ScopeFunc) (http.Handler, error) {
+	if scope == nil {
+		return nil, errors.New("payments: Handler needs a ScopeFunc to authenticate requests")
+	}
 	mux := http.NewServeMux()
-	opts := &saga.HandlerOpts{Scope: HeaderScope}
+	opts := &saga.HandlerOpts{Scope: scope}
 	for pattern, op := range map[string]string{
 		"POST /invoices":             OpCreateInvoice,
 		"POST /payments":             OpCreatePayment,
@@ -140,9 +148,9 @@ func (s *Service) Handler() (http.Handler, error) {
 		}
 		mux.Handle(pattern, h)
 	}
-	mux.Handle("GET /invoices/{id}", s.authenticated(s.getInvoice))
-	mux.Handle("GET /payments", s.authenticated(s.listPayments))
-	mux.Handle("GET /sales", s.authenticated(s.listSales))
+	mux.Handle("GET /invoices/{id}", authenticated(scope, s.getInvoice))
+	mux.Handle("GET /payments", authenticated(scope, s.listPayments))
+	mux.Handle("GET /sales", authenticated(scope, s.listSales))
 	mux.Handle("POST /webhooks/{source}", WebhookHandler(s.cfg.Pool, &WebhookOpts{Secrets: s.cfg.WebhookSecrets, Tolerance: s.cfg.WebhookTolerance}))
 	return jsonErrors(mux), nil
 }
@@ -176,8 +184,9 @@ func (p *statusProbe) Header() http.Header         { return p.header }
 func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
 func (p *statusProbe) WriteHeader(status int)      { p.status = status }
 
-// HeaderScope is the example's stand-in for authentication: X-Tenant-ID and X-Actor-ID, 1–64
-// characters each. A real service takes the scope from a verified token.
+// HeaderScope takes the scope from X-Tenant-ID and X-Actor-ID, 1–64 characters each, which
+// anyone can set: a stand-in for authentication in tests and local experiments (`pgsaga serve
+// --insecure-scope-headers`), never for a service that is reachable by others.
 func HeaderScope(r *http.Request) (saga.Scope, error) {
 	tenant, actor := r.Header.Get("X-Tenant-ID"), r.Header.Get("X-Actor-ID")
 	if tenant == "" || actor == "" || len(tenant) > 64 || len(actor) > 64 {
@@ -186,9 +195,16 @@ func HeaderScope(r *http.Request) (saga.Scope, error) {
 	return saga.Scope{Tenant: tenant, Actor: actor}, nil
 }
 
-func (s *Service) authenticated(fn func(w http.ResponseWriter, r *http.Request, scope saga.Scope)) http.Handler {
+// authenticated runs fn with the request's scope, as the engine's handler does: a refused
+// request is 401, one that cannot be authenticated now (*saga.TransientError) 503.
+func authenticated(scopeOf saga.ScopeFunc, fn func(w http.ResponseWriter, r *http.Request, scope saga.Scope)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scope, err := HeaderScope(r)
+		scope, err := scopeOf(r)
+		if temporary := (*saga.TransientError)(nil); errors.As(err, &temporary) {
+			w.Header().Set("Retry-After", strconv.Itoa(max(int(math.Ceil(temporary.RetryAfter.Seconds())), 1)))
+			saga.WriteError(w, http.StatusServiceUnavailable, saga.CodeTemporarilyUnavailable, "the request could not be authenticated now; retry")
+			return
+		}
 		if err != nil {
 			saga.WriteError(w, http.StatusUnauthorized, saga.CodeUnauthenticated, err.Error())
 			return

@@ -228,9 +228,10 @@ func TestListsUnderAParent(t *testing.T) {
 	}
 }
 
-// TestDataTheDatabaseRefusesIs400 (issue 9, break 7): an invoice id holding \u0000 passes the
-// JSON checks and validation, then PostgreSQL refuses it (SQLSTATE 22021). That used to be a 503
-// on every retry; it is 400 invalid_request, and nothing is stored, so the answer stays the same.
+// TestDataTheDatabaseRefusesIs400: an invoice id holding \u0000 passes the JSON checks and
+// validation, then PostgreSQL refuses it (SQLSTATE 22021). That is the client's data, not an
+// outage: 400 invalid_request, never a 503 on every retry; nothing is stored, so the answer stays
+// the same.
 func TestDataTheDatabaseRefusesIs400(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)

@@ -16,7 +16,7 @@ import (
 // expires, process B takes the key over and completes the payment, then A thaws. A must record
 // nothing (its record phase is fenced by the lease token) and send no second charge; its client
 // gets B's stored answer — not marked as a replay, since A's request is the one that started the
-// key (issue 9, break 12). One charge, one succeeded payment, the invoice paid once.
+// key. One charge, one succeeded payment, the invoice paid once.
 func TestZombiePaymentIsFenced(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct {

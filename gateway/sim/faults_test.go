@@ -366,6 +366,23 @@ func TestServeStopsOnCancel(t *testing.T) {
 	require.Error(t, err, "the listener is closed")
 }
 
+// A charge refused as invalid is answered over Serve (400 invalid_request), as one that charges
+// is: a refusal is not held, nor is its answer cut by the server's write deadline.
+func TestServeAnswersInvalidCharges(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = sim.New(nil).Serve(ctx, ln) }()
+	for _, body := range []string{`{"amount": 0, "currency": "USD", "reference": "r"}`, `{"amount": 1, "currency": "", "reference": "r"}`} {
+		status, answer, err := post(t, "http://"+ln.Addr().String()+"/charges", body, nil)
+		require.NoError(t, err, body)
+		require.Equal(t, http.StatusBadRequest, status, body)
+		require.Contains(t, string(answer), `"error":"invalid_request"`)
+	}
+}
+
 func TestListenAndServe(t *testing.T) {
 	t.Parallel()
 	err := sim.ListenAndServe(context.Background(), "127.0.0.1:0", &sim.Config{FailBefore: 3})
@@ -389,4 +406,31 @@ func TestNewPanicsOnInvalidConfig(t *testing.T) {
 	require.ErrorContains(t, err, "pending must")
 	require.ErrorContains(t, err, "pending-for")
 	require.ErrorContains(t, err, "latency-before")
+}
+
+// Serve caps request headers at 64 KiB (431), as pgsaga's own servers do, and still answers a
+// charge held by a latency fault.
+func TestServeLimits(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := sim.New(&sim.Config{Latency: 50 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = s.Serve(ctx, ln) }()
+	base := "http://" + ln.Addr().String()
+
+	req, err := http.NewRequest("GET", base+"/_sim/info", nil)
+	require.NoError(t, err)
+	req.Header.Set("X-Padding", strings.Repeat("a", 128<<10))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusRequestHeaderFieldsTooLarge, resp.StatusCode)
+
+	c, err := sim.NewClient(base, nil)
+	require.NoError(t, err)
+	ch, err := c.Charge(context.Background(), chargeParams("payment:slow", 100))
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", string(ch.Status))
 }

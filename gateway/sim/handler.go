@@ -48,6 +48,9 @@ func (s *Simulator) handleCharge(w http.ResponseWriter, r *http.Request) {
 		Reference:      req.Reference,
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
 	})
+	// The answer leaves after the latency faults: the server's write timeout must not cut it.
+	// (landAt is zero for a charge refused at once.)
+	_ = http.NewResponseController(w).SetWriteDeadline(later(time.Now(), v.landAt).Add(v.delay + writeTimeout))
 	// A slow network to the provider: the request has taken effect by landAt even if its caller
 	// gave up meanwhile; the answer leaves from there.
 	time.Sleep(time.Until(v.landAt))
@@ -298,4 +301,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeError(w http.ResponseWriter, status int, code, message string) {
 	writeJSON(w, status, map[string]string{"error": code, "message": message})
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -12,6 +12,18 @@ import (
 // shutdownGrace is how long a stopping server waits for requests in flight.
 const shutdownGrace = 5 * time.Second
 
+// The limits of the simulator's HTTP server, those of pgsaga's own servers: a slow or hostile
+// client cannot hold its connections. A charge answered after a latency fault gets its write
+// deadline moved past that latency (see handleCharge), so a fault never turns into a lost
+// answer by way of the write timeout.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = time.Minute
+	idleTimeout       = time.Minute
+	maxHeaderBytes    = 64 << 10
+)
+
 // ListenAndServe runs a new simulator configured by cfg over HTTP on addr (such as
 // "127.0.0.1:9090") until ctx is cancelled, then stops cleanly and returns nil. It returns
 // an error when cfg is invalid or addr cannot be bound. This is the `pgsaga gateway-sim`
@@ -27,15 +39,25 @@ func ListenAndServe(ctx context.Context, addr string, cfg *Config) error {
 	return New(cfg).Serve(ctx, ln)
 }
 
+// newServer is the simulator's HTTP server, with every timeout set and headers capped; its
+// requests' contexts end with ctx.
+func (s *Simulator) newServer(ctx context.Context) *http.Server {
+	return &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+}
+
 // Serve answers the wire format on ln until ctx is cancelled, then stops accepting, lets
 // requests in flight finish for a few seconds, closes ln and returns nil. Requests waiting
 // out a latency fault are abandoned when ctx ends (their charges stay in the ledger).
 func (s *Simulator) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
+	srv := s.newServer(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

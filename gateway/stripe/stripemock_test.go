@@ -103,19 +103,20 @@ func findStripeMock() (string, error) {
 	return bin, nil
 }
 
-// repositoryRoot is the nearest directory above the working directory holding go.mod.
+// repositoryRoot is the nearest directory above the working directory holding go.work (the
+// repository's root, where the modules beside each other are listed).
 func repositoryRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
+			return "", errors.New("no go.work above the working directory")
 		}
 		dir = parent
 	}

@@ -1,5 +1,6 @@
-// Package idemkey holds the one rule for an Idempotency-Key's value (CONTRACT.md), shared by the
-// server (saga) and the client so that both refuse the same keys.
+// Package idemkey holds the one rule for an Idempotency-Key's value (8 to 255 characters from
+// '!' to '~' except '"' and '\\'), shared by the server (saga) and the client so that both
+// refuse the same keys.
 package idemkey
 
 import "fmt"

@@ -1,4 +1,4 @@
-// Package keyjson is how operators' tools render keys as JSON: the shapes CONTRACT.md fixes for
+// Package keyjson is how operators' tools render keys as JSON: the shapes fixed for
 // `keys --json`, `show --json`, `resume --json` and the console's JSON twins. The CLI and the
 // console both render through it, so a script reads the same document from either.
 package keyjson

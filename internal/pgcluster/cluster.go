@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -534,18 +536,44 @@ func (c *Cluster) kill() error {
 	return errors.Join(errs...)
 }
 
-// freePorts returns n distinct TCP ports on 127.0.0.1 that were free a moment ago.
+// freePorts returns n distinct TCP ports on 127.0.0.1 that were free a moment ago, drawn below
+// the kernel's ephemeral range: a node restarted after a kill binds its port again, and a port
+// the kernel may hand to an outgoing connection meanwhile could be taken.
 func freePorts(n int) ([]int, error) {
+	low, high := 20000, ephemeralStart()
+	if high-low < 1000 {
+		low, high = 1024, max(high, 2048)
+	}
 	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 100*n {
+			return nil, fmt.Errorf("no %d free ports in [%d, %d)", n, low, high)
+		}
+		port := low + rand.IntN(high-low)
+		if slices.Contains(ports, port) {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
-			return nil, err
+			continue
 		}
 		defer l.Close() // held until all are chosen, so they differ
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, port)
 	}
 	return ports, nil
+}
+
+// ephemeralStart is the first port of the kernel's ephemeral range (Linux), or 32768.
+func ephemeralStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var first, last int
+	if _, err := fmt.Sscan(string(b), &first, &last); err != nil || first < 2048 {
+		return 32768
+	}
+	return first
 }
 
 // logTail returns the last lines of the file at path, for error messages.

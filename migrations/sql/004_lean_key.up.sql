@@ -1,5 +1,5 @@
--- The key row made cheap to write and rewrite (issue 11; the measurements are in
--- internal/perflab/FINDINGS.md). Every statement, index and trigger on pgsaga_key is paid by
+-- The key row made cheap to write and rewrite (the measurements are in
+-- bench/perflab/FINDINGS.md). Every statement, index and trigger on pgsaga_key is paid by
 -- every request.
 
 -- The two CHECKs cost a sixth of PostgreSQL's CPU on every pgsaga path: PostgreSQL 15 parses and

@@ -40,8 +40,9 @@ S2_OPERATOR="-DNO_B -DOP_ANYTIME -DNO_INPROC -DMAXCRASH=1 -DHBMAX=0"
 S3_MARGIN="-DOPRESUMES=0 -DNO_B -DNO_INPROC -DL=4 -DINFLIGHT=2 -DM=1"
 S4_RENEWAL="-DOPRESUMES=0 -DTRIES_B=2 -DNO_INPROC -DMAXCRASH=1 -DRENEW_ON_RESUME"
 S5_IN_PROCESS="-DOPRESUMES=0 -DHBMAX=0 -DL=3 -DMAXCRASH=1"
-S7_LOST_COMMITS="-DLOST_COMMITS -DINQUIRE_FIRST -DOPRESUMES=0 -DNO_OP -DTRIES_B=0 -DNO_INPROC -DMAXCRASH=1 -DHBMAX=0"
+S7_LOST_COMMITS="-DLOST_COMMITS -DOPRESUMES=0 -DNO_OP -DTRIES_B=0 -DNO_INPROC -DMAXCRASH=1 -DHBMAX=0"
 S8_WINDOW="-DWINDOW_SHRINK -DOPRESUMES=0 -DNO_B -DL=4 -DM=1 -DINFLIGHT=1 -DWSMALL=0"
+S8_OVER_MARGIN="-DWINDOW_SHRINK -DOPRESUMES=0 -DNO_B -DNO_INPROC -DL=4 -DM=1 -DINFLIGHT=2 -DWSMALL=0"
 SEED="-DOPRESUMES=0 -DNO_B -DNO_INPROC"
 SEED_WINDOW="-DWINDOW_SHRINK -DOPRESUMES=0 -DNO_B -DNO_INPROC -DL=3 -DM=1 -DINFLIGHT=1 -DWSMALL=0"
 SEED_RENEWAL="$SEED -DRENEW_ON_RESUME"
@@ -177,8 +178,9 @@ WITNESS_NAMES=(- "a send after a quiet, empty inquiry" "an inquiry found the cha
 	"a charge whose key a failover lost, its client answered: found by reconciliation only"
 	"an execution that started before a failover wrote after it (its token came back)"
 	"a request sent under the longer window landed after the window dropped"
-	"a send after an empty inquiry, the window dropped, an earlier attempt recorded the longer one"
-	"a send after an empty inquiry, the window dropped, an earlier attempt sent under the longer one and recorded none")
+	"a send after an empty inquiry, the window dropped, an earlier attempt that recorded its outcome holds the longer one"
+	"a send after an empty inquiry, the window dropped, an earlier attempt that recorded no outcome holds the longer one"
+	"a request with the key of the charge made before landed: answered with that charge")
 
 SAFETY_CFLAGS="-Og -DSAFETY -DCOLLAPSE"
 LIVE_CFLAGS="-Og -DCOLLAPSE -DNFAIR=3"
@@ -194,6 +196,7 @@ safety_tasks() {
 	echo "clean S4-renewal \"$S4_RENEWAL\" \"$SAFETY_CFLAGS\" ''"
 	echo "clean S2-operator \"$S2_OPERATOR\" \"$SAFETY_CFLAGS\" ''"
 	echo "clean S8-window \"$S8_WINDOW\" \"$SAFETY_CFLAGS\" ''"
+	echo "clean S8-window-over-margin \"$S8_OVER_MARGIN\" \"$QUICK_CFLAGS\" ''"
 	echo "clean S3-margin \"$S3_MARGIN\" \"$QUICK_CFLAGS\" ''"
 }
 liveness_tasks() {
@@ -208,10 +211,14 @@ seeded_tasks() {
 	# the renewal is only written when the takeover journaled no row
 	echo "found BUG_NO_RENEWAL \"$SEED_RENEWAL -DBUG_NO_RENEWAL\" \"$QUICK_CFLAGS\" ''"
 	echo "found BUG_INPROC_NO_WAIT \"$SEED_IN_PROCESS -DBUG_INPROC_NO_WAIT\" \"$QUICK_CFLAGS\" ''"
-	# a reference drawn by P1 is only new after a failover lost the key
+	# a reference drawn by P1 is only new, and a first send only unsafe, after a failover lost
+	# the key
 	echo "found BUG_PHASE_ID \"$S7_LOST_COMMITS -DBUG_PHASE_ID\" \"$QUICK_CFLAGS\" ''"
-	# the window can only shrink with WINDOW_SHRINK
+	echo "found BUG_NO_FIRST_INQUIRY \"$S7_LOST_COMMITS -DBUG_NO_FIRST_INQUIRY\" \"$QUICK_CFLAGS\" ''"
+	# the window can only shrink with WINDOW_SHRINK; a window journaled with the outcome is
+	# covered by the margin while the window is no longer than it (S8), not beyond
 	echo "found BUG_CURRENT_WINDOW \"$SEED_WINDOW -DBUG_CURRENT_WINDOW\" \"$QUICK_CFLAGS\" ''"
+	echo "found BUG_WINDOW_WITH_OUTCOME \"$S8_OVER_MARGIN -DBUG_WINDOW_WITH_OUTCOME\" \"$QUICK_CFLAGS\" ''"
 	# the poison key as a liveness violation too (-A: the budget assertion would stop it first).
 	# T_REVERSE only changes the order of the search: in spin's default order the nested search
 	# wanders through 0.8 M states (80 s) before it closes the cycle, in reverse it takes 5,000.
@@ -227,35 +234,40 @@ witness_tasks() {
 	echo "witnesses W-in-process \"$S5_IN_PROCESS\" 1 13"
 	echo "witnesses W-lost-commits \"$S7_LOST_COMMITS\" 2 3 17 18 19 20 21"
 	echo "witnesses W-window \"$S8_WINDOW\" 1 13 22 23 24"
+	echo "witnesses W-window-over-margin \"$S8_OVER_MARGIN\" 22 24"
 }
 variant_tasks() {
+	# (the largest first: two failovers about 4 minutes, then the keys' and S7 with heartbeats
+	# about 2, the rest a minute or less)
+	# Lost commits with two failovers in a run, and with heartbeats.
+	echo "clean S7-two-failovers \"$S7_LOST_COMMITS -DMAXLOSS=2\" \"$SAFETY_CFLAGS\" ''"
+	# The timing the lost-commits configuration assumes (finding 10): with a provider that
+	# honours idempotency keys, no second charge with a failover at any moment; without keys,
+	# none with a failover at any moment at which no execution may still send and no request may
+	# still land (the standby's leases, schedule and quiet times still running), and a second
+	# charge, even with intent-derived references, with a failover at any moment.
+	echo "clean S7-keys-failover-anytime \"$S7_LOST_COMMITS -DKEYS -DLOST_ANYTIME\" \"$SAFETY_CFLAGS\" ''"
+	echo "clean S7-heartbeat \"${S7_LOST_COMMITS/-DHBMAX=0/}\" \"$SAFETY_CFLAGS\" ''"
+	# Every actor at once, with smaller budgets.
+	echo "clean S6-everyone \"-DMAXCRASH=1 -DOPBUDGET=1 -DHBMAX=0 -DOP_ANYTIME -DNO_INPROC\" \"$SAFETY_CFLAGS\" ''"
+	echo "clean S7-failover-when-quiet \"$S7_LOST_COMMITS -DLOST_QUIET\" \"$SAFETY_CFLAGS\" ''"
+	echo "found S7-failover-anytime \"$S7_LOST_COMMITS -DLOST_ANYTIME\" \"$QUICK_CFLAGS\" ''"
+	echo "witnesses W-keys \"$S7_LOST_COMMITS -DKEYS -DLOST_ANYTIME\" 25"
 	# Liveness with the duplicate too, without fairness (every run of the model is finite, so no
 	# accepting run under -a proves the property for every schedule).
 	echo "clean L1-poison-duplicate \"-DLIVENESS $L1_POISON_DUPLICATE\" \"$LIVE_CFLAGS\" '-a'"
+	# The duplicate's configuration with two crashes, the operator's with heartbeats (larger).
+	echo "clean S2-operator-heartbeat \"-DNO_B -DOP_ANYTIME -DNO_INPROC -DMAXCRASH=1\" \"$SAFETY_CFLAGS\" ''"
+	echo "clean S1-duplicate-2-crashes \"-DOPRESUMES=0 -DTRIES_B=2 -DNO_INPROC -DMAXCRASH=2\" \"$SAFETY_CFLAGS\" ''"
 	# With a fenced renewal before a resumed call (the takeover journaled no row), a resumer that
 	# measures its lease from its own start is harmless: its renewal is fenced, or fresh.
 	echo "clean BUG_RESUMER_LATE-renewed \"$S4_RENEWAL -DBUG_RESUMER_LATE\" \"$QUICK_CFLAGS\" ''"
+	# A row quiet only from its deadline (the code also uses its ended_at): the same verdict.
+	echo "clean S1-deadline-only \"$S1_DUPLICATE -DDEADLINE_ONLY\" \"$SAFETY_CFLAGS\" ''"
 	# A takeover statement that parks by itself ends the poison key even when the process can
 	# crash between a takeover and a separate park write.
 	echo "clean L3-crash-before-park \"-DLIVENESS $L2_POISON_FAIR -DCRASH_PARK -DPARK_IN_TAKEOVER\" \"$QUICK_LIVE_CFLAGS\" '-a -f'"
 	echo "found L3-crash-before-park-separate \"-DLIVENESS $L2_POISON_FAIR -DCRASH_PARK\" \"$QUICK_LIVE_CFLAGS\" '-a -f'"
-	# The duplicate's configuration with two crashes, the operator's with heartbeats (larger).
-	echo "clean S1-duplicate-2-crashes \"-DOPRESUMES=0 -DTRIES_B=2 -DNO_INPROC -DMAXCRASH=2\" \"$SAFETY_CFLAGS\" ''"
-	echo "clean S2-operator-heartbeat \"-DNO_B -DOP_ANYTIME -DNO_INPROC -DMAXCRASH=1\" \"$SAFETY_CFLAGS\" ''"
-	# A row quiet only from its deadline (the code also uses its ended_at): the same verdict.
-	echo "clean S1-deadline-only \"$S1_DUPLICATE -DDEADLINE_ONLY\" \"$SAFETY_CFLAGS\" ''"
-	# Every actor at once, with smaller budgets (the largest search; minutes).
-	echo "clean S6-everyone \"-DMAXCRASH=1 -DOPBUDGET=1 -DHBMAX=0 -DOP_ANYTIME -DNO_INPROC\" \"$SAFETY_CFLAGS\" ''"
-	# Lost commits with two failovers in a run, and with heartbeats (minutes each).
-	echo "clean S7-two-failovers \"$S7_LOST_COMMITS -DMAXLOSS=2\" \"$SAFETY_CFLAGS\" ''"
-	echo "clean S7-heartbeat \"${S7_LOST_COMMITS/-DHBMAX=0/}\" \"$SAFETY_CFLAGS\" ''"
-	# What the lost-commits configuration needs (findings 9 and 10): without the inquiry before a
-	# call's first send, or with a failover sooner than a lease plus the in-flight window, a
-	# second charge even with intent-derived references.
-	echo "found S7-no-first-inquiry \"${S7_LOST_COMMITS/-DINQUIRE_FIRST/}\" \"$QUICK_CFLAGS\" ''"
-	echo "found S7-failover-anytime \"$S7_LOST_COMMITS -DLOST_ANYTIME\" \"$QUICK_CFLAGS\" ''"
-	# A window longer than the margin is not covered for an attempt that recorded none (finding 11).
-	echo "found S8-window-over-margin \"-DWINDOW_SHRINK -DOPRESUMES=0 -DNO_B -DNO_INPROC -DL=4 -DM=1 -DINFLIGHT=2 -DWSMALL=0\" \"$QUICK_CFLAGS\" ''"
 }
 
 # run: runs the tasks on its input MODEL_JOBS at a time, then prints their results in the order

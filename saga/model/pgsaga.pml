@@ -12,7 +12,8 @@
  * budget (MAXCRASH, or any number with CRASH_ANY), and may be paused anywhere and go on later
  * (a zombie): the clock runs while it does not. With LOST_COMMITS the database may fail over to
  * a standby that lacks its last commits (the failover process); with WINDOW_SHRINK the
- * provider's declared in-flight window may drop (the provider).
+ * provider's declared in-flight window may drop (the provider); with KEYS the provider also
+ * honours idempotency keys.
  *
  * One step of an execution is one atomic transition: a crash, or one database statement (with
  * its commit) or one exchange with the provider, plus the local bookkeeping up to the next one.
@@ -68,6 +69,9 @@
 #endif
 #ifndef WSMALL
 #define WSMALL 0       /* the in-flight window the provider may drop to (WINDOW_SHRINK) */
+#endif
+#if defined(LOST_QUIET) && !defined(LOST_ANYTIME)
+#define LOST_ANYTIME   /* the standby's timers run on; the failover only when nothing can be sent */
 #endif
 #if defined(LOST_COMMITS) && defined(RENEW_ON_RESUME)
 #error "LOST_COMMITS assumes the takeover journals the call's row (a token that survives a loss brings its row)"
@@ -149,15 +153,16 @@ byte hq;               /* ... ticks until all of them are quiet */
 bit pendrec;           /* a row records the charge pending, with its provider id */
 byte pendings;         /* attempts that found it pending (they spend no budget) */
 #ifdef WINDOW_SHRINK
-/* The window the provider declared when each row's attempt sent, recorded with its outcome (0:
- * none recorded: in flight, or its execution died first). rq stays the ticks until the row's
- * quiet time plus the longest window (INFLIGHT: the window only drops), so "w has passed since
- * it went quiet" is rq + w <= INFLIGHT. For the older rows, hq2 is the ticks until every one of
- * them has been quiet for its own recorded window (max over them of rq + rw - INFLIGHT): with
- * hq it is exact for the rule below. */
+/* The in-flight window each row holds: the longest the provider declared at one of its
+ * attempt's sends, journaled before that send (0 until its attempt sends: a row starts with none,
+ * the worst case of the window it is inserted with). rq stays the ticks until the row's quiet
+ * time plus the longest window (INFLIGHT: the window only drops), so "w has passed since it went
+ * quiet" is rq + w <= INFLIGHT. For the older rows, hq2 is the ticks until every one of them has
+ * been quiet for its own window (max over them of rq + rw - INFLIGHT): with hq it is exact for
+ * the rule below. */
 byte rw[4];
 byte hq2;
-bit rbig[4];           /* (ghost) the row's attempt sent under the longer window */
+bit rdone[4];          /* (ghost) the row's outcome is recorded */
 #endif
 
 /* the reference the key's P1 saved, which the call sends and inquires by: derived from the
@@ -171,15 +176,20 @@ bit incall[4];         /* inside its call: journal row committed, call not ended
 byte resp[4];          /* the provider's answer to the request it waits for (C_*) */
 byte oq[4];            /* ticks until its own unanswered send can no longer land */
 byte myref[4];         /* the reference it read with the key */
-#ifdef WINDOW_SHRINK
-byte sw[4];            /* the longest window the provider declared at one of its sends */
+#ifdef BUG_WINDOW_WITH_OUTCOME
+byte sw[4];            /* the longest window declared at its sends, journaled with its outcome */
+#define OWN_WINDOW(e) sw[e]
+#else
+#define OWN_WINDOW(e) rw[e]
 #endif
 #ifdef BUG_NOW_LEASE
 byte sb[4];            /* ticks since its open transaction began (now()) */
 bit inphase[4];
 #endif
 
-/* ---- the provider: inquiry, no idempotency keys (every request that lands charges) ---- */
+/* ---- the provider: inquiry by reference, no idempotency keys (every request that lands
+ * charges); with KEYS it also de-duplicates by key (the reference): a request whose key already
+ * has a charge is answered with that charge and creates nothing ---- */
 bit flon[NFL];         /* in flight */
 byte flrem[NFL];       /* ticks before it must have landed or been lost */
 byte flto[NFL];        /* 1 + the slot of the execution waiting for its answer, 0: nobody */
@@ -292,9 +302,12 @@ c_code {
                             * token brought back by the standby */
 #define W_SHRUNK_LANDED 22 /* a request sent under the longer window landed after the drop */
 #define W_RECORDED_WAIT 23 /* a send after an empty inquiry, the window dropped, an earlier attempt
-                            * recorded the longer one */
+                            * that recorded its outcome holds the longer window */
 #define W_DEAD_WAIT 24     /* a send after an empty inquiry, the window dropped, an earlier attempt
-                            * that may have reached recorded none (its execution died first) */
+                            * that may have reached and recorded no outcome (its execution died
+                            * first) holds the longer window, journaled before it sent */
+#define W_KEY_ANSWERED 25  /* (KEYS) a request landed with the key of the charge made before: the
+                            * provider answered that charge */
 
 /* With LOST_ANYTIME, an execution whose lease came from a commit the failover lost may still
  * send until its local deadline: the properties about leases and windows hold for the others
@@ -353,10 +366,10 @@ inline leave_call(e) {
 #endif
 #define QUIET(k) (!MAYREACH(k) || ROWQUIET(k))
 #ifdef WINDOW_SHRINK
-/* (witnesses) an earlier row that may have reached recorded a window longer than the one
- * declared now; ... recorded none, and its attempt sent under the longer window */
-#define RECW(k) (MAYREACH(k) && rw[k] > win)
-#define DEADW(k) (MAYREACH(k) && rw[k] == 0 && rbig[k])
+/* (witnesses) an earlier row that may have reached holds a window longer than the one declared
+ * now, its outcome recorded; ... its outcome not recorded (its execution died first) */
+#define RECW(k) (MAYREACH(k) && rdone[k] && rw[k] > win)
+#define DEADW(k) (MAYREACH(k) && !rdone[k] && rw[k] > win)
 #endif
 #define ALLQUIET ((!hreach || OLDQUIET) && QUIET(0) && QUIET(1) && QUIET(2) && QUIET(3) && oq[e] == 0)
 
@@ -373,14 +386,18 @@ inline add_row(e) {
 	rreach[e] = 1;         /* outcome none: in flight */
 	rq[e] = lease + INFLIGHT;
 #ifdef WINDOW_SHRINK
-	rw[e] = 0;             /* no window recorded yet */
-	rbig[e] = 0;
+	rw[e] = 0;             /* no window journaled yet */
+	rdone[e] = 0;
 #endif
 	hasrow = 1;
-#ifdef INQUIRE_FIRST
-	/* the database may have forgotten an earlier attempt: ask before every send */
+#if defined(LOST_COMMITS) && !defined(KEYS) && !defined(BUG_NO_FIRST_INQUIRY)
+	/* a provider with inquiry that cannot de-duplicate by key is asked before the first send
+	 * too: a failover may have lost the journal rows of an earlier execution's attempts */
 	need = 1
 #else
+	/* asked only when an earlier attempt may have reached the provider: with KEYS the same key
+	 * is answered with the first charge; without lost commits every attempt that may have
+	 * reached has its row, so the inquiry the code makes when none has is certainly empty */
 	need = ANYREACH
 #endif
 }
@@ -389,7 +406,8 @@ inline add_row(e) {
  * done may not have reached the provider; any other row is quiet once its ended_at plus the
  * in-flight time has passed (its execution sent nothing after its call ended), or its deadline
  * plus the in-flight time if that is sooner (the code takes ended_at even when it is later:
- * waiting longer is never less safe, so the model checks the sooner of the two) */
+ * waiting longer is never less safe, so the model checks the sooner of the two). The window a
+ * row holds was journaled before its sends, not here. */
 inline record(res) {
 	if
 	:: hasrow && res == O_FB -> rreach[e] = 0; rq[e] = 0
@@ -398,7 +416,10 @@ inline record(res) {
 		if :: rq[e] > ENDED_QUIET -> rq[e] = ENDED_QUIET :: else -> skip fi;
 #endif
 #ifdef WINDOW_SHRINK
-		rw[e] = sw[e];     /* the window the provider declared when it sent (0: it did not) */
+		rdone[e] = 1;
+#ifdef BUG_WINDOW_WITH_OUTCOME
+		rw[e] = sw[e];
+#endif
 #endif
 		if :: res == O_PEND -> pendrec = 1 :: else -> skip fi
 	:: else -> skip
@@ -593,10 +614,17 @@ send:
 			fi;
 			flon[slot] = 1; flto[slot] = e + 1; flfrom[slot] = e; flref[slot] = myref[e];
 #ifdef WINDOW_SHRINK
+#ifdef BUG_WINDOW_WITH_OUTCOME
+			/* the window is kept until the outcome is recorded, not journaled before the send */
+			if :: sw[e] < win -> sw[e] = win :: else -> skip fi;
+#else
+			/* the window declared now is journaled in the attempt's row before the request
+			 * leaves (a fenced write when it is longer than the row's window; the execution
+			 * holds the lease here, as asserted above, so that write is not fenced) */
+			if :: hasrow && rw[e] < win -> rw[e] = win :: else -> skip fi;
+#endif
 			/* it lands within the window declared now */
 			flrem[slot] = win; flbig[slot] = (win > WSMALL);
-			if :: hasrow && win > WSMALL -> rbig[e] = 1 :: else -> skip fi;
-			if :: sw[e] < win -> sw[e] = win :: else -> skip fi;
 #else
 			flrem[slot] = INFLIGHT;
 #endif
@@ -635,7 +663,8 @@ send:
 			inproc = 1;
 #ifndef BUG_INPROC_NO_WAIT
 #ifdef WINDOW_SHRINK
-			oq[e] = sw[e] + 1;   /* the window declared at its sends, one tick after it stopped */
+			/* the window declared at its sends, one tick after it stopped */
+			oq[e] = OWN_WINDOW(e) + 1;
 #else
 			oq[e] = ENDED_QUIET;
 #endif
@@ -794,7 +823,7 @@ inline forget(e) {
 		resp[e] = C_NONE;
 		oq[e] = 0;
 		myref[e] = 0;
-#ifdef WINDOW_SHRINK
+#ifdef BUG_WINDOW_WITH_OUTCOME
 		sw[e] = 0;
 #endif
 #ifdef LOST_COMMITS
@@ -1054,8 +1083,14 @@ end_tick:
 #define CLEAR_BIG(i) skip
 #endif
 
-/* a request lands, and charges (no idempotency keys) */
+/* a request lands, and charges (no idempotency keys); with KEYS, a request whose key (its
+ * reference) has a charge already is answered with that charge */
 inline land(i) {
+#ifdef KEYS
+	if
+	:: ncharges > 0 && chgref == flref[i] -> SEEN(W_KEY_ANSWERED)
+	:: else ->
+#endif
 	/* PROPERTY never a second charge, for the intent: a second charge under any reference */
 	assert(ncharges == 0);
 	ncharges++;
@@ -1065,6 +1100,9 @@ inline land(i) {
 	:: chg = C_PEND
 	fi;
 	chgref = flref[i];
+#ifdef KEYS
+	fi;
+#endif
 	if :: flto[i] > 0 -> resp[flto[i] - 1] = chg :: else -> SEEN(W_LATE_LANDING) fi;
 	if :: flfrom[i] != tok -> SEEN(W_ZOMBIE_SENT) :: else -> skip fi;
 #ifdef WINDOW_SHRINK
@@ -1126,12 +1164,19 @@ active proctype endcheck() {
  * it may go on later with its old token (a zombie). The provider and the clients forget nothing.
  *
  * Without LOST_ANYTIME, the standby takes writes only once every lease the old primary granted
- * has run out and every request sent has landed or been lost (the failover takes longer than a
- * lease plus the in-flight window): the key comes back with its lease, schedule and quiet times
- * run out. With LOST_ANYTIME the failover may happen at any moment, the standby's timers
- * running on as the primary's do.
+ * has run out and every request sent has landed or been lost (the new primary takes keys over
+ * only a lease plus the in-flight window after the old primary's last commit): the key comes
+ * back with its lease, schedule and quiet times run out. With LOST_ANYTIME the failover may
+ * happen at any moment, the standby's timers running on as the primary's do; with LOST_QUIET at
+ * any moment at which no execution may still send and no request may still land, the standby's
+ * timers running on.
  */
-#ifdef LOST_ANYTIME
+#ifdef LOST_QUIET
+#define FO_READY (!flon[0] && !flon[1] && !flon[2] && dl[0] == 0 && dl[1] == 0 && dl[2] == 0 && \
+	dl[3] == 0 && oq[0] == 0 && oq[1] == 0 && oq[2] == 0 && oq[3] == 0)
+#define SNAPTIMERS_DIFF (s_lease != lease || s_next != next || s_hq != hq || \
+	s_rq[0] != rq[0] || s_rq[1] != rq[1] || s_rq[2] != rq[2] || s_rq[3] != rq[3])
+#elif defined(LOST_ANYTIME)
 #define FO_READY true
 #define SNAPTIMERS_DIFF (s_lease != lease || s_next != next || s_hq != hq || \
 	s_rq[0] != rq[0] || s_rq[1] != rq[1] || s_rq[2] != rq[2] || s_rq[3] != rq[3])

@@ -50,7 +50,7 @@ func (c *checker) client(crash *crashPoint) (*saga.Client, error) {
 		op = crash.wrap(op)
 	}
 	cfg.Operations = []*phases.Operation{op}
-	cfg.Registerer = nil
+	cfg.Observer = nil
 	return saga.NewClient(&cfg)
 }
 

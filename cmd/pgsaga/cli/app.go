@@ -64,8 +64,17 @@ type BuildParams struct {
 	Lease time.Duration
 	// Logger is the command's logger (stderr).
 	Logger *slog.Logger
-	// Registerer receives the service's metrics; serve exposes them on /metrics.
+	// Registerer receives the service's own metrics; serve exposes them on /metrics of its
+	// operations address (--ops-addr).
 	Registerer prometheus.Registerer
+	// Observer feeds pgsaga's metrics to Registerer: give it to saga.Config.Observer.
+	Observer saga.Observer
+	// Scope authenticates each request of the service's API: give it to saga.HandlerOpts.Scope
+	// and use it in the application's own routes. For serve it is the request's API key
+	// ("Authorization: Bearer <secret>", made by `apikey create`), or with
+	// --insecure-scope-headers the X-Tenant-ID and X-Actor-ID headers. The other commands serve
+	// no API: theirs refuses every request. Never nil.
+	Scope saga.ScopeFunc
 	// Outbox inserts outbox events in the caller's transaction (worker.EmitTx); any worker
 	// delivers them. It is an insert-only River client, the same whether or not this process
 	// also runs a worker.

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
@@ -69,11 +70,22 @@ func TestOwnApp(t *testing.T) {
 	require.Equal(t, cli.ExitOK, cli.Run(t.Context(), app, []string{"migrate"}, env(&again)))
 	require.Equal(t, "already up to date\n", again.String())
 
+	// The application's binary has the apikey command: one key per shop.
+	secrets := map[string]string{}
+	for _, shop := range []string{"s1", "s2"} {
+		var created strings.Builder
+		require.Equal(t, cli.ExitOK, cli.Run(t.Context(), app, []string{"apikey", "create", "--tenant", shop, "--actor", "alice", "--json"}, env(&created)), created.String())
+		var k struct{ Secret string }
+		require.NoError(t, json.Unmarshal([]byte(created.String()), &k))
+		secrets[shop] = k.Secret
+	}
+
 	ctx, cancel := context.WithCancel(t.Context())
 	out := &lineWriter{addr: make(chan string, 1)}
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Run(ctx, app, []string{"serve", "--addr", "127.0.0.1:0", "--log-level", "off", "--receipt-prefix", "till7_"}, env(out))
+		done <- cli.Run(ctx, app, []string{"serve", "--addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0", "--log-level", "off",
+			"--receipt-prefix", "till7_"}, env(out))
 	}()
 	var url string
 	select {
@@ -84,10 +96,10 @@ func TestOwnApp(t *testing.T) {
 		t.Fatalf("serve did not listen: %s", out)
 	}
 
-	post := func(shop, body string) (int, string, string) {
+	postAs := func(secret, shop, body string) (int, string, string) {
 		req, err := http.NewRequestWithContext(t.Context(), "POST", url+"/shops/"+shop+"/receipts", strings.NewReader(body))
 		require.NoError(t, err)
-		req.Header.Set("X-Actor-ID", "alice")
+		req.Header.Set("Authorization", "Bearer "+secret)
 		req.Header.Set("Idempotency-Key", "receipt-0001")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
@@ -96,6 +108,7 @@ func TestOwnApp(t *testing.T) {
 		require.NoError(t, err)
 		return resp.StatusCode, resp.Header.Get("Idempotent-Replayed"), string(b)
 	}
+	post := func(shop, body string) (int, string, string) { return postAs(secrets[shop], shop, body) }
 	receipts := func(shop string) int {
 		var n int
 		require.NoError(t, db.Pool.QueryRow(t.Context(), `SELECT count(*) FROM receipts WHERE tenant_id = $1`, shop).Scan(&n))
@@ -120,6 +133,12 @@ func TestOwnApp(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, other)
 	require.Empty(t, replayed)
 	require.NotEqual(t, first, other)
+	require.Equal(t, 1, receipts("s2"))
+	// One shop's key is not another's, and a request without a key is refused.
+	status, _, body := postAs(secrets["s1"], "s2", `{}`)
+	require.Equal(t, http.StatusUnauthorized, status, body)
+	status, _, body = postAs("", "s1", `{}`)
+	require.Equal(t, http.StatusUnauthorized, status, body)
 	require.Equal(t, 1, receipts("s2"))
 
 	cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/worker"
 )
 
@@ -64,8 +66,9 @@ type daemon struct {
 }
 
 // startDaemon waits for the database (up to --db-wait), checks the schema and builds the
-// application's service for the long-running command cmd (serve or worker).
-func (c *cli) startDaemon(cmd *cobra.Command, f *daemonFlags) (*daemon, error) {
+// application's service for the long-running command cmd (serve or worker). scope, when not
+// nil, makes the BuildParams.Scope the service's API authenticates with, from the pool.
+func (c *cli) startDaemon(cmd *cobra.Command, f *daemonFlags, scope func(*pgxpool.Pool) saga.ScopeFunc) (*daemon, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
@@ -86,21 +89,26 @@ func (c *cli) startDaemon(cmd *cobra.Command, f *daemonFlags) (*daemon, error) {
 	}
 	d := &daemon{ctx: ctx, logger: logger, pool: pool, reg: newRegistry(), tracing: tr,
 		close: func() { pool.Close(); stop(); tr.shutdown() }}
-	if err := d.start(c, cmd, f); err != nil {
+	var scopeFunc saga.ScopeFunc
+	if scope != nil {
+		scopeFunc = scope(pool)
+	}
+	if err := d.start(c, cmd, f, scopeFunc); err != nil {
 		d.close()
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *daemon) start(c *cli, cmd *cobra.Command, f *daemonFlags) error {
+func (d *daemon) start(c *cli, cmd *cobra.Command, f *daemonFlags, scope saga.ScopeFunc) error {
 	var err error
 	if f.listens {
 		if err := d.openListen(c, f.listenURL); err != nil {
 			return err
 		}
 	}
-	d.svc, err = c.build(d.ctx, cmd, &BuildParams{Pool: d.pool, ListenPool: d.listen, Lease: f.lease, Logger: d.logger, Registerer: d.reg})
+	d.svc, err = c.build(d.ctx, cmd, &BuildParams{Pool: d.pool, ListenPool: d.listen, Lease: f.lease, Logger: d.logger,
+		Registerer: d.reg, Scope: scope})
 	if err != nil {
 		return err
 	}
@@ -109,18 +117,63 @@ func (d *daemon) start(c *cli, cmd *cobra.Command, f *daemonFlags) error {
 			return err
 		}
 	}
-	if err := d.reg.Register(worker.NewStateCollector(d.svc.Client)); err != nil {
+	if err := d.reg.Register(worker.NewStateCollector(d.svc.Client, nil)); err != nil {
 		return fmt.Errorf("error registering the key state metrics: %w", err)
 	}
 	return nil
 }
 
 // opsMux serves /metrics and /healthz.
-func (d *daemon) opsMux() *http.ServeMux {
+func (d *daemon) opsMux() *http.ServeMux { return opsMux(d.reg, d.pool) }
+
+// opsMux serves the operations endpoints: /metrics from reg and /healthz on pool. It is served
+// on an address of its own (serve and console --ops-addr, worker --metrics-addr), never beside
+// an API: a scrape or a health probe neither competes with the API's requests for its limits
+// nor is reachable where the API is exposed.
+func opsMux(reg *prometheus.Registry, pool *pgxpool.Pool) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{Registry: d.reg}))
-	mux.Handle("GET /healthz", healthz(d.pool))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("GET /healthz", healthz(pool))
 	return mux
+}
+
+// opsServer is a running operations listener (see opsMux).
+type opsServer struct {
+	srv  *http.Server
+	addr net.Addr
+	errc chan error
+}
+
+// startOps serves opsMux(reg, pool) on addr until stop.
+func startOps(addr string, reg *prometheus.Registry, pool *pgxpool.Pool, logger *slog.Logger) (*opsServer, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("error listening on %s: %w", addr, err)
+	}
+	o := &opsServer{srv: newHTTPServer(opsMux(reg, pool), &serverOpts{Logger: logger}), addr: ln.Addr(), errc: make(chan error, 1)}
+	go func() { o.errc <- o.srv.Serve(ln) }()
+	return o, nil
+}
+
+// failed delivers the server's error if it stops on its own; a nil *opsServer never does.
+func (o *opsServer) failed() <-chan error {
+	if o == nil {
+		return nil
+	}
+	return o.errc
+}
+
+// stop shuts the listener down, letting scrapes in flight finish (up to 5s). A nil *opsServer
+// is fine.
+func (o *opsServer) stop(ctx context.Context) {
+	if o == nil {
+		return
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := o.srv.Shutdown(shutdownCtx); err != nil {
+		_ = o.srv.Close()
+	}
 }
 
 // openListen opens the pool of --listen-database-url, if any, closed with the daemon, and logs

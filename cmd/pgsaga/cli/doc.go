@@ -1,5 +1,5 @@
 // Package cli is pgsaga's operator command line as a library: migrate, serve, worker, keys,
-// show, resume, settle and gc, built around an App that carries an application's own operations and
+// show, resume, settle, gc, console, apikey and operator, built around an App that carries an application's own operations and
 // migrations. An application's binary is `os.Exit(cli.Main(app))`. The package carries nothing
 // of any application: the pgsaga binary (cmd/pgsaga) plugs in the example payments service
 // with App.Build, its --gateway-url flag with App.Flags, and its gateway-sim and demo commands
@@ -19,6 +19,15 @@
 //     request cut short by a crash (kill -9) leaves its key started; a retry after the lease
 //     expires, the worker or `resume` continues it from its recovery point. A request over
 //     --max-in-flight is answered 503 before it reaches the handler, so nothing of it is stored.
+//   - serve hands the application BuildParams.Scope, which authenticates a request by its API
+//     key: a request without a valid one is 401 before anything is read or stored, and a revoke
+//     (apikey revoke) applies to the next request in every process, since each request reads
+//     its key. The scope headers are trusted only with --insecure-scope-headers, on a loopback
+//     address. /metrics and /healthz are served on --ops-addr only.
+//   - apikey and operator show a secret once, when they make it; only its SHA-256 digest is
+//     stored, and list never shows one.
+//   - Every human (non-JSON) output shows the control characters of stored values escaped
+//     (\x1b): a stored path or error cannot write to the operator's terminal.
 //   - serve and worker wait up to --db-wait for a database that cannot be reached at start, and
 //     keep running through a database restart: a request or resume the restart interrupts
 //     fails as any transient failure does (the key stays started) and is finished later.

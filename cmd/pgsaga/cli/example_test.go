@@ -58,7 +58,7 @@ func shopApp() *cli.App {
 				Operations: []*phases.Operation{issueReceipt(prefix)},
 				Lease:      p.Lease,
 				Logger:     p.Logger,
-				Registerer: p.Registerer,
+				Observer:   p.Observer,
 				// --database-pooling and --listen-database-url (see BuildParams).
 				TransactionPooling: p.TransactionPooling,
 				ListenDB:           p.ListenPool,
@@ -66,14 +66,18 @@ func shopApp() *cli.App {
 			if err != nil {
 				return nil, err
 			}
-			// The handler is a plain http.Handler: here under chi, the shop (the tenant)
-			// taken from the route, the actor from authentication (a header stands in).
+			// The handler is a plain http.Handler: here under chi. The scope comes from
+			// serve's authentication (p.Scope: the request's API key, whose tenant is a shop),
+			// and the shop in the route must be the key's.
 			h, err := client.Handler("issue_receipt", &saga.HandlerOpts{Scope: func(r *http.Request) (saga.Scope, error) {
-				tenant, actor := chi.URLParam(r, "shop"), r.Header.Get("X-Actor-ID")
-				if tenant == "" || actor == "" {
-					return saga.Scope{}, errors.New("a shop and X-Actor-ID are required")
+				scope, err := p.Scope(r)
+				if err != nil {
+					return saga.Scope{}, err
 				}
-				return saga.Scope{Tenant: tenant, Actor: actor}, nil
+				if shop := chi.URLParam(r, "shop"); shop != scope.Tenant {
+					return saga.Scope{}, errors.New("this API key is not one of shop " + shop)
+				}
+				return scope, nil
 			}})
 			if err != nil {
 				return nil, err

@@ -122,8 +122,8 @@ func (c *cli) printKeys(keys []*saga.Key) error {
 			leaseText = "lease " + lease(k.DBNow, k)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n",
-			k.Scope.Tenant, k.Scope.Actor, k.Key, k.Operation, k.Status, k.RecoveryPoint, k.Attempts,
-			leaseText, "created "+ago(k.DBNow, k.CreatedAt), truncate(orDash(k.LastError), 60))
+			visible(k.Scope.Tenant), visible(k.Scope.Actor), visible(k.Key), visible(k.Operation), k.Status,
+			visible(k.RecoveryPoint), k.Attempts, leaseText, "created "+ago(k.DBNow, k.CreatedAt), truncate(orDash(k.LastError), 60))
 	}
 	return tw.Flush()
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
 
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -152,4 +153,25 @@ func (c *cli) openListenPool(ctx context.Context, flag string) (*pgxpool.Pool, e
 		return nil, fmt.Errorf("--listen-database-url: %w", err)
 	}
 	return pool, nil
+}
+
+// Database is how an application's own command (App.Commands) reaches the database, as the
+// built-in commands do: cmd's --database-url (else $DATABASE_URL; empty when neither is set),
+// ready to open with Connect, and whether --database-pooling (else $PGSAGA_DATABASE_POOLING)
+// says it goes through a transaction pooler. With a pooler the URL is in pgx's cache_describe
+// mode, and the command's saga client must set saga.Config.TransactionPooling. A bad pooling
+// value, or a URL asking for another exec mode behind a pooler, is bad usage.
+func Database(cmd *cobra.Command, env *Env) (url string, transactionPooling bool, err error) {
+	env = env.withDefaults()
+	c := &cli{env: env}
+	c.databaseURL, _ = cmd.Flags().GetString("database-url")
+	c.pooling, _ = cmd.Flags().GetString("database-pooling")
+	if strings.TrimSpace(c.databaseURL) == "" && strings.TrimSpace(env.Getenv(envDatabaseURL)) == "" {
+		_, err = c.databasePooling()
+		return "", false, err
+	}
+	if url, err = c.dbURL(); err != nil {
+		return "", false, err
+	}
+	return url, c.transactionPooled(), nil
 }

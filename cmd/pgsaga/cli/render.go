@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/pgsaga/pgsaga/internal/keyjson"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
-// The JSON shapes of keys (CONTRACT.md) live in internal/keyjson, shared with the console.
+// The JSON shapes of keys (as `show --json` prints them) live in internal/keyjson, shared with the console.
 type keyJSON = keyjson.Key
 
 func renderKey(k *saga.Key) keyJSON { return keyjson.FromKey(k) }
@@ -68,9 +71,10 @@ func statusLine(status int) string {
 	return strings.TrimSpace(fmt.Sprintf("%d %s", status, http.StatusText(status)))
 }
 
-// truncate shortens s to n runes for a table cell, on one line.
+// truncate shortens s to n runes for a table cell, on one line, its control characters escaped
+// (see visible).
 func truncate(s string, n int) string {
-	s = oneLine(s)
+	s = visible(oneLine(s))
 	r := []rune(s)
 	if len(r) <= n {
 		return s
@@ -84,4 +88,55 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// visible renders s for a terminal: control and other invisible characters (ESC, CR, a
+// bidirectional override, invalid UTF-8) as Go escapes (\x1b, \r, \u202e, \xff) and a backslash
+// as \\, so that a stored value (a request path, a last error) can neither move the cursor,
+// recolour nor rewrite the operator's screen, nor pass for another value. Printable text,
+// spaces included, is kept as it is.
+func visible(s string) string {
+	if !needsEscape(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == ' ' || unicode.IsPrint(r):
+			b.WriteRune(r)
+		default:
+			quoted := strconv.QuoteRune(r) // '\x1b', '\u202e', '\n'
+			b.WriteString(quoted[1 : len(quoted)-1])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// visibleText is visible for text of several lines (a stored response body): line breaks and
+// tabs are kept, every other control character is escaped.
+func visibleText(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, line := range lines {
+		cells := strings.Split(line, "\t")
+		for j, cell := range cells {
+			cells[j] = visible(cell)
+		}
+		lines[i] = strings.Join(cells, "\t")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func needsEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || c == '\\' || c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
 }

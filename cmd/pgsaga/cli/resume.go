@@ -168,13 +168,13 @@ func (c *cli) resumeStuck(cmd *cobra.Command, f *resumeFlags) error {
 	failed := 0
 	for _, k := range keys {
 		r := resumeResultJSON{Tenant: k.Scope.Tenant, Actor: k.Scope.Actor, Key: k.Key}
-		line := fmt.Sprintf("%s %s %s ", r.Tenant, r.Actor, r.Key)
+		line := fmt.Sprintf("%s %s %s ", visible(r.Tenant), visible(r.Actor), visible(r.Key))
 		res, err := svc.Client.Resume(ctx, k.Scope, k.Key, &saga.ResumeOpts{Parked: true, By: operatorName(c.env)})
 		if err != nil {
 			failed++
 			msg := oneLine(resumeError(k.Scope, k.Key, err).Error())
 			r.Error = &msg
-			line += "error: " + msg
+			line += "error: " + visible(msg)
 		} else {
 			resp := renderResponse(res.Response)
 			r.Status, r.Body = &resp.Status, resp.Body

@@ -53,15 +53,18 @@ func Main(app *App) int {
 // error is printed to env.Stderr as one line: "<name> <command>: <message>".
 func Run(ctx context.Context, app *App, args []string, env *Env) int {
 	env = env.withDefaults()
-	root := newRoot(app, env)
+	root, c := newRoot(app, env)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		err = c.helpRefused
+	}
 	if err != nil {
 		name := root.Name()
 		if cmd != nil {
 			name = cmd.CommandPath()
 		}
-		msg := oneLine(err.Error())
+		msg := visible(oneLine(err.Error()))
 		if exitCode(err) == ExitUsage {
 			msg += fmt.Sprintf(" (see %s --help)", name)
 		}
@@ -74,7 +77,8 @@ func Run(ctx context.Context, app *App, args []string, env *Env) int {
 // and reading DATABASE_URL from the process's environment. Execute it yourself, or use Main,
 // which also maps errors to exit codes and prints them on one line.
 func NewRootCommand(app *App) *cobra.Command {
-	return newRoot(app, &Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+	root, _ := newRoot(app, &Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+	return root
 }
 
 // cli is one command tree's shared state: the app, the environment and the global flags.
@@ -87,9 +91,12 @@ type cli struct {
 	// tracing is the running command's tracing (startTracing); nil when off. The pools the
 	// command opens trace their statements with it, and the service it builds its operations.
 	tracing *tracing
+	// helpRefused is the usage error of --help asked of an unknown command, which cobra would
+	// answer with the root's help.
+	helpRefused error
 }
 
-func newRoot(app *App, env *Env) *cobra.Command {
+func newRoot(app *App, env *Env) (*cobra.Command, *cli) {
 	c := &cli{app: app.withDefaults(), env: env.withDefaults()}
 	root := &cobra.Command{
 		Use:   c.app.Name,
@@ -116,6 +123,15 @@ value, missing required flag or argument, no database URL). Errors are one line 
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(cmd *cobra.Command, args []string) {
+		// --help after an argument that is no command: bad usage, as without --help.
+		if cmd == root && cmd.Flags().NArg() > 0 {
+			c.helpRefused = usageErrorf("unknown command %q", cmd.Flags().Arg(0))
+			return
+		}
+		help(cmd, args)
+	})
 	root.SetOut(c.env.Stdout)
 	root.SetErr(c.env.Stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
@@ -134,11 +150,13 @@ value, missing required flag or argument, no database URL). Errors are one line 
 		c.gcCmd(),
 		c.reconcileCmd(),
 		c.consoleCmd(),
+		c.apiKeyCmd(),
+		c.operatorCmd(),
 	)
 	if c.app.Commands != nil {
 		root.AddCommand(c.app.Commands(c.env)...)
 	}
-	return root
+	return root, c
 }
 
 // Default log levels: long-running commands log their life on stderr; one-shot commands keep

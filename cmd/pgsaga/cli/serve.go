@@ -14,6 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/pgsaga/pgsaga/internal/apikey"
+	"github.com/pgsaga/pgsaga/saga"
+	"github.com/pgsaga/pgsaga/saga/sagaprom"
 	"github.com/pgsaga/pgsaga/worker"
 )
 
@@ -25,10 +28,15 @@ const shutdownGrace = 10 * time.Second
 
 type serveFlags struct {
 	daemonFlags
-	addr        string
-	worker      bool
-	maxInFlight int
+	addr                 string
+	opsAddr              string
+	worker               bool
+	maxInFlight          int
+	insecureScopeHeaders bool
 }
+
+// defaultServeOpsAddr is where serve answers /metrics and /healthz by default.
+const defaultServeOpsAddr = "127.0.0.1:9091"
 
 // inFlightPerConn is how many requests serve lets in per pooled connection by default: a phased
 // request holds a connection only during its phases, not during its external calls.
@@ -38,13 +46,21 @@ func (c *cli) serveCmd() *cobra.Command {
 	f := &serveFlags{}
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the service's HTTP API, with /metrics and /healthz",
+		Short: "Run the service's HTTP API, with /metrics and /healthz on an operations address",
 		Long: `Runs the application's HTTP API (for the pgsaga binary: the example payments API) on --addr,
-with Prometheus metrics on /metrics and a health check on /healthz (200 while the database
-answers a ping within 2s, else 503 with a JSON error) on the same listener. Prints one line,
-"<name> serve: listening on http://ADDR", on stdout once it accepts connections; --addr
-127.0.0.1:0 picks a free port and that line says which. --worker also runs the recovery
-worker in this process.
+and Prometheus metrics on /metrics and a health check on /healthz on --ops-addr (default
+127.0.0.1:9091; empty: none), never on --addr. Prints "<name> serve: metrics and health on
+http://ADDR", then "<name> serve: listening on http://ADDR" on stdout once both accept
+connections; an address with port 0 picks a free port and these lines say which. --worker also
+runs the recovery worker in this process.
+
+Every request of the API authenticates with an API key, "Authorization: Bearer <secret>"
+(` + "`apikey create`" + `): the key names the request's tenant and actor. A request without a valid key
+(missing, malformed, unknown or revoked) is answered 401 unauthenticated before anything is
+read or stored; each request reads its key, so a revoke takes effect at once.
+--insecure-scope-headers takes the tenant and actor from the X-Tenant-ID and X-Actor-ID
+headers instead, which anyone can set: for local experiments and tests, and refused (exit 2)
+with an --addr that is not a loopback address.
 
 At start it waits up to --db-wait for a database that cannot be reached (down, starting up,
 shutting down, a standby refusing writes), retrying with backoff and logging each failed
@@ -58,8 +74,7 @@ Its doors are shut to slow and greedy clients: headers must arrive within 10s an
 within max(60s, 2 x --lease) of sending the request is cut off, and an idle connection after
 60s. At most --max-in-flight requests are handled at once (default: 4 per pooled connection,
 64 with the default pool of 16): one more is answered at once with 503
-temporarily_unavailable and Retry-After, and nothing of it is stored. /metrics and /healthz
-are not counted.
+temporarily_unavailable and Retry-After, and nothing of it is stored.
 
 SIGINT or SIGTERM stops it gracefully: requests in flight finish (up to 10s), then the worker
 stops.`,
@@ -68,11 +83,18 @@ stops.`,
 			if f.maxInFlight < 0 {
 				return usageErrorf("--max-in-flight must be 0 (4 per pooled connection) or more, got %d", f.maxInFlight)
 			}
+			if f.insecureScopeHeaders {
+				if err := requireLoopback("--insecure-scope-headers", f.addr); err != nil {
+					return err
+				}
+			}
 			return c.serve(cmd, f)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free port)")
+	fl.StringVar(&f.opsAddr, "ops-addr", defaultServeOpsAddr, "address of /metrics and /healthz (port 0 picks a free port; empty: none)")
+	fl.BoolVar(&f.insecureScopeHeaders, "insecure-scope-headers", false, "take the scope from X-Tenant-ID and X-Actor-ID instead of an API key (loopback --addr only)")
 	f.daemonFlags.add(fl, "how long an execution owns a key before another may take it over")
 	f.listens = true
 	fl.StringVar(&f.listenURL, "listen-database-url", "", "a direct connection (or session pooling) to the same database, where a duplicate of a request in flight listens for it to finish, beside a transaction-pooled --database-url (default $"+envListenDatabaseURL+"; without it such duplicates poll)")
@@ -83,7 +105,11 @@ stops.`,
 }
 
 func (c *cli) serve(cmd *cobra.Command, f *serveFlags) error {
-	d, err := c.startDaemon(cmd, &f.daemonFlags)
+	scope := func(pool *pgxpool.Pool) saga.ScopeFunc { return apikey.NewStore(pool).Scope }
+	if f.insecureScopeHeaders {
+		scope = func(*pgxpool.Pool) saga.ScopeFunc { return insecureHeaderScope }
+	}
+	d, err := c.startDaemon(cmd, &f.daemonFlags, scope)
 	if err != nil {
 		return err
 	}
@@ -107,27 +133,43 @@ func (c *cli) serve(cmd *cobra.Command, f *serveFlags) error {
 	if maxInFlight == 0 {
 		maxInFlight = inFlightPerConn * int(pool.Config().MaxConns)
 	}
-	mux := d.opsMux()
-	mux.Handle("/", d.tracing.handler(limitInFlight(svc.Handler, maxInFlight)))
-
-	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
+	stopWorker := func() {
 		if w != nil {
 			_ = w.stop(context.WithoutCancel(ctx))
 		}
+	}
+	var ops *opsServer
+	if f.opsAddr != "" {
+		if ops, err = startOps(f.opsAddr, reg, pool, logger); err != nil {
+			stopWorker()
+			return err
+		}
+		defer ops.stop(ctx)
+	}
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		stopWorker()
 		return fmt.Errorf("error listening on %s: %w", f.addr, err)
 	}
 	// A request may work for about two leases (a phase, a call cut at two thirds of the lease,
 	// the next phase): its answer must still get out.
-	srv := newHTTPServer(mux, &serverOpts{WriteTimeout: max(time.Minute, 2*f.lease), Logger: logger})
+	srv := newHTTPServer(d.tracing.handler(limitInFlight(svc.Handler, maxInFlight)), &serverOpts{WriteTimeout: max(time.Minute, 2*f.lease), Logger: logger})
+	if ops != nil {
+		fmt.Fprintf(c.env.Stdout, "%s serve: metrics and health on http://%s\n", c.app.Name, ops.addr)
+	}
 	fmt.Fprintf(c.env.Stdout, "%s serve: listening on http://%s\n", c.app.Name, ln.Addr())
-	logger.Info("serving", "addr", ln.Addr().String(), "worker", f.worker, "max_in_flight", maxInFlight)
+	logger.Info("serving", "addr", ln.Addr().String(), "ops_addr", f.opsAddr, "worker", f.worker,
+		"max_in_flight", maxInFlight, "insecure_scope_headers", f.insecureScopeHeaders)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	var serveErr error
 	select {
 	case serveErr = <-errc:
+	case err := <-ops.failed():
+		serveErr = fmt.Errorf("operations listener: %w", err)
+		_ = srv.Close()
+		<-errc
 	case <-ctx.Done():
 		logger.Info("shutting down")
 		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
@@ -168,8 +210,16 @@ func (c *cli) build(ctx context.Context, cmd *cobra.Command, p *BuildParams) (*S
 		return nil, err
 	}
 	p.Command, p.Flags, p.Outbox, p.Getenv = cmd.Name(), cmd.Flags(), outbox, c.env.Getenv
+	if p.Scope == nil {
+		p.Scope = noAPIScope
+	}
 	p.TracerProvider = c.tracing.tracerProvider()
 	p.TransactionPooling = c.transactionPooled()
+	if p.Registerer != nil {
+		if p.Observer, err = sagaprom.NewObserver(p.Registerer); err != nil {
+			return nil, err
+		}
+	}
 	svc, err := c.app.Build(ctx, p)
 	if err != nil {
 		return nil, err

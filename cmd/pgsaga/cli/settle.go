@@ -116,6 +116,6 @@ func (c *cli) printResponse(r *saga.Response, asJSON bool) error {
 		return writeJSON(c.env.Stdout, renderResponse(r))
 	}
 	fmt.Fprintln(c.env.Stdout, statusLine(r.Status))
-	_, err := fmt.Fprintf(c.env.Stdout, "%s\n", r.Body)
+	_, err := fmt.Fprintf(c.env.Stdout, "%s\n", visibleText(string(r.Body)))
 	return err
 }

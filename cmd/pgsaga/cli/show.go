@@ -72,7 +72,8 @@ func noKeyError(scope saga.Scope, key string) error {
 
 func (c *cli) printKey(k *saga.Key) error {
 	tw := tabwriter.NewWriter(c.env.Stdout, 0, 0, 2, ' ', 0)
-	row := func(name, value string) { fmt.Fprintf(tw, "%s\t%s\n", name, value) }
+	// Every value is escaped (visible): a stored path or error may carry control characters.
+	row := func(name, value string) { fmt.Fprintf(tw, "%s\t%s\n", name, visible(value)) }
 	row("key", k.Key)
 	row("tenant", k.Scope.Tenant)
 	row("actor", k.Scope.Actor)
@@ -110,7 +111,7 @@ func (c *cli) printKey(k *saga.Key) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(c.env.Stdout, "%s\n", k.Response.Body)
+	_, err := fmt.Fprintf(c.env.Stdout, "%s\n", visibleText(string(k.Response.Body)))
 	return err
 }
 

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -71,7 +69,7 @@ func (c *cli) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	if f.sweepInterval < time.Millisecond {
 		return usageErrorf("--sweep-interval must be at least 1ms, got %s", f.sweepInterval)
 	}
-	d, err := c.startDaemon(cmd, &f.daemonFlags)
+	d, err := c.startDaemon(cmd, &f.daemonFlags, nil)
 	if err != nil {
 		return err
 	}
@@ -85,30 +83,22 @@ func (c *cli) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	}
 	defer w.stop(context.WithoutCancel(ctx))
 
-	var srv *http.Server
-	srvErr := make(chan error, 1)
+	var ops *opsServer
 	if f.metricsAddr != "" {
-		ln, err := net.Listen("tcp", f.metricsAddr)
-		if err != nil {
-			return fmt.Errorf("error listening on %s: %w", f.metricsAddr, err)
+		if ops, err = startOps(f.metricsAddr, reg, pool, logger); err != nil {
+			return err
 		}
-		srv = newHTTPServer(d.opsMux(), &serverOpts{Logger: logger})
-		go func() { srvErr <- srv.Serve(ln) }()
-		fmt.Fprintf(c.env.Stdout, "%s worker: metrics listening on http://%s\n", c.app.Name, ln.Addr())
+		fmt.Fprintf(c.env.Stdout, "%s worker: metrics listening on http://%s\n", c.app.Name, ops.addr)
 	}
 	fmt.Fprintf(c.env.Stdout, "%s worker: running (sweep every %s)\n", c.app.Name, f.sweepInterval)
 
 	select {
 	case <-ctx.Done():
-	case err := <-srvErr:
+	case err := <-ops.failed():
 		return fmt.Errorf("metrics server stopped: %w", err)
 	}
 	logger.Info("stopping")
-	if srv != nil {
-		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		_ = srv.Shutdown(shutdownCtx)
-		cancel()
-	}
+	ops.stop(ctx)
 	return w.stop(context.WithoutCancel(ctx))
 }
 

@@ -1,0 +1,159 @@
+package perflab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgsaga/pgsaga/migrations"
+	"github.com/pgsaga/pgsaga/saga"
+)
+
+// floorDDL are the hand-written variants' tables, as the side-by-side harness has them.
+const floorDDL = `
+CREATE TABLE sbs_keys(key uuid PRIMARY KEY, phase text NOT NULL, recovery_point text,
+  locked_until timestamptz, response jsonb, created_at timestamptz NOT NULL DEFAULT now());
+CREATE TABLE sbs_orders(id bigserial PRIMARY KEY, ref text NOT NULL, amount bigint NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now());`
+
+// floorVariants are the harness's hand-written baselines: the 2-round-trip phased floor and
+// idempotency written by hand in one pgx transaction.
+func floorVariants() (floor2rt, hand1tx variant) {
+	setup := func(ctx context.Context, p *pgxpool.Pool) error {
+		_, err := p.Exec(ctx, floorDDL)
+		return err
+	}
+	floor2rt = variant{name: "floor-2rt", setup: setup, op: func(ctx context.Context, p *pgxpool.Pool, i int) error {
+		k := uuid.New()
+		var phase string
+		if err := p.QueryRow(ctx, `INSERT INTO sbs_keys(key, phase, recovery_point, locked_until) VALUES ($1,'started','created', now()+interval '30 s')
+				ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key RETURNING phase`, k).Scan(&phase); err != nil {
+			return err
+		}
+		_, err := p.Exec(ctx, `UPDATE sbs_keys SET phase='finished', recovery_point='recorded', response='{"ok":true}', locked_until=NULL WHERE key=$1 AND phase='started'`, k)
+		return err
+	}}
+	hand1tx = variant{name: "hand-1tx-idem", setup: setup, op: func(ctx context.Context, p *pgxpool.Pool, i int) error {
+		return pgx.BeginFunc(ctx, p, func(tx pgx.Tx) error {
+			k := uuid.New()
+			tag, err := tx.Exec(ctx, `INSERT INTO sbs_keys(key, phase) VALUES ($1, 'started') ON CONFLICT DO NOTHING`, k)
+			if err != nil || tag.RowsAffected() == 0 {
+				return err
+			}
+			var id int64
+			if err := tx.QueryRow(ctx, `INSERT INTO sbs_orders(ref, amount) VALUES ($1, 100) RETURNING id`, fmt.Sprint(i)).Scan(&id); err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `UPDATE sbs_keys SET phase='finished', response=jsonb_build_object('id', $2::bigint) WHERE key=$1`, k, id)
+			return err
+		})
+	}}
+	return floor2rt, hand1tx
+}
+
+// engineVariant runs one of the engine's paths on a migrated database; schema, when set, runs
+// after the migrations (an experiment's change). Replay answers keys completed beforehand.
+func engineVariant(name, op string, replay bool, schema string) variant {
+	var mu sync.Mutex
+	clients := map[*pgxpool.Pool]*saga.Client{}
+	scope := saga.Scope{Tenant: "t-sbs", Actor: "a-sbs"}
+	run := func(ctx context.Context, c *saga.Client, key string) error {
+		res, err := c.Run(ctx, op, &saga.Request{Scope: scope, Key: key, Method: "POST", Path: "/" + op, Body: body})
+		if err == nil && res.Replayed != replay {
+			err = fmt.Errorf("replayed %v, want %v", res.Replayed, replay)
+		}
+		return err
+	}
+	const replayKeys = 512
+	return variant{name: name,
+		setup: func(ctx context.Context, p *pgxpool.Pool) error {
+			if _, err := migrations.Migrate(ctx, p, &migrations.MigrateOpts{SkipRiver: true}); err != nil {
+				return err
+			}
+			if _, err := p.Exec(ctx, ordersDDL); err != nil {
+				return err
+			}
+			if schema != "" {
+				if _, err := p.Exec(ctx, schema); err != nil {
+					return err
+				}
+			}
+			c, err := saga.NewClient(&saga.Config{DB: p, Operations: engineOps()})
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			clients[p] = c
+			mu.Unlock()
+			if replay {
+				for i := range replayKeys {
+					if _, err := c.Run(ctx, op, &saga.Request{Scope: scope, Key: fmt.Sprintf("replay-%06d", i), Method: "POST", Path: "/" + op, Body: body}); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		},
+		op: func(ctx context.Context, p *pgxpool.Pool, i int) error {
+			mu.Lock()
+			c := clients[p]
+			mu.Unlock()
+			if replay {
+				return run(ctx, c, fmt.Sprintf("replay-%06d", i%replayKeys))
+			}
+			return run(ctx, c, fmt.Sprintf("k-%09d", i))
+		},
+	}
+}
+
+// TestLabEngine is the side-by-side harness's pgsaga rows against its hand-written floors, with
+// the server's CPU read for the cluster only (the harness counts the whole machine).
+//
+//	go test ./bench/perflab -run TestLabEngine -lab -lab.rounds 4 -v
+func TestLabEngine(t *testing.T) {
+	requireLab(t)
+	floor2rt, hand1tx := floorVariants()
+	l := defaultLab()
+	l.compare(t, os.Stdout, "phased against floor-2rt", []variant{floor2rt, engineVariant("pgsaga-phased", "sbs_phased", false, "")})
+	l.compare(t, os.Stdout, "single and replay against hand-1tx-idem", []variant{hand1tx,
+		engineVariant("pgsaga-1tx", "sbs_single", false, ""), engineVariant("pgsaga-replay", "sbs_single", true, "")})
+}
+
+// TestLabSchema compares the engine's phased path on migration 004's schema with changes to it.
+//
+//	go test ./bench/perflab -run TestLabSchema -lab -lab.rounds 4 -v
+func TestLabSchema(t *testing.T) {
+	requireLab(t)
+	const noCallCheck = `ALTER TABLE pgsaga_call DROP CONSTRAINT pgsaga_call_outcome;`
+	const merged = `DROP INDEX pgsaga_key_resumable_idx; DROP INDEX pgsaga_key_parked_idx;
+		CREATE INDEX pgsaga_key_open_idx ON pgsaga_key (status, next_attempt_at) WHERE status IN ('started', 'failed');`
+	const noBrin = `DROP INDEX pgsaga_key_age_brin;`
+	const btree = `DROP INDEX pgsaga_key_age_brin; CREATE INDEX pgsaga_key_created_idx ON pgsaga_key (created_at);`
+	defaultLab().compare(t, os.Stdout, "phased: schema changes", []variant{
+		engineVariant("004", "sbs_phased", false, ""),
+		engineVariant("004, no CHECK on the journal", "sbs_phased", false, noCallCheck),
+		engineVariant("004, no journal CHECK, resumable+parked merged", "sbs_phased", false, noCallCheck+merged),
+		engineVariant("004, no journal CHECK, merged, no BRIN", "sbs_phased", false, noCallCheck+merged+noBrin),
+		engineVariant("004, no journal CHECK, merged, B-tree created_at", "sbs_phased", false, noCallCheck+merged+btree),
+	})
+}
+
+// TestLabVacuum measures what autovacuum adds to the phased path: the completion is never a HOT
+// update (status is in the resumer's partial index), so every request leaves a dead key row
+// version and its index entries behind.
+func TestLabVacuum(t *testing.T) {
+	requireLab(t)
+	const noAutovacuum = `ALTER TABLE pgsaga_key SET (autovacuum_enabled = false); ALTER TABLE pgsaga_call SET (autovacuum_enabled = false);`
+	floor2rt, _ := floorVariants()
+	defaultLab().compare(t, os.Stdout, "phased: autovacuum", []variant{
+		floor2rt,
+		engineVariant("pgsaga-phased", "sbs_phased", false, ""),
+		engineVariant("pgsaga-phased, no autovacuum on its tables", "sbs_phased", false, noAutovacuum),
+	})
+}

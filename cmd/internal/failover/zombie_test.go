@@ -1,0 +1,193 @@
+package failover
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/examples/payments"
+	"github.com/pgsaga/pgsaga/gateway/sim"
+	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/saga"
+)
+
+// service is the payments API served in-process on a database of the cluster, its payment
+// operation passing through chaos points.
+type service struct {
+	pool   *pgxpool.Pool
+	sim    *sim.Simulator
+	points *chaos.Points
+	client *saga.Client
+	url    string
+}
+
+func newService(t *testing.T, pool *pgxpool.Pool) *service {
+	t.Helper()
+	return newServiceWith(t, pool, sim.New(nil))
+}
+
+// newServiceWith is newService on the simulator s.
+func newServiceWith(t *testing.T, pool *pgxpool.Pool, s *sim.Simulator) *service {
+	t.Helper()
+	points := chaos.NewPoints()
+	svc, err := payments.New(&payments.Config{Pool: pool, Gateway: chaos.WrapGateway(s.Gateway(), points)})
+	require.NoError(t, err)
+	client, err := saga.NewClient(&saga.Config{DB: pool, Operations: chaos.WrapOperations(svc.Operations(), points)})
+	require.NoError(t, err)
+	plain, err := svc.Handler(payments.HeaderScope)
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/", plain)
+	h, err := client.Handler(payments.OpCreatePayment, &saga.HandlerOpts{Scope: payments.HeaderScope})
+	require.NoError(t, err)
+	mux.Handle("POST /payments", h)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	t.Cleanup(points.ReleaseAll)
+	return &service{pool: pool, sim: s, points: points, client: client, url: srv.URL}
+}
+
+// invoice creates an invoice of amount and returns its id.
+func (s *service) invoice(t *testing.T, amount int) string {
+	t.Helper()
+	a, err := post(s.url, "/invoices", uuid.NewString(), `{"amount": `+itoa(amount)+`, "currency": "USD"}`)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, a.status, a.String())
+	var inv struct{ ID string }
+	require.NoError(t, json.Unmarshal(a.body, &inv))
+	return inv.ID
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// A primary cut off while an execution commits a key's last phase on it never acknowledges that
+// commit once the standby has taken over, and the key is finished once, on the new primary:
+//  1. the payment's last phase (result_recorded) has written on the primary and is about to
+//     commit when the primary is partitioned; its COMMIT goes to the frozen node;
+//  2. the standby is promoted;
+//  3. the old primary's PostgreSQL is resumed, its Patroni still frozen: it believes it is the
+//     primary and takes the COMMIT, which waits for its synchronous standby, gone;
+//  4. its Patroni is resumed, finds the leader lock lost and demotes it: the waiting COMMIT fails,
+//     and the request answers 503 (nothing of the old primary's commit anywhere);
+//  5. the client's retry finishes the key on the new primary (asking the gateway, which already
+//     charged): 201, one charge, one payment, replayed byte for byte, and the same on the old
+//     primary once it is back as the standby.
+func TestPartitionedPrimaryCannotCompleteAKey(t *testing.T) {
+	healthyIn(t, true)
+	_, pool := newDatabase(t)
+	s := newService(t, pool)
+	inv := s.invoice(t, 5000)
+	key, body := uuid.NewString(), `{"invoice_id": "`+inv+`", "amount": 2000}`
+
+	gate := s.points.Block(chaos.AfterStep(payments.OpCreatePayment, "result_recorded"))
+	first := make(chan *answer, 1)
+	go func() {
+		a, err := post(s.url, "/payments", key, body)
+		if err != nil {
+			a = &answer{body: []byte(err.Error())}
+		}
+		first <- a
+	}()
+	select {
+	case <-gate.Reached():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the payment did not reach its last phase")
+	}
+	require.Equal(t, 1, s.sim.TotalCharges(), "charged before the last phase")
+
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	part, err := cluster.PartitionPrimary(ctx)
+	require.NoError(t, err)
+	old := part.Node
+	t.Cleanup(func() { _ = part.Heal() })
+	gate.Release() // the key's write and the COMMIT go to the frozen primary
+	begin := time.Now()
+	next, err := cluster.WaitForPrimary(ctx, old)
+	require.NoError(t, err)
+	t.Logf("%s promoted %s after the partition of %s", next, time.Since(begin).Round(time.Millisecond), old)
+
+	part.HealPostgres()
+	waitUntil(t, 30*time.Second, "the COMMIT to wait for the synchronous standby on the old primary", func() bool {
+		conn, err := pgx.Connect(ctx, old.URL("postgres"))
+		if err != nil {
+			return false
+		}
+		defer conn.Close(context.Background())
+		var n int
+		err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'`).Scan(&n)
+		return err == nil && n > 0
+	})
+	select {
+	case a := <-first:
+		t.Fatalf("the request was answered while its COMMIT waited on the old primary: %s", a)
+	default:
+	}
+
+	require.NoError(t, part.Heal())
+	var zombie *answer
+	select {
+	case zombie = <-first:
+	case <-time.After(time.Minute):
+		t.Fatal("the request whose COMMIT waited on the demoted primary was not answered")
+	}
+	require.Equal(t, http.StatusServiceUnavailable, zombie.status, "the old primary's commit was not acknowledged: %s", zombie)
+	require.Equal(t, "temporarily_unavailable", errorCode(t, zombie))
+
+	// The retry, once due, finishes the key on the new primary.
+	k, err := s.client.KeyGet(ctx, saga.Scope{Tenant: "t1", Actor: "alice"}, key)
+	require.NoError(t, err)
+	require.Equal(t, saga.KeyStatusStarted, k.Status)
+	require.Nil(t, k.Response, "nothing of the old primary's commit")
+	_, err = pool.Exec(ctx, `UPDATE pgsaga_key SET next_attempt_at = now() WHERE key = $1`, key)
+	require.NoError(t, err)
+	done, err := post(s.url, "/payments", key, body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, done.status, done.String())
+	var payment struct {
+		ID       string `json:"id"`
+		ChargeID string `json:"charge_id"`
+	}
+	require.NoError(t, json.Unmarshal(done.body, &payment))
+	require.Equal(t, 1, s.sim.ChargesFor("payment:"+payment.ID), "charged once")
+	require.Equal(t, 1, s.sim.TotalCharges())
+	require.Equal(t, s.sim.Ledger().Charges[0].ID, payment.ChargeID)
+	again, err := post(s.url, "/payments", key, body)
+	require.NoError(t, err)
+	require.Equal(t, done.status, again.status)
+	require.Equal(t, done.body, again.body, "replayed byte for byte")
+	require.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+
+	// The old primary comes back as the standby, rewound: one payment, the new primary's answer.
+	_, standby, err := cluster.WaitHealthy(ctx)
+	require.NoError(t, err)
+	require.Equal(t, old, standby)
+	waitUntil(t, 30*time.Second, "the old primary to hold the key as the new one does", func() bool {
+		conn, err := pgx.Connect(ctx, standby.URL(pool.Config().ConnConfig.Database))
+		if err != nil {
+			return false
+		}
+		defer conn.Close(context.Background())
+		var status string
+		var stored []byte
+		var n int
+		err = conn.QueryRow(ctx, `SELECT k.status, k.response_body, (SELECT count(*) FROM payments)
+			FROM pgsaga_key k WHERE k.key = $1`, key).Scan(&status, &stored, &n)
+		return err == nil && status == "completed" && string(stored) == string(done.body) && n == 1
+	})
+}
+
+func errorCode(t *testing.T, a *answer) string {
+	t.Helper()
+	var e struct{ Error string }
+	require.NoError(t, json.Unmarshal(a.body, &e), a.String())
+	return e.Error
+}

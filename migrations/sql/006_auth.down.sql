@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS pgsaga_operator;
+DROP TABLE IF EXISTS pgsaga_api_key;

@@ -1,2 +1,0 @@
--- Reserved: this version is taken by another change.
-SELECT 1;
