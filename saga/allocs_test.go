@@ -20,8 +20,8 @@ import (
 // more on a request path fails here, and a budget moves only with a reason given in its commit.
 var allocBudgets = map[string]float64{
 	"replay": 31,
-	"single": 120,
-	"phased": 113,
+	"single": 115,
+	"phased": 75,
 }
 
 // TestAllocationBudgets runs each path alone (not in parallel: allocations are counted for the
