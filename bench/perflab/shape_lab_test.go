@@ -25,7 +25,7 @@ import (
 // indexes the key table keeps, and how the completion is fenced. Raw SQL on a migrated database
 // filled with 20,000 completed keys, so that only the statements and the schema differ.
 //
-//	go test ./internal/perflab -run TestLabShapes -lab -lab.rounds 4 -v
+//	go test ./perflab -run TestLabShapes -lab -lab.rounds 5 -v   (in bench/)
 func TestLabShapes(t *testing.T) {
 	requireLab(t)
 	floor2rt, _ := floorVariants()
@@ -62,8 +62,10 @@ var (
 
 const shapeRef = "ref_abcdefghijklmnopqrstuvwxyz"
 
-// The engine's statements (saga/store_write_sql.go, as of this lab), with fenceSQL and the
-// waiters' notification inlined.
+// The engine's statements before migration 009 (the call's journal row in pgsaga_call; now the
+// "row journal" shapes below are the engine's), with fenceSQL and the waiters' notification
+// inlined. Migration 009 is applied under every shape: its columns and its partial reference
+// index cost a shape that leaves call_step NULL only the index's predicate.
 const (
 	engineClaimSQL = `WITH k AS (INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
 		request_hash, request_body, status, recovery_point, state, lease_token, locked_until, trace_context)

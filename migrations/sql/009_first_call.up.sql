@@ -3,7 +3,7 @@
 -- first attempt) lives in the key row itself, in the call_* columns below, instead of a
 -- pgsaga_call row of its own. The claim and the completion are the request path's two writes: a
 -- row of its own in the journal cost each request an insert with two index entries and an update
--- (internal/perflab/FINDINGS.md §12). Every other journal entry (a later attempt's, a second
+-- (docs/performance.md). Every other journal entry (a later attempt's, a second
 -- call's, a call journaled by a later phase) stays a pgsaga_call row. pgsaga_call_journal is the
 -- whole journal: every reader reads it.
 ALTER TABLE pgsaga_key
