@@ -41,8 +41,8 @@ func Atomic(name string, fn AtomicFunc) Step {
 }
 
 // Call declares an external call between two atomic phases. The engine journals each attempt
-// (pgsaga_call) in the same fenced write that renews the key's lease, before the call is sent,
-// and records its outcome after: a call never runs twice at once for one key, and on resume it
+// (pgsaga_call_journal) in the same fenced write that renews the key's lease, before the call is
+// sent, and records its outcome after: a call never runs twice at once for one key, and on resume it
 // learns from Run.PriorCalls whether an earlier attempt may have reached the provider.
 func Call(name string, fn CallFunc) Step {
 	var call runstate.CallFunc

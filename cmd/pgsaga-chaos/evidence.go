@@ -188,7 +188,7 @@ func (r *runner) collect(ctx context.Context, dr *drainResult, rec *reconcileRep
 const (
 	selectPayments = `SELECT id, tenant_id, invoice_id, amount, status, coalesce(charge_id, '') FROM payments ORDER BY id`
 	selectInvoices = `SELECT id, tenant_id, amount, paid, reserved, status FROM invoices ORDER BY id`
-	selectJournal  = `SELECT tenant_id, actor_id, key, reference, coalesce(provider_id, '') FROM pgsaga_call
+	selectJournal  = `SELECT tenant_id, actor_id, key, reference, coalesce(provider_id, '') FROM pgsaga_call_journal
 		WHERE reference IS NOT NULL ORDER BY tenant_id, actor_id, key, attempt`
 )
 
