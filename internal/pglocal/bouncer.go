@@ -18,6 +18,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgsaga/pgsaga/internal/childproc"
 )
 
 // bouncerDirPrefix starts the name of every bouncer directory: pgsaga-bouncer-<pid>-<random>.
@@ -129,7 +131,7 @@ type Bouncer struct {
 	database string // the server URL's database, for the readiness check
 	logger   *slog.Logger
 	stopTTL  time.Duration
-	proc     *process
+	proc     *childproc.Process
 
 	stopOnce sync.Once
 	stopErr  error
@@ -159,19 +161,9 @@ func StartBouncer(ctx context.Context, cfg *BouncerConfig) (*Bouncer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error starting pgbouncer: %w", err)
 	}
-	owner, err := lookupOwner(cfg.RunAsUser)
+	owner, dir, err := newServerDir(cfg.RunAsUser, cfg.BaseDir, bouncerDirPrefix, stopOrphanBouncer, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("error starting pgbouncer: %w", err)
-	}
-	if n, err := sweepBouncers(cfg.BaseDir); err != nil {
-		cfg.Logger.Warn("error sweeping stale bouncer directories", "base_dir", cfg.BaseDir, "error", err)
-	} else if n > 0 {
-		cfg.Logger.Info("removed stale bouncer directories", "base_dir", cfg.BaseDir, "count", n)
-	}
-
-	dir, err := os.MkdirTemp(cfg.BaseDir, fmt.Sprintf("%s%d-*", bouncerDirPrefix, os.Getpid()))
-	if err != nil {
-		return nil, fmt.Errorf("error starting pgbouncer: creating its directory: %w", err)
 	}
 	ok := false
 	defer func() {
@@ -179,9 +171,6 @@ func StartBouncer(ctx context.Context, cfg *BouncerConfig) (*Bouncer, error) {
 			_ = os.RemoveAll(dir)
 		}
 	}()
-	if err := owner.chown(dir); err != nil {
-		return nil, fmt.Errorf("error starting pgbouncer: %w", err)
-	}
 	userlist := fmt.Sprintf("%s %s\n", bouncerQuote(server.User), bouncerQuote(server.Password))
 	if err := writeOwned(filepath.Join(dir, "userlist.txt"), userlist, owner); err != nil {
 		return nil, fmt.Errorf("error starting pgbouncer: %w", err)
@@ -280,26 +269,18 @@ func findBouncer(binary string) (string, error) {
 // start starts pgbouncer in the foreground and waits until a client reaches the server through
 // it. On error the process is killed.
 func (b *Bouncer) start(ctx context.Context, binary string, owner owner) error {
-	logFile, err := os.OpenFile(b.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("error starting pgbouncer: creating its log: %w", err)
-	}
-	defer logFile.Close() // the child holds its own descriptor
-
 	// Not exec.CommandContext: ctx bounds startup, not the bouncer's life.
 	cmd := exec.Command(binary, filepath.Join(b.dir, "pgbouncer.ini"))
 	cmd.Dir = b.dir
 	cmd.Env = childEnv()
-	cmd.SysProcAttr = sysProcAttr(owner, syscall.SIGTERM)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	p, err := startLocked(cmd)
+	cmd.SysProcAttr = childproc.SysProcAttr(owner.credential(), syscall.SIGTERM)
+	p, err := childproc.StartLogged(cmd, b.logPath())
 	if err != nil {
 		return fmt.Errorf("error starting pgbouncer: %w", err)
 	}
 	b.proc = p
 	if err := b.waitReady(ctx); err != nil {
-		b.kill()
+		b.proc.KillGroup()
 		log := logTail(b.logPath())
 		if strings.Contains(log, "Address already in use") {
 			err = fmt.Errorf("%w: %w", errPortInUse, err)
@@ -328,9 +309,9 @@ func (b *Bouncer) waitReady(ctx context.Context) error {
 		lastErr = err
 		timer := time.NewTimer(interval)
 		select {
-		case <-b.proc.exited:
+		case <-b.proc.Exited():
 			timer.Stop()
-			return fmt.Errorf("pgbouncer exited during startup: %v", b.proc.err)
+			return fmt.Errorf("pgbouncer exited during startup: %v", b.proc.Err())
 		case <-ctx.Done():
 			timer.Stop()
 			return fmt.Errorf("pgbouncer not ready (%w); last connection error: %v", context.Cause(ctx), lastErr)
@@ -365,20 +346,10 @@ func (b *Bouncer) Stop() error {
 
 func (b *Bouncer) stop() error {
 	var errs []error
-	select {
-	case <-b.proc.exited:
-		errs = append(errs, fmt.Errorf("pgbouncer had exited before Stop (%v); its log:\n%s", b.proc.err, b.Log()))
-	default:
-		_ = b.proc.cmd.Process.Signal(syscall.SIGTERM)
-		timer := time.NewTimer(b.stopTTL)
-		select {
-		case <-b.proc.exited:
-		case <-timer.C:
-			_ = syscall.Kill(-b.proc.cmd.Process.Pid, syscall.SIGKILL)
-			<-b.proc.exited
-			errs = append(errs, fmt.Errorf("pgbouncer did not exit within %s: killed", b.stopTTL))
-		}
-		timer.Stop()
+	if !b.proc.Running() {
+		errs = append(errs, fmt.Errorf("pgbouncer had exited before Stop (%v); its log:\n%s", b.proc.Err(), b.Log()))
+	} else if b.proc.Stop(syscall.SIGTERM, b.stopTTL) {
+		errs = append(errs, fmt.Errorf("pgbouncer did not exit within %s: killed", b.stopTTL))
 	}
 	if err := os.RemoveAll(b.dir); err != nil {
 		errs = append(errs, fmt.Errorf("removing the bouncer directory: %w", err))
@@ -390,59 +361,15 @@ func (b *Bouncer) stop() error {
 	return nil
 }
 
-// kill ends a bouncer that failed to start.
-func (b *Bouncer) kill() {
-	select {
-	case <-b.proc.exited:
-		return
-	default:
-	}
-	_ = syscall.Kill(-b.proc.cmd.Process.Pid, syscall.SIGKILL)
-	<-b.proc.exited
-}
-
 // sweepBouncers removes the bouncer directories under baseDir ("pgsaga-bouncer-<pid>-*") whose
-// owning process is gone. A bouncer still running from such a directory (where there is no
-// parent-death signal) is sent SIGTERM when its command line names the directory, and the
-// directory is kept for a later sweep. It returns how many directories it removed.
+// owning process is gone, as Sweep does the clusters'. It returns how many it removed.
 func sweepBouncers(baseDir string) (int, error) {
-	dirs, err := filepath.Glob(filepath.Join(baseDir, bouncerDirPrefix+"*"))
-	if err != nil {
-		return 0, err
-	}
-	removed := 0
-	var errs []error
-	for _, dir := range dirs {
-		pid, ok := ownerPid(filepath.Base(dir), bouncerDirPrefix)
-		if !ok || processAlive(pid) {
-			continue
-		}
-		if stopOrphanBouncer(dir) {
-			continue
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed++
-	}
-	return removed, errors.Join(errs...)
+	return childproc.Sweep(baseDir, bouncerDirPrefix, stopOrphanBouncer)
 }
 
 // stopOrphanBouncer reports whether the pgbouncer recorded in dir's pid file still runs, and if
-// it runs on dir's configuration sends it SIGTERM.
+// it runs on dir's configuration sends it SIGTERM. A bouncer still running from the directory of
+// a dead process is one without a parent-death signal: the directory is kept for a later sweep.
 func stopOrphanBouncer(dir string) (running bool) {
-	b, err := os.ReadFile(filepath.Join(dir, "pgbouncer.pid"))
-	if err != nil {
-		return false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 || !processAlive(pid) {
-		return false
-	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err == nil && strings.Contains(string(cmdline), dir) {
-		_ = syscall.Kill(pid, syscall.SIGTERM)
-	}
-	return true
+	return stopOrphan(filepath.Join(dir, "pgbouncer.pid"), dir, syscall.SIGTERM)
 }

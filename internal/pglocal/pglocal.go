@@ -32,6 +32,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/pgsaga/pgsaga/internal/childproc"
 )
 
 // dirPrefix starts the name of every cluster directory: pgsaga-pg-<pid>-<random>.
@@ -132,9 +134,9 @@ type Cluster struct {
 	owner owner
 	cfg   *Config
 
-	mu     sync.Mutex // guards proc and halted
-	proc   *process   // the postmaster
-	halted bool       // shut down by Halt, directory kept
+	mu     sync.Mutex         // guards proc and halted
+	proc   *childproc.Process // the postmaster
+	halted bool               // shut down by Halt, directory kept
 
 	stopOnce sync.Once
 	stopErr  error
@@ -156,20 +158,9 @@ func Start(ctx context.Context, cfg *Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error starting postgres: %w", err)
 	}
-	owner, err := lookupOwner(cfg.RunAsUser)
+	owner, dir, err := newServerDir(cfg.RunAsUser, cfg.BaseDir, dirPrefix, stopOrphanServer, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("error starting postgres: %w", err)
-	}
-
-	if n, err := Sweep(cfg.BaseDir); err != nil {
-		cfg.Logger.Warn("error sweeping stale cluster directories", "base_dir", cfg.BaseDir, "error", err)
-	} else if n > 0 {
-		cfg.Logger.Info("removed stale cluster directories", "base_dir", cfg.BaseDir, "count", n)
-	}
-
-	dir, err := os.MkdirTemp(cfg.BaseDir, fmt.Sprintf("%s%d-*", dirPrefix, os.Getpid()))
-	if err != nil {
-		return nil, fmt.Errorf("error starting postgres: creating the cluster directory: %w", err)
 	}
 	ok := false
 	defer func() {
@@ -177,9 +168,6 @@ func Start(ctx context.Context, cfg *Config) (*Cluster, error) {
 			_ = os.RemoveAll(dir)
 		}
 	}()
-	if err := owner.chown(dir); err != nil {
-		return nil, fmt.Errorf("error starting postgres: %w", err)
-	}
 	// The server's socket lives in dir; Unix socket paths hold at most 107 bytes.
 	if sock := filepath.Join(dir, ".s.PGSQL.65535"); len(sock) > 107 {
 		return nil, fmt.Errorf("error starting postgres: socket path %s is longer than 107 bytes: use a shorter Config.BaseDir", sock)
@@ -260,23 +248,13 @@ func (c *Cluster) stop() error {
 // shutdown shuts the running server down (fast shutdown, SIGKILL after StopTimeout); it reports
 // a server that had already exited, naming caller. c.mu must be held.
 func (c *Cluster) shutdown(caller string) error {
-	select {
-	case <-c.proc.exited:
-		return fmt.Errorf("postgres had exited before %s (%v); server log:\n%s", caller, c.proc.err, logTail(c.logPath()))
-	default:
+	if !c.proc.Running() {
+		return fmt.Errorf("postgres had exited before %s (%v); server log:\n%s", caller, c.proc.Err(), logTail(c.logPath()))
 	}
-	_ = c.proc.cmd.Process.Signal(syscall.SIGINT)
-	timer := time.NewTimer(c.stopTTL)
-	defer timer.Stop()
-	select {
-	case <-c.proc.exited:
-		return nil
-	case <-timer.C:
-		// The postmaster has not been reaped yet, so its pid still names its process group.
-		_ = syscall.Kill(-c.proc.cmd.Process.Pid, syscall.SIGKILL)
-		<-c.proc.exited
+	if c.proc.Stop(syscall.SIGINT, c.stopTTL) {
 		return fmt.Errorf("postgres did not shut down within %s: killed", c.stopTTL)
 	}
+	return nil
 }
 
 // Halt shuts the server down as an operator's restart does (fast shutdown: open sessions are
