@@ -94,7 +94,7 @@ func (c *cli) demo(ctx context.Context, url string, verbose bool, pgBinDir, cons
 
 	if url == "" {
 		fmt.Fprintln(out, "starting a throwaway PostgreSQL…")
-		cluster, err := pglocal.Start(ctx, &pglocal.Config{Logger: logger, BinDir: pgBinDir})
+		cluster, err := pglocal.Start(ctx, &pglocal.Config{BinDir: pgBinDir, Launch: pglocal.Launch{Logger: logger}})
 		if err != nil {
 			msg := err.Error()
 			if !strings.Contains(msg, envDatabaseURL) {

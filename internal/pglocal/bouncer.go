@@ -50,30 +50,12 @@ type BouncerConfig struct {
 	// so they win. Defaults to none.
 	Settings map[string]string
 
-	// BaseDir is where the bouncer's directory (its configuration, pid file and log) is
-	// created. When the process is root it must be traversable by RunAsUser.
-	// Defaults to the same directory as Config.BaseDir's default.
-	BaseDir string
-
 	// Binary is the pgbouncer program. Defaults to pgbouncer in PATH, else /usr/sbin/pgbouncer.
 	Binary string
 
-	// Logger receives lifecycle events: start, stop, stale directories removed.
-	// Defaults to a logger that discards everything.
-	Logger *slog.Logger
-
-	// StartTimeout bounds startup, on top of the context given to StartBouncer.
-	// Defaults to 30s.
-	StartTimeout time.Duration
-
-	// StopTimeout is how long Stop waits for the bouncer to exit before killing it.
-	// Defaults to 10s.
-	StopTimeout time.Duration
-
-	// RunAsUser is the user pgbouncer runs as when the process is root (pgbouncer refuses to
-	// run as root). Ignored when it is not root.
-	// Defaults to "postgres", or "nobody" when there is no "postgres" user.
-	RunAsUser string
+	// Launch is where the bouncer's directory (its configuration, pid file and log) goes, as
+	// which user pgbouncer runs, and the logger and timeouts of StartBouncer and Stop.
+	Launch
 }
 
 // WithDefaults returns a copy of c (which may be nil) with every unset field given its default.
@@ -91,18 +73,7 @@ func (c *BouncerConfig) WithDefaults() *BouncerConfig {
 	if out.MaxClientConn == 0 {
 		out.MaxClientConn = 1000
 	}
-	if out.BaseDir == "" {
-		out.BaseDir = defaultBaseDir()
-	}
-	if out.Logger == nil {
-		out.Logger = slog.New(slog.DiscardHandler)
-	}
-	if out.StartTimeout == 0 {
-		out.StartTimeout = 30 * time.Second
-	}
-	if out.StopTimeout == 0 {
-		out.StopTimeout = 10 * time.Second
-	}
+	out.Launch.withDefaults()
 	return out
 }
 
@@ -116,10 +87,8 @@ func (c *BouncerConfig) validate() error {
 		return fmt.Errorf("DefaultPoolSize must be at least 1, got %d", c.DefaultPoolSize)
 	case c.MaxClientConn < 1:
 		return fmt.Errorf("MaxClientConn must be at least 1, got %d", c.MaxClientConn)
-	case c.StartTimeout < 0 || c.StopTimeout < 0:
-		return errors.New("StartTimeout and StopTimeout must not be negative")
 	}
-	return nil
+	return c.Launch.validate()
 }
 
 // Bouncer is a running throwaway PgBouncer in front of a PostgreSQL server. Its methods are
@@ -161,7 +130,7 @@ func StartBouncer(ctx context.Context, cfg *BouncerConfig) (*Bouncer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error starting pgbouncer: %w", err)
 	}
-	owner, dir, err := newServerDir(cfg.RunAsUser, cfg.BaseDir, bouncerDirPrefix, stopOrphanBouncer, cfg.Logger)
+	owner, dir, err := cfg.newServerDir(bouncerDirPrefix, stopOrphanBouncer)
 	if err != nil {
 		return nil, fmt.Errorf("error starting pgbouncer: %w", err)
 	}
@@ -180,22 +149,20 @@ func StartBouncer(ctx context.Context, cfg *BouncerConfig) (*Bouncer, error) {
 	if b.database == "" {
 		b.database = server.User
 	}
-	const attempts = 3 // only a port taken between our probe and pgbouncer's bind is retried
-	for attempt := 1; ; attempt++ {
-		if b.port, err = freePort(); err != nil {
-			return nil, fmt.Errorf("error starting pgbouncer: finding a free TCP port: %w", err)
+	err = retryPortInUse(func() error {
+		port, err := freePort()
+		if err != nil {
+			return fmt.Errorf("error starting pgbouncer: finding a free TCP port: %w", err)
 		}
+		b.port = port
 		ini := bouncerINI(cfg, server, dir, b.port)
 		if err := writeOwned(filepath.Join(dir, "pgbouncer.ini"), ini, owner); err != nil {
-			return nil, fmt.Errorf("error starting pgbouncer: %w", err)
+			return fmt.Errorf("error starting pgbouncer: %w", err)
 		}
-		err = b.start(ctx, binary, owner)
-		if err == nil {
-			break
-		}
-		if attempt == attempts || !errors.Is(err, errPortInUse) {
-			return nil, err
-		}
+		return b.start(ctx, binary, owner)
+	})
+	if err != nil {
+		return nil, err
 	}
 	ok = true
 	cfg.Logger.Info("pgbouncer started", "dir", dir, "url", b.URL(b.database), "pool_mode", cfg.PoolMode,

@@ -114,7 +114,7 @@ func TestBouncerBadConfig(t *testing.T) {
 	_, err = StartBouncer(t.Context(), &BouncerConfig{ServerURL: "postgres://x@127.0.0.1/x", PoolMode: "fast"})
 	require.ErrorContains(t, err, "PoolMode")
 	_, err = StartBouncer(t.Context(), &BouncerConfig{ServerURL: "postgres://x@127.0.0.1/x", Binary: "/nonexistent/pgbouncer",
-		BaseDir: t.TempDir(), StartTimeout: 5 * time.Second})
+		Launch: Launch{BaseDir: t.TempDir(), StartTimeout: 5 * time.Second}})
 	require.ErrorContains(t, err, "error starting pgbouncer")
 }
 

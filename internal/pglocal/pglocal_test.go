@@ -24,7 +24,7 @@ import (
 )
 
 func testConfig(t testing.TB) *Config {
-	return &Config{Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))}
+	return &Config{Launch: Launch{Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))}}
 }
 
 type testWriter struct{ t testing.TB }
@@ -151,7 +151,7 @@ func TestHelperProcess(t *testing.T) {
 	if base == "" {
 		t.Skip("only run as a subprocess by the tests that kill it")
 	}
-	c, err := Start(context.Background(), &Config{BaseDir: base})
+	c, err := Start(context.Background(), &Config{Launch: Launch{BaseDir: base}})
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
@@ -160,7 +160,7 @@ func TestHelperProcess(t *testing.T) {
 		defer c.StopOnSignal()()
 	}
 	if os.Getenv(helperBouncerEnv) != "" {
-		b, err := StartBouncer(context.Background(), &BouncerConfig{ServerURL: c.URL("postgres"), BaseDir: base})
+		b, err := StartBouncer(context.Background(), &BouncerConfig{ServerURL: c.URL("postgres"), Launch: Launch{BaseDir: base}})
 		if err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)

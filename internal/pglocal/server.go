@@ -22,6 +22,18 @@ import (
 // errPortInUse marks a startup that failed because the TCP port was taken.
 var errPortInUse = errors.New("port already in use")
 
+// retryPortInUse runs start, again while it fails with errPortInUse, three times at most: a
+// server that binds a port freePort found free a moment before may find it taken since.
+func retryPortInUse(start func() error) error {
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		err := start()
+		if err == nil || attempt == attempts || !errors.Is(err, errPortInUse) {
+			return err
+		}
+	}
+}
+
 // initdb creates the data directory dir/data.
 func initdb(ctx context.Context, bins binaries, owner owner, dir string) error {
 	cmd := exec.CommandContext(ctx, bins.initdb,

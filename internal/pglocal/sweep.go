@@ -1,8 +1,6 @@
 package pglocal
 
 import (
-	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,25 +19,6 @@ func defaultBaseDir() string {
 		return shm
 	}
 	return os.TempDir()
-}
-
-// newServerDir looks up the user a server runs as (lookupOwner with runAs) and creates the
-// server's directory in baseDir, given to that user: prefix<pid>-<random> (childproc.NewDir,
-// which first removes the directories of dead processes, stop stopping what still runs in them).
-func newServerDir(runAs, baseDir, prefix string, stop func(dir string) (keep bool), logger *slog.Logger) (owner, string, error) {
-	o, err := lookupOwner(runAs)
-	if err != nil {
-		return owner{}, "", err
-	}
-	dir, err := childproc.NewDir(baseDir, prefix, stop, logger)
-	if err != nil {
-		return owner{}, "", fmt.Errorf("creating the directory: %w", err)
-	}
-	if err := o.chown(dir); err != nil {
-		_ = os.RemoveAll(dir)
-		return owner{}, "", err
-	}
-	return o, dir, nil
 }
 
 // Sweep removes the cluster directories under baseDir ("pgsaga-pg-<pid>-*") whose owning
