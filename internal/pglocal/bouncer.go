@@ -260,31 +260,14 @@ func (b *Bouncer) start(ctx context.Context, binary string, owner owner) error {
 // waitReady polls with a connection through the bouncer until a query reaches the server, the
 // bouncer exits or ctx ends.
 func (b *Bouncer) waitReady(ctx context.Context) error {
-	const interval = 10 * time.Millisecond
-	var lastErr error
-	for {
-		attemptCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		conn, err := pgx.Connect(attemptCtx, b.URL(b.database))
-		if err == nil {
-			err = conn.Ping(attemptCtx)
-			_ = conn.Close(context.Background())
+	return waitReady(ctx, b.proc, "pgbouncer", 2*time.Second, func(ctx context.Context) error {
+		conn, err := pgx.Connect(ctx, b.URL(b.database))
+		if err != nil {
+			return err
 		}
-		cancel()
-		if err == nil {
-			return nil
-		}
-		lastErr = err
-		timer := time.NewTimer(interval)
-		select {
-		case <-b.proc.Exited():
-			timer.Stop()
-			return fmt.Errorf("pgbouncer exited during startup: %v", b.proc.Err())
-		case <-ctx.Done():
-			timer.Stop()
-			return fmt.Errorf("pgbouncer not ready (%w); last connection error: %v", context.Cause(ctx), lastErr)
-		case <-timer.C:
-		}
-	}
+		defer conn.Close(context.Background())
+		return conn.Ping(ctx)
+	})
 }
 
 // URL returns a connection URL for database dbname through the bouncer, as the server's user.

@@ -99,24 +99,34 @@ func (c *Cluster) startServer(ctx context.Context, bins binaries, owner owner, c
 
 // waitReady polls with a connection until the server accepts one, the server exits or ctx ends.
 func (c *Cluster) waitReady(ctx context.Context) error {
+	return waitReady(ctx, c.proc, "server", time.Second, func(ctx context.Context) error {
+		conn, err := pgx.Connect(ctx, c.URL("postgres"))
+		if err != nil {
+			return err
+		}
+		return conn.Close(ctx)
+	})
+}
+
+// waitReady calls ready every 10ms, each call bounded by timeout, until it succeeds, proc (the
+// program called name in errors) exits, or ctx ends.
+func waitReady(ctx context.Context, proc *childproc.Process, name string, timeout time.Duration, ready func(context.Context) error) error {
 	const interval = 10 * time.Millisecond
-	var lastErr error
 	for {
-		attemptCtx, cancel := context.WithTimeout(ctx, time.Second)
-		conn, err := pgx.Connect(attemptCtx, c.URL("postgres"))
+		attemptCtx, cancel := context.WithTimeout(ctx, timeout)
+		err := ready(attemptCtx)
 		cancel()
 		if err == nil {
-			return conn.Close(ctx)
+			return nil
 		}
-		lastErr = err
 		timer := time.NewTimer(interval)
 		select {
-		case <-c.proc.Exited():
+		case <-proc.Exited():
 			timer.Stop()
-			return fmt.Errorf("server exited during startup: %v", c.proc.Err())
+			return fmt.Errorf("%s exited during startup: %v", name, proc.Err())
 		case <-ctx.Done():
 			timer.Stop()
-			return fmt.Errorf("server not ready (%w); last connection error: %v", context.Cause(ctx), lastErr)
+			return fmt.Errorf("%s not ready (%w); last connection error: %v", name, context.Cause(ctx), err)
 		case <-timer.C:
 		}
 	}
