@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -50,23 +51,14 @@ func newMetrics(reg prometheus.Registerer, client *saga.Client) (*metrics, error
 			Help: "Charges at the provider that no key accounts for, as the last reconciliation stored them (pgsaga_unmatched_charge).",
 		}),
 	}
-	var err error
-	if m.sweeps, err = promreg.Register(reg, m.sweeps); err != nil {
-		return nil, err
-	}
-	if m.resumes, err = promreg.Register(reg, m.resumes); err != nil {
-		return nil, err
-	}
-	if m.deliveries, err = promreg.Register(reg, m.deliveries); err != nil {
-		return nil, err
-	}
-	if m.gcDeleted, err = promreg.Register(reg, m.gcDeleted); err != nil {
-		return nil, err
-	}
-	if m.reconciles, err = promreg.Register(reg, m.reconciles); err != nil {
-		return nil, err
-	}
-	if m.unmatched, err = promreg.Register(reg, m.unmatched); err != nil {
+	if err := errors.Join(
+		promreg.Into(reg, &m.sweeps),
+		promreg.Into(reg, &m.resumes),
+		promreg.Into(reg, &m.deliveries),
+		promreg.Into(reg, &m.gcDeleted),
+		promreg.Into(reg, &m.reconciles),
+		promreg.Into(reg, &m.unmatched),
+	); err != nil {
 		return nil, err
 	}
 	if _, err := promreg.Register(reg, NewStateCollector(client, nil)); err != nil {
