@@ -605,14 +605,23 @@ func (c *Cluster) WaitReplayed(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("error reading the primary's WAL position: %w", err)
 	}
+	if err := waitTrue(ctx, standby, "SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", lsn); err != nil {
+		return fmt.Errorf("error waiting for %s to replay up to %s: %w", standby.Name, lsn, err)
+	}
+	return nil
+}
+
+// waitTrue runs query with arg on node n every 10ms until it answers true or ctx ends: a
+// standby catching up to a WAL position.
+func waitTrue(ctx context.Context, n *Node, query string, arg any) error {
 	for {
-		var replayed bool
-		err := queryRow(ctx, standby, "SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", []any{lsn}, &replayed)
-		if err == nil && replayed {
+		var ok bool
+		err := queryRow(ctx, n, query, []any{arg}, &ok)
+		if err == nil && ok {
 			return nil
 		}
 		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
-			return fmt.Errorf("error waiting for %s to replay up to %s: %w", standby.Name, lsn, err)
+			return err
 		}
 	}
 }

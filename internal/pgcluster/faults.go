@@ -220,16 +220,10 @@ func (c *Cluster) LossyFailover(ctx context.Context, commit func(ctx context.Con
 
 // waitReceived waits until standby s has received WAL up to lsn.
 func (c *Cluster) waitReceived(ctx context.Context, s *Node, lsn string) error {
-	for {
-		var caughtUp bool
-		err := queryRow(ctx, s, "SELECT pg_last_wal_receive_lsn() >= $1::pg_lsn", []any{lsn}, &caughtUp)
-		if err == nil && caughtUp {
-			return nil
-		}
-		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
-			return fmt.Errorf("waiting for %s to receive WAL up to %s: %w", s.Name, lsn, err)
-		}
+	if err := waitTrue(ctx, s, "SELECT pg_last_wal_receive_lsn() >= $1::pg_lsn", lsn); err != nil {
+		return fmt.Errorf("waiting for %s to receive WAL up to %s: %w", s.Name, lsn, err)
 	}
+	return nil
 }
 
 func queryLSN(ctx context.Context, n *Node, sql string) (string, error) {
