@@ -95,7 +95,7 @@ func TestExecuteMayHaveReachedOverride(t *testing.T) {
 
 func TestExecuteInquiryPrefersSucceeded(t *testing.T) {
 	t.Parallel()
-	s := sim.New(&sim.Config{DeclineOver: 50})
+	s := sim.New(&sim.Config{Faults: sim.Faults{DeclineOver: 50}})
 	ref := gateway.DeriveKey("payment", "mixed")
 	_, err := s.Gateway().Charge(ctxFor(t), gateway.ChargeParams{Amount: 100, Currency: "USD", Reference: ref, IdempotencyKey: "k1"})
 	require.NoError(t, err)
@@ -275,7 +275,7 @@ func TestExecuteRetriesNotDone(t *testing.T) {
 
 func TestExecuteRetriesRunOut(t *testing.T) {
 	t.Parallel()
-	s := sim.New(&sim.Config{FailBefore: 1})
+	s := sim.New(&sim.Config{Faults: sim.Faults{FailBefore: 1}})
 	gw := trace(s.Gateway())
 	var j gatewaytest.Journal
 
@@ -321,7 +321,7 @@ func (g *failAfterFirst) Charge(ctx context.Context, p gateway.ChargeParams) (*g
 
 func TestExecuteDeclineIsAResult(t *testing.T) {
 	t.Parallel()
-	s := sim.New(&sim.Config{DeclineOver: 1000})
+	s := sim.New(&sim.Config{Faults: sim.Faults{DeclineOver: 1000}})
 	gw := trace(s.Gateway())
 	var j gatewaytest.Journal
 
@@ -348,7 +348,7 @@ func TestExecuteInvalidIsPermanent(t *testing.T) {
 
 func TestExecuteRespectsDeadline(t *testing.T) {
 	t.Parallel()
-	s := sim.New(&sim.Config{Latency: time.Minute})
+	s := sim.New(&sim.Config{Faults: sim.Faults{Latency: time.Minute}})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -382,7 +382,7 @@ func TestExecuteCancelledBeforeStart(t *testing.T) {
 
 func TestExecuteRetryDelays(t *testing.T) {
 	t.Parallel()
-	s := sim.New(&sim.Config{FailBefore: 1})
+	s := sim.New(&sim.Config{Faults: sim.Faults{FailBefore: 1}})
 	var delays []int
 	o := &gateway.ExecuteOpts{Retries: 3, RetryDelay: func(n int) time.Duration { delays = append(delays, n); return 0 }}
 	_, err := gateway.Execute(ctxFor(t), nil, s.Gateway(), params("payment:delays", 100), o)

@@ -23,7 +23,7 @@ import (
 func slowNetwork(t *testing.T, hold time.Duration) (s *sim.Simulator, c *sim.Client, arrived <-chan struct{}) {
 	t.Helper()
 	off := false
-	s = sim.New(&sim.Config{Idempotency: &off, LatencyBefore: hold})
+	s = sim.New(&sim.Config{Idempotency: &off, Faults: sim.Faults{LatencyBefore: hold}})
 	url, arrived := serveArrivals(t, s)
 	c, err := sim.NewClient(url, nil)
 	require.NoError(t, err)
@@ -125,7 +125,7 @@ func TestExecuteOwnTimeoutWaitsOutWindow(t *testing.T) {
 	t.Parallel()
 	const hold = time.Second
 	off := false
-	s := sim.New(&sim.Config{Idempotency: &off, LatencyBefore: hold})
+	s := sim.New(&sim.Config{Idempotency: &off, Faults: sim.Faults{LatencyBefore: hold}})
 	url, arrived := serveArrivals(t, s)
 	c, err := sim.NewClient(url, &sim.ClientOpts{HTTPClient: &http.Client{Transport: giveUpOnArrival{arrived}}})
 	require.NoError(t, err)

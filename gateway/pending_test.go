@@ -88,7 +88,7 @@ func TestExecutePendingAcrossAttempts(t *testing.T) {
 // A pending charge may turn declined: that is its final answer.
 func TestExecutePendingTurnsDeclined(t *testing.T) {
 	t.Parallel()
-	s := sim.New(&sim.Config{DeclineOver: 50, PendingFor: 100 * time.Millisecond})
+	s := sim.New(&sim.Config{Faults: sim.Faults{DeclineOver: 50}, PendingFor: 100 * time.Millisecond})
 	s.PendingNext(1)
 	charge, err := gateway.Execute(ctxFor(t), nil, s.Gateway(), params("payment:pending-declined", 100), polling())
 	require.NoError(t, err)

@@ -25,7 +25,7 @@ func TestExecuteWindowShrinksAfterTheSend(t *testing.T) {
 	t.Parallel()
 	const hold, declared, shrunk = 1200 * time.Millisecond, 1500 * time.Millisecond, 100 * time.Millisecond
 	off := false
-	s := sim.New(&sim.Config{Idempotency: &off, LatencyBefore: hold})
+	s := sim.New(&sim.Config{Idempotency: &off, Faults: sim.Faults{LatencyBefore: hold}})
 	url, arrived := serveArrivals(t, s)
 	c, err := sim.NewClient(url, &sim.ClientOpts{HTTPClient: &http.Client{Transport: giveUpOnArrival{arrived}}})
 	require.NoError(t, err)

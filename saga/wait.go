@@ -85,14 +85,20 @@ func (c *Client) waitForKey(ctx context.Context, scope Scope, key string, d time
 	// waited long enough: answer from the key as it is. Read on the pool: a wait that timed
 	// out may have left this connection unusable.
 	var h keyHead
-	found, err := readHead(ctx, c.cfg.DB, scope, key, &h)
-	switch {
-	case err != nil:
+	if err := c.readWaited(ctx, scope, key, &h); err != nil {
 		return nil, err
-	case !found:
-		return nil, ErrKeyNotFound
 	}
 	return &h, nil
+}
+
+// readWaited reads the head of the key waited for into h, on the pool; a key that is gone (a
+// retention GC, an operator) is ErrKeyNotFound.
+func (c *Client) readWaited(ctx context.Context, scope Scope, key string, h *keyHead) error {
+	found, err := readHead(ctx, c.cfg.DB, scope, key, h)
+	if err == nil && !found {
+		return ErrKeyNotFound
+	}
+	return err
 }
 
 // awaitNotification waits up to d for notifyChannel to name the key.
@@ -123,13 +129,10 @@ func (c *Client) pollForKey(ctx context.Context, scope Scope, key string, d time
 	interval := pollFirst
 	var h keyHead
 	for {
-		found, err := readHead(ctx, c.cfg.DB, scope, key, &h)
-		switch {
-		case err != nil:
+		if err := c.readWaited(ctx, scope, key, &h); err != nil {
 			return nil, err
-		case !found:
-			return nil, ErrKeyNotFound
-		case h.Status != KeyStatusStarted || h.LeaseLeft <= 0:
+		}
+		if h.Status != KeyStatusStarted || h.LeaseLeft <= 0 {
 			return &h, nil
 		}
 		// Never past the lease: once it ends, the next read answers (a takeover, or 409).

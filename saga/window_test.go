@@ -40,7 +40,7 @@ func TestShrunkWindowDoesNotMakeALandingRequestLookUncharged(t *testing.T) {
 	t.Parallel()
 	const hold, declared, shrunk = 1200 * time.Millisecond, 1500 * time.Millisecond, 100 * time.Millisecond
 	off := false
-	provider := sim.New(&sim.Config{Idempotency: &off, LatencyBefore: hold})
+	provider := sim.New(&sim.Config{Idempotency: &off, Faults: sim.Faults{LatencyBefore: hold}})
 	gw := &declaredWindow{Gateway: provider.Gateway()}
 	gw.window.Store(int64(declared))
 	const op, sent = "windowed_charge", "windowed_charge/sent"

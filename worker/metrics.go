@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -22,51 +23,39 @@ type metrics struct {
 	unmatched  prometheus.Gauge
 }
 
+// counterByResult is a counter of what the worker did, by its "result" label.
+func counterByResult(name, help string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"result"})
+}
+
 // newMetrics registers the worker's collectors on reg.
 func newMetrics(reg prometheus.Registerer, client *saga.Client) (*metrics, error) {
 	m := &metrics{
-		sweeps: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pgsaga_worker_sweeps_total",
-			Help: "Sweeps for due keys, by result (ok, error).",
-		}, []string{"result"}),
-		resumes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pgsaga_worker_resume_jobs_total",
-			Help: "Keys worked by resume jobs, one per key, by result (completed, rescheduled, parked, superseded, skipped; error: a job whose claim failed).",
-		}, []string{"result"}),
-		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pgsaga_outbox_deliveries_total",
-			Help: "Outbox delivery attempts, by result (delivered, error).",
-		}, []string{"result"}),
+		sweeps: counterByResult("pgsaga_worker_sweeps_total",
+			"Sweeps for due keys, by result (ok, error)."),
+		resumes: counterByResult("pgsaga_worker_resume_jobs_total",
+			"Keys worked by resume jobs, one per key, by result (completed, rescheduled, parked, superseded, skipped; error: a job whose claim failed)."),
+		deliveries: counterByResult("pgsaga_outbox_deliveries_total",
+			"Outbox delivery attempts, by result (delivered, error)."),
 		gcDeleted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pgsaga_gc_deleted_keys_total",
 			Help: "Completed keys deleted by retention GC.",
 		}),
-		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pgsaga_reconcile_runs_total",
-			Help: "Reconciliations of the provider's charges, by result (ok, error).",
-		}, []string{"result"}),
+		reconciles: counterByResult("pgsaga_reconcile_runs_total",
+			"Reconciliations of the provider's charges, by result (ok, error)."),
 		unmatched: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pgsaga_unmatched_charges",
 			Help: "Charges at the provider that no key accounts for, as the last reconciliation stored them (pgsaga_unmatched_charge).",
 		}),
 	}
-	var err error
-	if m.sweeps, err = promreg.Register(reg, m.sweeps); err != nil {
-		return nil, err
-	}
-	if m.resumes, err = promreg.Register(reg, m.resumes); err != nil {
-		return nil, err
-	}
-	if m.deliveries, err = promreg.Register(reg, m.deliveries); err != nil {
-		return nil, err
-	}
-	if m.gcDeleted, err = promreg.Register(reg, m.gcDeleted); err != nil {
-		return nil, err
-	}
-	if m.reconciles, err = promreg.Register(reg, m.reconciles); err != nil {
-		return nil, err
-	}
-	if m.unmatched, err = promreg.Register(reg, m.unmatched); err != nil {
+	if err := errors.Join(
+		promreg.Into(reg, &m.sweeps),
+		promreg.Into(reg, &m.resumes),
+		promreg.Into(reg, &m.deliveries),
+		promreg.Into(reg, &m.gcDeleted),
+		promreg.Into(reg, &m.reconciles),
+		promreg.Into(reg, &m.unmatched),
+	); err != nil {
 		return nil, err
 	}
 	if _, err := promreg.Register(reg, NewStateCollector(client, nil)); err != nil {

@@ -123,10 +123,7 @@ func (d *daemon) exited(cmd *exec.Cmd, err error) {
 // killLocked sends SIGKILL (which also ends a stopped process) and waits until the process is gone.
 // d.op must be held.
 func (d *daemon) killLocked() {
-	d.mu.Lock()
-	cmd, done := d.cmd, d.done
-	d.expected = true
-	d.mu.Unlock()
+	cmd, done := d.ending()
 	if cmd == nil {
 		return
 	}
@@ -134,6 +131,16 @@ func (d *daemon) killLocked() {
 		d.tl.add("%s: error killing pid %d: %v", d.name, cmd.Process.Pid, err)
 	}
 	<-done
+}
+
+// ending marks the coming exit of the last process started as the harness's doing, and returns
+// that process and the channel closed when it has exited; a nil cmd when none was started.
+// d.op must be held.
+func (d *daemon) ending() (cmd *exec.Cmd, done chan struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.expected = true
+	return d.cmd, d.done
 }
 
 // signal sends sig to the running process. d.op must be held.
@@ -182,10 +189,7 @@ func (d *daemon) ensure(ctx context.Context) error {
 func (d *daemon) stop(grace time.Duration) {
 	d.op.Lock()
 	defer d.op.Unlock()
-	d.mu.Lock()
-	cmd, done := d.cmd, d.done
-	d.expected = true
-	d.mu.Unlock()
+	cmd, done := d.ending()
 	if cmd == nil {
 		return
 	}

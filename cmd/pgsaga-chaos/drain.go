@@ -123,15 +123,16 @@ func (r *runner) operate(ctx context.Context, k cliKey, first bool, res *drainRe
 	if err != nil {
 		return err
 	}
+	parked := orEmpty(show.ParkedReason)
 	if first {
-		res.parked[show.ParkedReason]++
+		res.parked[parked]++
 	}
 	ref := show.reference()
-	if (first && show.ParkedReason != "outcome_unknown") || ref == "" {
+	if (first && parked != "outcome_unknown") || ref == "" {
 		res.resumed++
-		out, err := r.env.cli(ctx, "resume", "--json", "--tenant", k.Tenant, "--actor", k.Actor, "--gateway-url", r.env.simURL, k.Key)
-		res.decisions = append(res.decisions, fmt.Sprintf("%s (%s, parked %s): resumed: %s", k.scope(), k.Operation, show.ParkedReason, answerStatus(out, err)))
-		r.tl.add("drain: resumed %s (parked %s): %s", k.scope(), show.ParkedReason, trimOutput(out, err))
+		out, err := r.env.cli(ctx, "resume", "--json", "--tenant", k.Tenant, "--actor", k.Actor, "--gateway-url", r.env.simURL, k.Key.Key)
+		res.decisions = append(res.decisions, fmt.Sprintf("%s (%s, parked %s): resumed: %s", k.scope(), k.Operation, parked, answerStatus(out, err)))
+		r.tl.add("drain: resumed %s (parked %s): %s", k.scope(), parked, trimOutput(out, err))
 		return nil // the key's next state is read in the next round
 	}
 
@@ -152,9 +153,9 @@ func (r *runner) operate(ctx context.Context, k cliKey, first bool, res *drainRe
 		res.settledFailed++
 		res.settledFailedKeys[k.scope()] = true
 	}
-	out, err := r.env.cli(ctx, append(args, k.Key)...)
-	res.decisions = append(res.decisions, fmt.Sprintf("%s (parked %s, %s): settled %s: %s", k.scope(), show.ParkedReason, ref, decision, answerStatus(out, err)))
-	r.tl.add("drain: settled %s (parked %s, %s) as %s: %s", k.scope(), show.ParkedReason, ref, decision, trimOutput(out, err))
+	out, err := r.env.cli(ctx, append(args, k.Key.Key)...)
+	res.decisions = append(res.decisions, fmt.Sprintf("%s (parked %s, %s): settled %s: %s", k.scope(), parked, ref, decision, answerStatus(out, err)))
+	r.tl.add("drain: settled %s (parked %s, %s) as %s: %s", k.scope(), parked, ref, decision, trimOutput(out, err))
 	return err
 }
 

@@ -124,7 +124,7 @@ const patroniTTL = 5 * time.Second
 func (e *env) startDatabase(ctx context.Context) error {
 	if !e.cfg.patroni() {
 		var err error
-		if e.single, err = pglocal.Start(ctx, &pglocal.Config{StartTimeout: 2 * time.Minute}); err != nil {
+		if e.single, err = pglocal.Start(ctx, &pglocal.Config{Launch: pglocal.Launch{StartTimeout: 2 * time.Minute}}); err != nil {
 			return err
 		}
 		e.dbURL = e.single.URL("postgres")

@@ -90,39 +90,8 @@ func (f *faults) run(ctx context.Context, begin time.Time) {
 // one injects one fault of kind.
 func (f *faults) one(ctx context.Context, kind faultKind) {
 	switch kind {
-	case faultKillServe, faultKillWorker:
-		targets, count := f.e.serves, &f.counts.KillServe
-		if kind == faultKillWorker {
-			targets, count = f.e.workers, &f.counts.KillWorker
-		}
-		d := f.lock(targets)
-		if d == nil {
-			return
-		}
-		defer d.op.Unlock()
-		f.inject("kill -9 "+d.name, count, func() error {
-			d.killLocked()
-			// Sometimes it comes back at once, sometimes after the others noticed.
-			time.Sleep(f.duration(f.cfg.Lease / 2))
-			return d.start(context.WithoutCancel(ctx))
-		})
-	case faultFreezeServe, faultFreezeWorker:
-		targets, count := f.e.serves, &f.counts.FreezeServe
-		if kind == faultFreezeWorker {
-			targets, count = f.e.workers, &f.counts.FreezeWorker
-		}
-		d := f.lock(targets)
-		if d == nil {
-			return
-		}
-		defer d.op.Unlock()
-		f.inject("freeze "+d.name+" for "+f.cfg.PauseFor.String(), count, func() error {
-			if err := d.signal(syscall.SIGSTOP); err != nil {
-				return err
-			}
-			time.Sleep(f.cfg.PauseFor)
-			return d.signal(syscall.SIGCONT)
-		})
+	case faultKillServe, faultKillWorker, faultFreezeServe, faultFreezeWorker:
+		f.oneDaemon(ctx, kind)
 	case faultPausePG:
 		if f.e.pair != nil {
 			// Not while a failover is under way: there may be no primary to pause.
@@ -152,6 +121,41 @@ func (f *faults) one(ctx context.Context, kind faultKind) {
 			return f.e.setSimFaults(context.WithoutCancel(ctx), `{"inquiry": true}`)
 		})
 	}
+}
+
+// oneDaemon kills (then starts again) or freezes (then continues), as kind says, one serve or
+// one worker that no other fault holds.
+func (f *faults) oneDaemon(ctx context.Context, kind faultKind) {
+	targets, count := f.e.serves, &f.counts.KillServe
+	switch kind {
+	case faultKillWorker:
+		targets, count = f.e.workers, &f.counts.KillWorker
+	case faultFreezeServe:
+		count = &f.counts.FreezeServe
+	case faultFreezeWorker:
+		targets, count = f.e.workers, &f.counts.FreezeWorker
+	}
+	d := f.lock(targets)
+	if d == nil {
+		return
+	}
+	defer d.op.Unlock()
+	if kind == faultKillServe || kind == faultKillWorker {
+		f.inject("kill -9 "+d.name, count, func() error {
+			d.killLocked()
+			// Sometimes it comes back at once, sometimes after the others noticed.
+			time.Sleep(f.duration(f.cfg.Lease / 2))
+			return d.start(context.WithoutCancel(ctx))
+		})
+		return
+	}
+	f.inject("freeze "+d.name+" for "+f.cfg.PauseFor.String(), count, func() error {
+		if err := d.signal(syscall.SIGSTOP); err != nil {
+			return err
+		}
+		time.Sleep(f.cfg.PauseFor)
+		return d.signal(syscall.SIGCONT)
+	})
 }
 
 // inject runs one fault, counts it and records it in the timeline.

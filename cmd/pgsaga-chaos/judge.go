@@ -139,7 +139,7 @@ func newJudging(ev *evidence) *judging {
 		refsOf: map[scope]map[string]bool{}, journaled: map[string]map[scope][]string{}, named: map[string]bool{}}
 	for _, k := range ev.Keys {
 		j.keys[k.scope()] = k
-		j.keysByString[k.Key] = append(j.keysByString[k.Key], k)
+		j.keysByString[k.Key.Key] = append(j.keysByString[k.Key.Key], k)
 	}
 	for i := range ev.Intents {
 		j.intents[ev.Intents[i].scope] = &ev.Intents[i]
@@ -318,7 +318,7 @@ func (j *judging) finished(it *intentRecord) bool {
 	case !ok:
 		j.add(kindLost, it.scope, "%s %s: sent, but no key in the database (%d answers)", it.Kind, it.scope, len(it.Answers))
 	case k.State != "completed":
-		j.add(kindLost, it.scope, "%s %s: key %s at %s after the drain (attempts %d, last error %q)", it.Kind, it.scope, k.State, k.RecoveryPoint, k.Attempts, k.LastError)
+		j.add(kindLost, it.scope, "%s %s: key %s at %s after the drain (attempts %d, last error %q)", it.Kind, it.scope, k.State, k.RecoveryPoint, k.Attempts, orEmpty(k.LastError))
 	case len(it.Answers) == 0:
 		j.add(kindLost, it.scope, "%s %s: completed, but the client never got a definitive answer", it.Kind, it.scope)
 	default:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/internal/keyjson"
 )
 
 // world builds the evidence of a run in which every promise held: each call adds an intent as
@@ -86,8 +87,8 @@ func (w *world) settleFailed(sc scope, invoice string, amount int64) string {
 func (w *world) intent(sc scope, kind, reqBody, operation string, status int, body string) {
 	w.ev.Intents = append(w.ev.Intents, intentRecord{scope: sc, Kind: kind, Body: reqBody, Sent: true,
 		Answers: []answerRecord{{Status: status, Body: body}}})
-	w.ev.Keys = append(w.ev.Keys, cliKey{Tenant: sc.Tenant, Actor: sc.Actor, Key: sc.Key, Operation: operation,
-		State: "completed", RecoveryPoint: "finished", Attempts: 1, Response: &cliResponse{Status: status, Body: json.RawMessage(body)}})
+	w.ev.Keys = append(w.ev.Keys, cliKey{Key: keyjson.Key{Tenant: sc.Tenant, Actor: sc.Actor, Key: sc.Key, Operation: operation,
+		State: "completed", RecoveryPoint: "finished", Attempts: 1, Response: &keyjson.Response{Status: status, Body: json.RawMessage(body)}}})
 }
 
 func (w *world) intentOf(sc scope) *intentRecord {
@@ -394,7 +395,7 @@ func TestJudge(t *testing.T) {
 				{Status: http.StatusCreated, Body: fmt.Sprintf(`{"id":%q,"invoice_id":%q,"amount":700,"status":"succeeded","charge_id":"ch_window"}`, s.failedPay, invoice)},
 				{Status: http.StatusNotFound, Body: `{"error":"not_found","message":"no such invoice"}`},
 			}
-			w.keyOf(sc).Response = &cliResponse{Status: http.StatusNotFound, Body: json.RawMessage(it.Answers[1].Body)}
+			w.keyOf(sc).Response = &keyjson.Response{Status: http.StatusNotFound, Body: json.RawMessage(it.Answers[1].Body)}
 			w.ev.Journal = slices.DeleteFunc(w.ev.Journal, func(j journalRow) bool { return j.scope == sc })
 			w.ev.Charges = append(w.ev.Charges, gateway.Charge{ID: "ch_window", Amount: 700, Currency: "USD",
 				Reference: paymentReference(s.failedPay), Status: gateway.ChargeStatusSucceeded})
@@ -503,7 +504,7 @@ func TestJudge(t *testing.T) {
 			it := s.w.intentOf(in(carol, "carol-pay-0003"))
 			body := `{"error":"not_found","message":"no such invoice"}`
 			it.Answers[0] = answerRecord{Status: http.StatusNotFound, Body: body}
-			s.w.keyOf(in(carol, "carol-pay-0003")).Response = &cliResponse{Status: http.StatusNotFound, Body: json.RawMessage(body)}
+			s.w.keyOf(in(carol, "carol-pay-0003")).Response = &keyjson.Response{Status: http.StatusNotFound, Body: json.RawMessage(body)}
 			s.w.ev.SettledFailed = nil
 			s.w.ev.Payments = slices.DeleteFunc(s.w.ev.Payments, func(p paymentRow) bool { return p.Status == "failed" })
 		}, want: []string{kindUnexpectedAnswer}},
@@ -512,7 +513,7 @@ func TestJudge(t *testing.T) {
 			sc := in(carol, "carol-pay-0003")
 			body := `{"error":"not_found","message":"no such invoice"}`
 			w.intentOf(sc).Answers[0] = answerRecord{Status: http.StatusNotFound, Body: body}
-			w.keyOf(sc).Response = &cliResponse{Status: http.StatusNotFound, Body: json.RawMessage(body)}
+			w.keyOf(sc).Response = &keyjson.Response{Status: http.StatusNotFound, Body: json.RawMessage(body)}
 			w.ev.SettledFailed = nil
 			invoice := field([]byte(w.intentOf(sc).Body), "invoice_id")
 			w.ev.Payments = slices.DeleteFunc(w.ev.Payments, func(p paymentRow) bool { return p.InvoiceID == invoice })

@@ -4,37 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/pgsaga/pgsaga/internal/keyjson"
 )
 
-// cliKey is a key as `pgsaga keys --json` and `show --json` print it.
-type cliKey struct {
-	Tenant        string       `json:"tenant"`
-	Actor         string       `json:"actor"`
-	Key           string       `json:"key"`
-	Operation     string       `json:"operation"`
-	State         string       `json:"state"`
-	RecoveryPoint string       `json:"recovery_point"`
-	Attempts      int          `json:"attempts"`
-	LastError     string       `json:"last_error"`
-	Response      *cliResponse `json:"response"`
-	// From show --json only.
-	ParkedReason string `json:"parked_reason,omitempty"`
-	Calls        []struct {
-		Step       string  `json:"step"`
-		Attempt    int     `json:"attempt"`
-		Reference  string  `json:"reference"`
-		Outcome    *string `json:"outcome"`
-		ProviderID string  `json:"provider_id"`
-	} `json:"calls,omitempty"`
-}
+// cliKey is a key as `pgsaga keys --json` and `show --json` print it: keyjson's shapes, which
+// the CLI renders through (keys --json leaves the fields of show's Detail empty).
+type cliKey keyjson.Detail
 
-func (k *cliKey) scope() scope { return scope{Tenant: k.Tenant, Actor: k.Actor, Key: k.Key} }
-
-// cliResponse is a key's stored response as the CLI prints it: the body re-encoded as JSON.
-type cliResponse struct {
-	Status int             `json:"status"`
-	Body   json.RawMessage `json:"body"`
-}
+func (k *cliKey) scope() scope { return scope{Tenant: k.Tenant, Actor: k.Actor, Key: k.Key.Key} }
 
 // listKeys lists the run's keys (every tenant's) through `pgsaga keys --json`, every key when
 // state is empty.
@@ -73,9 +51,17 @@ func (e *env) showKey(ctx context.Context, sc scope) (*cliKey, []byte, error) {
 // reference is the downstream reference of a key's last call that has one; "" when none.
 func (k *cliKey) reference() string {
 	for i := len(k.Calls) - 1; i >= 0; i-- {
-		if k.Calls[i].Reference != "" {
-			return k.Calls[i].Reference
+		if ref := orEmpty(k.Calls[i].Reference); ref != "" {
+			return ref
 		}
 	}
 	return ""
+}
+
+// orEmpty is *s, or "" for a JSON null.
+func orEmpty(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -16,7 +16,7 @@ import (
 // on after the thaw.
 func TestPausePostgres(t *testing.T) {
 	t.Parallel()
-	c, err := pglocal.Start(t.Context(), &pglocal.Config{StartTimeout: 2 * time.Minute})
+	c, err := pglocal.Start(t.Context(), &pglocal.Config{Launch: pglocal.Launch{StartTimeout: 2 * time.Minute}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Stop() })
 	e := &env{single: c}

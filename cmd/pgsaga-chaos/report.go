@@ -51,15 +51,15 @@ func (r *runner) keyReport(ctx context.Context, ev *evidence, sc scope) string {
 		fmt.Fprintf(&b, "  show --json: %s\n", bytes.TrimSpace(raw))
 		byRef := map[string]bool{}
 		for _, c := range k.Calls {
-			if c.Reference != "" && !byRef[c.Reference] {
-				byRef[c.Reference] = true
+			if ref := orEmpty(c.Reference); ref != "" && !byRef[ref] {
+				byRef[ref] = true
 				var charges []string
 				for _, ch := range ev.Charges {
-					if ch.Reference == c.Reference {
+					if ch.Reference == ref {
 						charges = append(charges, fmt.Sprintf("%s %s %d %s", ch.ID, ch.Status, ch.Amount, ch.Currency))
 					}
 				}
-				fmt.Fprintf(&b, "  ledger for %s: %s\n", c.Reference, orNoCharge(charges))
+				fmt.Fprintf(&b, "  ledger for %s: %s\n", ref, orNoCharge(charges))
 			}
 		}
 	}

@@ -98,7 +98,7 @@ func (c *cli) demo(ctx context.Context, url string, pooled, verbose bool, pgBinD
 
 	if url == "" {
 		fmt.Fprintln(out, "starting a throwaway PostgreSQL…")
-		cluster, err := pglocal.Start(ctx, &pglocal.Config{Logger: logger, BinDir: pgBinDir})
+		cluster, err := pglocal.Start(ctx, &pglocal.Config{BinDir: pgBinDir, Launch: pglocal.Launch{Logger: logger}})
 		if err != nil {
 			msg := err.Error()
 			if !strings.Contains(msg, envDatabaseURL) {

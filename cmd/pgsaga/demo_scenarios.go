@@ -137,6 +137,19 @@ func expectStatus(r *reply, status int, what string) error {
 	return nil
 }
 
+// pay posts the payment body under key as actor to the demo's API and wants status back (what
+// names the request in the error).
+func (d *demo) pay(ctx context.Context, res *scenarioResult, actor, key, body string, status int, what string) (*reply, error) {
+	r, err := d.post(ctx, res, "", actor, key, "/payments", body)
+	if err != nil {
+		return nil, err
+	}
+	if err := expectStatus(r, status, what); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // doubleClick sends the same payment twice: the second answer is the stored first one.
 func (d *demo) doubleClick(ctx context.Context, res *scenarioResult) error {
 	inv, err := d.invoice(ctx, 5000)
@@ -144,18 +157,12 @@ func (d *demo) doubleClick(ctx context.Context, res *scenarioResult) error {
 		return err
 	}
 	key, body := uuid.NewString(), paymentBody(inv, 2000)
-	first, err := d.post(ctx, res, "", "alice", key, "/payments", body)
+	first, err := d.pay(ctx, res, "alice", key, body, http.StatusCreated, "first click")
 	if err != nil {
 		return err
 	}
-	if err := expectStatus(first, http.StatusCreated, "first click"); err != nil {
-		return err
-	}
-	second, err := d.post(ctx, res, "", "alice", key, "/payments", body)
+	second, err := d.pay(ctx, res, "alice", key, body, http.StatusCreated, "second click")
 	if err != nil {
-		return err
-	}
-	if err := expectStatus(second, http.StatusCreated, "second click"); err != nil {
 		return err
 	}
 	if !second.replayed() || !bytes.Equal(first.body, second.body) {
@@ -177,11 +184,8 @@ func (d *demo) lostResponse(ctx context.Context, res *scenarioResult) error {
 	key, body := uuid.NewString(), paymentBody(inv, 2000)
 	d.sim.LoseNext(1)
 	defer d.sim.LoseNext(0)
-	first, err := d.post(ctx, res, "", "alice", key, "/payments", body)
+	first, err := d.pay(ctx, res, "alice", key, body, http.StatusCreated, "payment whose gateway answer was lost")
 	if err != nil {
-		return err
-	}
-	if err := expectStatus(first, http.StatusCreated, "payment whose gateway answer was lost"); err != nil {
 		return err
 	}
 	retry, err := d.post(ctx, res, "", "alice", key, "/payments", body)
@@ -287,11 +291,7 @@ func (d *demo) differentBody(ctx context.Context, res *scenarioResult) error {
 		return err
 	}
 	key := uuid.NewString()
-	first, err := d.post(ctx, res, "", "alice", key, "/payments", paymentBody(inv, 2000))
-	if err != nil {
-		return err
-	}
-	if err := expectStatus(first, http.StatusCreated, "first payment"); err != nil {
+	if _, err := d.pay(ctx, res, "alice", key, paymentBody(inv, 2000), http.StatusCreated, "first payment"); err != nil {
 		return err
 	}
 	reused, err := d.post(ctx, res, "", "alice", key, "/payments", paymentBody(inv, 2500))
@@ -313,18 +313,12 @@ func (d *demo) anotherActor(ctx context.Context, res *scenarioResult) error {
 		return err
 	}
 	key, body := uuid.NewString(), paymentBody(inv, 2000)
-	alice, err := d.post(ctx, res, "", "alice", key, "/payments", body)
+	alice, err := d.pay(ctx, res, "alice", key, body, http.StatusCreated, "alice's payment")
 	if err != nil {
 		return err
 	}
-	if err := expectStatus(alice, http.StatusCreated, "alice's payment"); err != nil {
-		return err
-	}
-	bob, err := d.post(ctx, res, "", "bob", key, "/payments", body)
+	bob, err := d.pay(ctx, res, "bob", key, body, http.StatusCreated, "bob's payment")
 	if err != nil {
-		return err
-	}
-	if err := expectStatus(bob, http.StatusCreated, "bob's payment"); err != nil {
 		return err
 	}
 	if bob.replayed() || bytes.Equal(alice.body, bob.body) {

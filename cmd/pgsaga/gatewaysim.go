@@ -36,17 +36,19 @@ accepts connections (--addr 127.0.0.1:0 picks a free port). --fail-before, --los
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := &sim.Config{
-				Idempotency:   &idempotency,
-				Inquiry:       &inquiry,
-				Latency:       latency,
-				LatencyJitter: latencyJitter,
-				FailBefore:    failBefore,
-				LoseResponse:  loseRespone,
-				DeclineOver:   declineOver,
-				LatencyBefore: latencyBefore,
-				Pending:       pendingPct,
-				PendingFor:    pendingFor,
-				Seed:          seed,
+				Idempotency: &idempotency,
+				Inquiry:     &inquiry,
+				Faults: sim.Faults{
+					Latency:       latency,
+					LatencyJitter: latencyJitter,
+					FailBefore:    failBefore,
+					LoseResponse:  loseRespone,
+					DeclineOver:   declineOver,
+					LatencyBefore: latencyBefore,
+					Pending:       pendingPct,
+				},
+				PendingFor: pendingFor,
+				Seed:       seed,
 			}
 			if err := cfg.Validate(); err != nil {
 				return usageErrorf("%v", err)

@@ -54,19 +54,15 @@ a queue file that others may read or write is refused.`,
 			if err != nil {
 				return err
 			}
-
-			q, err := root.openQueue()
-			if err != nil {
-				return err
-			}
-			defer q.Close()
-			if err := q.Enqueue(intent); err != nil {
-				return fail(err)
-			}
-			if _, err := fmt.Fprintln(cmd.OutOrStdout(), intent.Key); err != nil {
-				return fail(err)
-			}
-			return nil
+			return root.withQueue(func(q *client.Queue) error {
+				if err := q.Enqueue(intent); err != nil {
+					return fail(err)
+				}
+				if _, err := fmt.Fprintln(cmd.OutOrStdout(), intent.Key); err != nil {
+					return fail(err)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&invoice, "invoice", "", "the invoice to pay (required)")

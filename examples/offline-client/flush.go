@@ -75,21 +75,16 @@ keys and the server de-duplicates.`,
 			if err != nil {
 				return err
 			}
-
-			q, err := root.openQueue()
-			if err != nil {
-				return err
-			}
-			defer q.Close()
-
-			out := cmd.OutOrStdout()
-			res, err := q.Flush(cmd.Context(), c, func(item client.QueuedIntent, r *client.Result, err error) {
-				printFlushLine(out, item, r, err)
+			return root.withQueue(func(q *client.Queue) error {
+				out := cmd.OutOrStdout()
+				res, err := q.Flush(cmd.Context(), c, func(item client.QueuedIntent, r *client.Result, err error) {
+					printFlushLine(out, item, r, err)
+				})
+				if err != nil {
+					return fail(fmt.Errorf("%d intent(s) still pending; %w", res.Pending, err))
+				}
+				return nil
 			})
-			if err != nil {
-				return fail(fmt.Errorf("%d intent(s) still pending; %w", res.Pending, err))
-			}
-			return nil
 		},
 	}
 	f := cmd.Flags()

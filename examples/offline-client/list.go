@@ -22,23 +22,20 @@ STATE is "pending" (waiting, or sent without a definitive answer) or "held"
 when the queue is empty.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			q, err := root.openQueue()
-			if err != nil {
-				return err
-			}
-			defer q.Close()
-			items, err := q.List()
-			if err != nil {
-				return fail(err)
-			}
-			out := bufio.NewWriter(cmd.OutOrStdout())
-			for _, item := range items {
-				fmt.Fprintln(out, listLine(item))
-			}
-			if err := out.Flush(); err != nil {
-				return fail(err)
-			}
-			return nil
+			return root.withQueue(func(q *client.Queue) error {
+				items, err := q.List()
+				if err != nil {
+					return fail(err)
+				}
+				out := bufio.NewWriter(cmd.OutOrStdout())
+				for _, item := range items {
+					fmt.Fprintln(out, listLine(item))
+				}
+				if err := out.Flush(); err != nil {
+					return fail(err)
+				}
+				return nil
+			})
 		},
 	}
 }

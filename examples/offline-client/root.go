@@ -52,14 +52,16 @@ Exit status: 0 on success, 1 on failure (one line on stderr), 2 on bad usage.`,
 	return root
 }
 
-// openQueue opens the queue named by --queue.
-func (f *rootFlags) openQueue() (*client.Queue, error) {
+// withQueue runs fn on the queue named by --queue, closed when fn returns: the queue is one
+// process's at a time.
+func (f *rootFlags) withQueue(fn func(*client.Queue) error) error {
 	if f.queue == "" {
-		return nil, errors.New("--queue must not be empty")
+		return errors.New("--queue must not be empty")
 	}
 	q, err := client.OpenQueue(f.queue, nil)
 	if err != nil {
-		return nil, fail(err)
+		return fail(err)
 	}
-	return q, nil
+	defer q.Close()
+	return fn(q)
 }

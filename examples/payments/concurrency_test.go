@@ -36,7 +36,7 @@ func (e *env) sendTogether(n int, method, path string, as who, key, body string)
 // first finished, gets its replay. One charge.
 func TestConcurrentDuplicatePayments(t *testing.T) {
 	t.Parallel()
-	e := newChaosEnv(t, chaosOpts{sim: &sim.Config{Latency: 200 * time.Millisecond}})
+	e := newChaosEnv(t, chaosOpts{sim: &sim.Config{Faults: sim.Faults{Latency: 200 * time.Millisecond}}})
 	inv := e.createInvoice(alice, 5000)
 	key, body := newKey(), paymentBody(inv, 5000)
 

@@ -17,7 +17,7 @@ import (
 // When the gateway is back, an operator's Resume finishes it with one charge.
 func TestPaymentParksAfterMaxAttempts(t *testing.T) {
 	t.Parallel()
-	e := newChaosEnv(t, chaosOpts{sim: &sim.Config{FailBefore: 1}, gatewayRetries: 1, maxAttempts: 2})
+	e := newChaosEnv(t, chaosOpts{sim: &sim.Config{Faults: sim.Faults{FailBefore: 1}}, gatewayRetries: 1, maxAttempts: 2})
 	inv := e.createInvoice(alice, 5000)
 	key, body := newKey(), paymentBody(inv, 5000)
 

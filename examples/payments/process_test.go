@@ -51,7 +51,7 @@ type procEnv struct {
 
 func newProcEnv(t *testing.T, bin string, latency time.Duration) *procEnv {
 	t.Helper()
-	p := &procEnv{t: t, bin: bin, db: dbtest.NewDB(t), sim: sim.New(&sim.Config{Latency: latency}), held: make(chan struct{}, 1), client: &http.Client{}}
+	p := &procEnv{t: t, bin: bin, db: dbtest.NewDB(t), sim: sim.New(&sim.Config{Faults: sim.Faults{Latency: latency}}), held: make(chan struct{}, 1), client: &http.Client{}}
 	inner := p.sim.Handler()
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.URL.Path == "/charges" && p.hold.Load() {

@@ -16,32 +16,40 @@ type Config struct {
 	Idempotency *bool
 	// Inquiry, when true, serves GET /charges?reference=R. Defaults to true.
 	Inquiry *bool
-	// Latency delays every charge response after the charge is created. Defaults to 0.
-	Latency time.Duration
-	// LatencyJitter adds a uniform random 0..LatencyJitter to Latency, and to LatencyBefore
-	// when that is set (each drawn apart). Defaults to 0.
-	LatencyJitter time.Duration
-	// FailBefore is the probability (0..1) that a charge request answers 503 without
-	// charging. Defaults to 0.
-	FailBefore float64
-	// LoseResponse is the probability (0..1) that a charge is created and its response then
-	// lost (connection closed). Defaults to 0.
-	LoseResponse float64
-	// DeclineOver declines charges whose amount exceeds it; 0 turns declines off. Defaults to 0.
-	DeclineOver int64
-	// LatencyBefore holds every charge request this long before the charge is created, as a
-	// slow network to the provider does: a caller that gave up may still be charged later, and
-	// an inquiry made meanwhile finds nothing. GET /_sim/info reports the longest hold as max_in_flight_ms. Defaults to 0.
-	LatencyBefore time.Duration
-	// Pending is the probability (0..1) that a charge is created pending: it answers 201 with
-	// "status":"pending" and turns final (succeeded, or declined by DeclineOver) after
-	// PendingFor. Defaults to 0.
-	Pending float64
-	// PendingFor is how long a pending charge stays pending. Defaults to 2s.
+	// Faults are the faults and delays injected from the start. Each defaults to 0: none.
+	Faults
+	// PendingFor is how long a pending charge (Faults.Pending) stays pending. Defaults to 2s.
 	PendingFor time.Duration
 	// Seed seeds the random source behind the fault probabilities and jitter, so a test can
 	// replay the same faults. Defaults to 0 (still deterministic).
 	Seed uint64
+}
+
+// Faults are the faults and delays a simulator injects: set from the start by Config, changed at
+// run time by SetFaults or POST /_sim/faults. Each is off at 0.
+type Faults struct {
+	// Latency delays every charge response after the charge is created.
+	Latency time.Duration
+	// LatencyJitter adds a uniform random 0..LatencyJitter to Latency, and to LatencyBefore
+	// when that is set (each drawn apart).
+	LatencyJitter time.Duration
+	// FailBefore is the probability (0..1) that a charge request answers 503 without
+	// charging.
+	FailBefore float64
+	// LoseResponse is the probability (0..1) that a charge is created and its response then
+	// lost (connection closed).
+	LoseResponse float64
+	// DeclineOver declines charges whose amount exceeds it; 0 turns declines off.
+	DeclineOver int64
+	// LatencyBefore holds every charge request this long before the charge is created, as a
+	// slow network to the provider does: a caller that gave up may still be charged later, and
+	// an inquiry made meanwhile finds nothing. GET /_sim/info reports the longest hold (plus
+	// LatencyJitter) as max_in_flight_ms.
+	LatencyBefore time.Duration
+	// Pending is the probability (0..1) that a charge is created pending: it answers 201 with
+	// "status":"pending" and turns final (succeeded, or declined by DeclineOver) after
+	// PendingFor.
+	Pending float64
 }
 
 // Settings are a simulator's current behaviour, as changed at run time by SetFaults or
@@ -51,21 +59,8 @@ type Settings struct {
 	Idempotency bool
 	// Inquiry: GET /charges?reference=R is served (404 otherwise).
 	Inquiry bool
-	// Latency delays every charge response after the charge is created.
-	Latency time.Duration
-	// LatencyJitter adds a uniform random 0..LatencyJitter to Latency, and to LatencyBefore
-	// when that is set.
-	LatencyJitter time.Duration
-	// FailBefore is the probability of a 503 without charging.
-	FailBefore float64
-	// LoseResponse is the probability that a created charge's response is lost.
-	LoseResponse float64
-	// DeclineOver declines amounts above it; 0 is off.
-	DeclineOver int64
-	// LatencyBefore holds a charge request before the charge is created (plus LatencyJitter).
-	LatencyBefore time.Duration
-	// Pending is the probability that a charge is created pending.
-	Pending float64
+	// Faults are the faults and delays injected.
+	Faults
 	// PendingFor is how long a pending charge stays pending; 0 turns it final at once.
 	PendingFor time.Duration
 }
@@ -94,13 +89,7 @@ func (cfg *Config) WithDefaults() Settings {
 	if cfg.Inquiry != nil {
 		s.Inquiry = *cfg.Inquiry
 	}
-	s.Latency = cfg.Latency
-	s.LatencyJitter = cfg.LatencyJitter
-	s.FailBefore = cfg.FailBefore
-	s.LoseResponse = cfg.LoseResponse
-	s.DeclineOver = cfg.DeclineOver
-	s.LatencyBefore = cfg.LatencyBefore
-	s.Pending = cfg.Pending
+	s.Faults = cfg.Faults
 	if cfg.PendingFor != 0 {
 		s.PendingFor = cfg.PendingFor
 	}

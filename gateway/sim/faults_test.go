@@ -51,7 +51,7 @@ func chargeParams(ref string, amount int64) gateway.ChargeParams {
 
 func TestFailBefore(t *testing.T) {
 	t.Parallel()
-	s := sim.New(&sim.Config{FailBefore: 1})
+	s := sim.New(&sim.Config{Faults: sim.Faults{FailBefore: 1}})
 	srv := newServer(t, s)
 
 	status, body, err := post(t, srv.URL+"/charges", `{"amount":100,"currency":"USD","reference":"payment:1"}`, nil)
@@ -74,7 +74,7 @@ func TestFailBefore(t *testing.T) {
 
 func TestLoseResponse(t *testing.T) {
 	t.Parallel()
-	s := sim.New(&sim.Config{LoseResponse: 1})
+	s := sim.New(&sim.Config{Faults: sim.Faults{LoseResponse: 1}})
 	srv := newServer(t, s)
 
 	_, _, err := post(t, srv.URL+"/charges", `{"amount":100,"currency":"USD","reference":"payment:raw"}`, nil)
@@ -110,7 +110,7 @@ func TestLoseNextThenReplay(t *testing.T) {
 
 func TestLatencyHappensAfterCharging(t *testing.T) {
 	t.Parallel()
-	s := sim.New(&sim.Config{Latency: 300 * time.Millisecond})
+	s := sim.New(&sim.Config{Faults: sim.Faults{Latency: 300 * time.Millisecond}})
 	c := newClient(t, s)
 
 	start := time.Now()
@@ -129,7 +129,7 @@ func TestLatencyHappensAfterCharging(t *testing.T) {
 
 func TestDeclineOver(t *testing.T) {
 	t.Parallel()
-	s := sim.New(&sim.Config{DeclineOver: 1000})
+	s := sim.New(&sim.Config{Faults: sim.Faults{DeclineOver: 1000}})
 	srv := newServer(t, s)
 
 	status, body, err := post(t, srv.URL+"/charges", `{"amount":1001,"currency":"USD","reference":"payment:big"}`, nil)
@@ -229,7 +229,7 @@ func TestFaultsEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, status)
 	require.JSONEq(t, `{"latency_ms":5,"latency_jitter_ms":2,"latency_before_ms":0,"fail_before":1,"lose_response":0,"decline_over":0,"idempotency":false,"inquiry":true,"pending":0,"pending_ms":2000}`, string(body))
-	require.Equal(t, sim.Settings{Idempotency: false, Inquiry: true, Latency: 5 * time.Millisecond, LatencyJitter: 2 * time.Millisecond, FailBefore: 1, PendingFor: 2 * time.Second}, s.Settings())
+	require.Equal(t, sim.Settings{Idempotency: false, Inquiry: true, Faults: sim.Faults{Latency: 5 * time.Millisecond, LatencyJitter: 2 * time.Millisecond, FailBefore: 1}, PendingFor: 2 * time.Second}, s.Settings())
 
 	status, body = get(t, srv.URL+"/_sim/info")
 	require.Equal(t, http.StatusOK, status)
@@ -267,7 +267,7 @@ func TestFaultsEndpoint(t *testing.T) {
 func TestLedger(t *testing.T) {
 	t.Parallel()
 	off := false
-	s := sim.New(&sim.Config{Idempotency: &off, DeclineOver: 500})
+	s := sim.New(&sim.Config{Idempotency: &off, Faults: sim.Faults{DeclineOver: 500}})
 	srv := newServer(t, s)
 	gw := s.Gateway()
 	for _, p := range []gateway.ChargeParams{chargeParams("payment:a", 100), chargeParams("payment:a", 100), chargeParams("payment:b", 900)} {
@@ -340,7 +340,7 @@ func TestServeStopsOnCancel(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	s := sim.New(&sim.Config{Latency: time.Minute})
+	s := sim.New(&sim.Config{Faults: sim.Faults{Latency: time.Minute}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()
@@ -385,7 +385,7 @@ func TestServeAnswersInvalidCharges(t *testing.T) {
 
 func TestListenAndServe(t *testing.T) {
 	t.Parallel()
-	err := sim.ListenAndServe(context.Background(), "127.0.0.1:0", &sim.Config{FailBefore: 3})
+	err := sim.ListenAndServe(context.Background(), "127.0.0.1:0", &sim.Config{Faults: sim.Faults{FailBefore: 3}})
 	require.ErrorContains(t, err, "fail-before")
 
 	err = sim.ListenAndServe(context.Background(), "256.0.0.1:bad", nil)
@@ -398,9 +398,9 @@ func TestListenAndServe(t *testing.T) {
 
 func TestNewPanicsOnInvalidConfig(t *testing.T) {
 	t.Parallel()
-	require.Panics(t, func() { sim.New(&sim.Config{LoseResponse: 1.5}) })
+	require.Panics(t, func() { sim.New(&sim.Config{Faults: sim.Faults{LoseResponse: 1.5}}) })
 	require.NoError(t, (*sim.Config)(nil).Validate())
-	err := (&sim.Config{FailBefore: -1, DeclineOver: -1, Pending: 2, PendingFor: -1, LatencyBefore: -1}).Validate()
+	err := (&sim.Config{Faults: sim.Faults{FailBefore: -1, DeclineOver: -1, Pending: 2, LatencyBefore: -1}, PendingFor: -1}).Validate()
 	require.ErrorContains(t, err, "fail-before")
 	require.ErrorContains(t, err, "decline-over")
 	require.ErrorContains(t, err, "pending must")
@@ -414,7 +414,7 @@ func TestServeLimits(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	s := sim.New(&sim.Config{Latency: 50 * time.Millisecond})
+	s := sim.New(&sim.Config{Faults: sim.Faults{Latency: 50 * time.Millisecond}})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() { _ = s.Serve(ctx, ln) }()

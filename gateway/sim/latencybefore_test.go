@@ -17,7 +17,7 @@ import (
 func TestLatencyBeforeChargesAfterTheCallerGaveUp(t *testing.T) {
 	t.Parallel()
 	const hold = time.Second
-	s := sim.New(&sim.Config{LatencyBefore: hold})
+	s := sim.New(&sim.Config{Faults: sim.Faults{LatencyBefore: hold}})
 	for name, gw := range map[string]gateway.Gateway{"in-process": s.Gateway(), "HTTP": newClient(t, s)} {
 		require.Equal(t, hold, gw.Capabilities().MaxInFlight, name)
 		p := chargeParams("payment:held-"+name, 100)
@@ -36,7 +36,7 @@ func TestLatencyBeforeChargesAfterTheCallerGaveUp(t *testing.T) {
 func TestLatencyBeforeDelaysTheAnswer(t *testing.T) {
 	t.Parallel()
 	const hold = 200 * time.Millisecond
-	s := sim.New(&sim.Config{LatencyBefore: hold, LatencyJitter: 50 * time.Millisecond})
+	s := sim.New(&sim.Config{Faults: sim.Faults{LatencyBefore: hold, LatencyJitter: 50 * time.Millisecond}})
 	c := newClient(t, s)
 	require.Equal(t, hold+50*time.Millisecond, c.Capabilities().MaxInFlight, "the hold plus its jitter")
 	start := time.Now()
@@ -52,7 +52,7 @@ func TestLatencyBeforeDelaysTheAnswer(t *testing.T) {
 func TestInFlightWindowCoversRequestsAlreadySent(t *testing.T) {
 	t.Parallel()
 	const hold, shrunk = 1200 * time.Millisecond, 100 * time.Millisecond
-	s := sim.New(&sim.Config{LatencyBefore: hold})
+	s := sim.New(&sim.Config{Faults: sim.Faults{LatencyBefore: hold}})
 	c := newClient(t, s)
 	p := chargeParams("payment:held-then-shrunk", 100)
 	ctx, cancel := context.WithTimeout(context.Background(), hold/4)

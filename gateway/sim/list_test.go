@@ -81,7 +81,7 @@ func TestListChargesOldestFirstSince(t *testing.T) {
 func TestListChargesByLanding(t *testing.T) {
 	t.Parallel()
 	const hold = 500 * time.Millisecond
-	s := sim.New(&sim.Config{LatencyBefore: hold})
+	s := sim.New(&sim.Config{Faults: sim.Faults{LatencyBefore: hold}})
 	ctx, cancel := context.WithTimeout(context.Background(), hold/10)
 	sent := time.Now()
 	_, err := s.Gateway().Charge(ctx, chargeParams("payment:held", 100))

@@ -33,7 +33,7 @@ func TestPendingOverHTTP(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s := sim.New(&sim.Config{Pending: 1, PendingFor: time.Second, DeclineOver: 1000})
+			s := sim.New(&sim.Config{Faults: sim.Faults{Pending: 1, DeclineOver: 1000}, PendingFor: time.Second})
 			srv := newServer(t, s)
 			key := map[string]string{"Idempotency-Key": "payment:p-" + name}
 			body := `{"amount":` + map[int]string{100: "100", 5000: "5000"}[tc.amount] + `,"currency":"USD","reference":"payment:p"}`

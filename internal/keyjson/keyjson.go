@@ -1,6 +1,7 @@
 // Package keyjson is how operators' tools render keys as JSON: the shapes fixed for
-// `keys --json`, `show --json`, `resume --json` and the console's JSON twins. The CLI and the
-// console both render through it, so a script reads the same document from either.
+// `keys --json`, `show --json`, `resume --json` and the console's JSON twins, and for the
+// charges no key accounts for (`reconcile --json`, the console's unmatched charges). The CLI and
+// the console both render through it, so a script reads the same document from either.
 package keyjson
 
 import (

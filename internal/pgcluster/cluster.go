@@ -22,6 +22,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsaga/pgsaga/internal/childproc"
 	"github.com/pgsaga/pgsaga/internal/pglocal"
 )
 
@@ -41,7 +42,7 @@ type Cluster struct {
 	binDir string
 	logger *slog.Logger
 
-	etcd     *process
+	etcd     *childproc.Process
 	etcdPort int
 	nodes    []*Node
 	guard    *guardian
@@ -85,11 +86,6 @@ func Start(ctx context.Context, cfg *Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error starting the cluster: %w", err)
 	}
-	if n, err := Sweep(cfg.BaseDir); err != nil {
-		cfg.Logger.Warn("error sweeping stale cluster directories", "base_dir", cfg.BaseDir, "error", err)
-	} else if n > 0 {
-		cfg.Logger.Info("removed stale cluster directories", "base_dir", cfg.BaseDir, "count", n)
-	}
 
 	// Only a port taken between our probe and a server's bind is tried again.
 	const attempts = 3
@@ -110,7 +106,8 @@ var errPortInUse = errors.New("port already in use")
 
 func start(ctx context.Context, cfg *Config, owner pglocal.Owner, binDir string) (*Cluster, error) {
 	begin := time.Now()
-	dir, err := os.MkdirTemp(cfg.BaseDir, fmt.Sprintf("%s%d-*", dirPrefix, os.Getpid()))
+	// Sweeps the directories of dead processes first (Sweep).
+	dir, err := childproc.NewDir(cfg.BaseDir, dirPrefix, killOrphanServers, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("error starting the cluster: creating its directory: %w", err)
 	}
@@ -199,11 +196,6 @@ func (c *Cluster) startEtcd(ctx context.Context, peerPort int) error {
 	client := "http://127.0.0.1:" + strconv.Itoa(c.etcdPort)
 	peer := "http://127.0.0.1:" + strconv.Itoa(peerPort)
 	dataDir := filepath.Join(c.dir, "etcd")
-	logFile, err := os.OpenFile(filepath.Join(c.dir, "etcd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("error starting etcd: %w", err)
-	}
-	defer logFile.Close() // the child holds its own descriptor
 	cmd := exec.Command(c.cfg.Etcd,
 		"--name", "etcd0",
 		"--data-dir", dataDir,
@@ -213,25 +205,18 @@ func (c *Cluster) startEtcd(ctx context.Context, peerPort int) error {
 		"--enable-v2=true", // Patroni speaks the v2 API (see patroniConfig)
 		"--logger", "zap", "--log-level", "warn", "--log-outputs", "stderr",
 	)
-	cmd.Dir = c.dir
-	cmd.Env = childEnv(c.dir)
-	cmd.SysProcAttr = sysProcAttr(c.owner)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	p, err := startLocked(cmd)
+	p, err := c.startChild(cmd, c.dir, filepath.Join(c.dir, "etcd.log"))
 	if err != nil {
 		return fmt.Errorf("error starting etcd: %w", err)
 	}
 	c.etcd = p
-	if err := c.guard.watch(p.pid()); err != nil {
-		return fmt.Errorf("error starting etcd: telling the guardian: %w", err)
-	}
 	for {
 		if etcdHealthy(ctx, client) {
 			return nil
 		}
 		select {
-		case <-p.exited:
-			return c.startError(fmt.Errorf("etcd exited: %v", p.err))
+		case <-p.Exited():
+			return c.startError(fmt.Errorf("etcd exited: %v", p.Err()))
 		case <-ctx.Done():
 			return c.startError(fmt.Errorf("etcd not healthy: %w", context.Cause(ctx)))
 		case <-time.After(20 * time.Millisecond):
@@ -256,25 +241,30 @@ func etcdHealthy(ctx context.Context, client string) bool {
 
 // startPatroni starts node n's Patroni; its log (PostgreSQL's too) goes to n.LogPath().
 func (c *Cluster) startPatroni(n *Node) error {
-	logFile, err := os.OpenFile(n.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("error starting %s: %w", n.Name, err)
-	}
-	defer logFile.Close()
-	cmd := exec.Command(c.cfg.Patroni, n.configPath())
-	cmd.Dir = n.dir
-	cmd.Env = childEnv(n.dir)
-	cmd.SysProcAttr = sysProcAttr(c.owner)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	p, err := startLocked(cmd)
+	p, err := c.startChild(exec.Command(c.cfg.Patroni, n.configPath()), n.dir, n.LogPath())
 	if err != nil {
 		return fmt.Errorf("error starting %s's Patroni: %w", n.Name, err)
 	}
 	n.patroni = p
-	if err := c.guard.watch(p.pid()); err != nil {
-		return fmt.Errorf("error starting %s: telling the guardian: %w", n.Name, err)
-	}
 	return nil
+}
+
+// startChild starts cmd (etcd, a Patroni) in dir as the cluster's owner, its output appended to
+// logPath, with SIGKILL as its parent-death signal, and tells the guardian to kill its group
+// if we die.
+func (c *Cluster) startChild(cmd *exec.Cmd, dir, logPath string) (*childproc.Process, error) {
+	cmd.Dir = dir
+	cmd.Env = childEnv(dir)
+	cmd.SysProcAttr = childproc.SysProcAttr(c.owner.Credential(), syscall.SIGKILL)
+	p, err := childproc.StartLogged(cmd, logPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.guard.watch(p.Pid()); err != nil {
+		p.KillGroup()
+		return nil, fmt.Errorf("telling the guardian: %w", err)
+	}
+	return p, nil
 }
 
 // URL is a multi-host connection URL for database dbname as superuser "postgres": both nodes,
@@ -501,7 +491,7 @@ func (c *Cluster) kill() error {
 	var errs []error
 	for _, n := range c.nodes {
 		if n.patroni != nil {
-			n.patroni.kill()
+			n.patroni.KillGroup()
 		}
 	}
 	for _, n := range c.nodes {
@@ -512,7 +502,7 @@ func (c *Cluster) kill() error {
 		procs := append([]int{pid}, children(pid)...)
 		gone := func() bool {
 			for _, p := range procs {
-				if alive(p) {
+				if childproc.Alive(p) {
 					return false
 				}
 			}
@@ -528,7 +518,7 @@ func (c *Cluster) kill() error {
 		}
 	}
 	if c.etcd != nil {
-		c.etcd.kill()
+		c.etcd.KillGroup()
 	}
 	c.mu.Lock()
 	clear(c.frozen)
@@ -615,14 +605,23 @@ func (c *Cluster) WaitReplayed(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("error reading the primary's WAL position: %w", err)
 	}
+	if err := waitTrue(ctx, standby, "SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", lsn); err != nil {
+		return fmt.Errorf("error waiting for %s to replay up to %s: %w", standby.Name, lsn, err)
+	}
+	return nil
+}
+
+// waitTrue runs query with arg on node n every 10ms until it answers true or ctx ends: a
+// standby catching up to a WAL position.
+func waitTrue(ctx context.Context, n *Node, query string, arg any) error {
 	for {
-		var replayed bool
-		err := queryRow(ctx, standby, "SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", []any{lsn}, &replayed)
-		if err == nil && replayed {
+		var ok bool
+		err := queryRow(ctx, n, query, []any{arg}, &ok)
+		if err == nil && ok {
 			return nil
 		}
 		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
-			return fmt.Errorf("error waiting for %s to replay up to %s: %w", standby.Name, lsn, err)
+			return err
 		}
 	}
 }

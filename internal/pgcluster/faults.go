@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsaga/pgsaga/internal/childproc"
 )
 
 // KillPrimary kills the primary's postmaster with SIGKILL, as a crash of PostgreSQL does, and
@@ -70,7 +72,7 @@ func (c *Cluster) Partition(n *Node) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error partitioning %s: %w", n.Name, err)
 	}
-	part := &Partition{Node: n, c: c, patroni: n.patroni.pid(), at: time.Now()}
+	part := &Partition{Node: n, c: c, patroni: n.patroni.Pid(), at: time.Now()}
 	c.mu.Lock()
 	c.frozen[part] = true
 	c.mu.Unlock()
@@ -172,7 +174,7 @@ func (c *Cluster) LossyFailover(ctx context.Context, commit func(ctx context.Con
 	}
 	walsender := 0
 	for _, pid := range children(pm) {
-		if strings.Contains(cmdline(pid), "walsender") {
+		if strings.Contains(childproc.Cmdline(pid), "walsender") {
 			walsender = pid
 		}
 	}
@@ -182,7 +184,7 @@ func (c *Cluster) LossyFailover(ctx context.Context, commit func(ctx context.Con
 	if err := syscall.Kill(walsender, syscall.SIGSTOP); err != nil {
 		return nil, fmt.Errorf("error in the lossy failover: freezing the walsender: %w", err)
 	}
-	if !waitFor(5*time.Second, func() bool { return procState(walsender) == "T" }) {
+	if !waitFor(5*time.Second, func() bool { return childproc.State(walsender) == "T" }) {
 		_ = syscall.Kill(walsender, syscall.SIGCONT)
 		return nil, fmt.Errorf("error in the lossy failover: walsender %d not stopped", walsender)
 	}
@@ -218,16 +220,10 @@ func (c *Cluster) LossyFailover(ctx context.Context, commit func(ctx context.Con
 
 // waitReceived waits until standby s has received WAL up to lsn.
 func (c *Cluster) waitReceived(ctx context.Context, s *Node, lsn string) error {
-	for {
-		var caughtUp bool
-		err := queryRow(ctx, s, "SELECT pg_last_wal_receive_lsn() >= $1::pg_lsn", []any{lsn}, &caughtUp)
-		if err == nil && caughtUp {
-			return nil
-		}
-		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
-			return fmt.Errorf("waiting for %s to receive WAL up to %s: %w", s.Name, lsn, err)
-		}
+	if err := waitTrue(ctx, s, "SELECT pg_last_wal_receive_lsn() >= $1::pg_lsn", lsn); err != nil {
+		return fmt.Errorf("waiting for %s to receive WAL up to %s: %w", s.Name, lsn, err)
 	}
+	return nil
 }
 
 func queryLSN(ctx context.Context, n *Node, sql string) (string, error) {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+
+	"github.com/pgsaga/pgsaga/internal/childproc"
 )
 
 // guardScript is the guardian: it reads process group ids from its stdin, one a line, until the
@@ -50,7 +52,7 @@ rm -rf -- "$dir"
 
 // guardian is the running guard script.
 type guardian struct {
-	proc  *process
+	proc  *childproc.Process
 	mu    sync.Mutex
 	stdin io.WriteCloser
 }
@@ -65,7 +67,7 @@ func startGuardian(dir string) (*guardian, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := startLocked(cmd)
+	p, err := childproc.Start(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("starting the guardian: %w", err)
 	}
@@ -86,7 +88,7 @@ func (g *guardian) release() {
 	_, _ = io.WriteString(g.stdin, "stop\n")
 	_ = g.stdin.Close()
 	g.mu.Unlock()
-	<-g.proc.exited
+	<-g.proc.Exited()
 }
 
 // fire ends the guardian as our death would: it kills what is left and removes the directory.
@@ -95,5 +97,5 @@ func (g *guardian) fire() {
 	g.mu.Lock()
 	_ = g.stdin.Close()
 	g.mu.Unlock()
-	<-g.proc.exited
+	<-g.proc.Exited()
 }

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/pgsaga/pgsaga/internal/childproc"
 )
 
 // Node is one Patroni node: a Patroni process and the PostgreSQL server it manages.
@@ -25,7 +27,7 @@ type Node struct {
 
 	apiPort int
 	dir     string // the node's directory: patroni.json, patroni.log, data/, its Unix socket
-	patroni *process
+	patroni *childproc.Process
 }
 
 func (n *Node) String() string { return n.Name }

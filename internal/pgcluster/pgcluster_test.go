@@ -18,6 +18,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/internal/childproc"
 )
 
 type testWriter struct{ t testing.TB }
@@ -122,23 +124,23 @@ func TestStartStop(t *testing.T) {
 		"the standby is read-only")
 
 	want := expectedOwner(t)
-	pids := []int{c.etcd.pid()}
+	pids := []int{c.etcd.Pid()}
 	for _, n := range c.Nodes() {
 		pm, err := n.postmaster()
 		require.NoError(t, err)
-		pids = append(pids, n.patroni.pid(), pm)
+		pids = append(pids, n.patroni.Pid(), pm)
 		pids = append(pids, children(pm)...)
 	}
 	for _, pid := range pids {
 		if uid, ok := processUID(pid); ok { // a backend may have ended since it was listed
-			require.Equal(t, want, uid, "process %d (%s)", pid, cmdline(pid))
+			require.Equal(t, want, uid, "process %d (%s)", pid, childproc.Cmdline(pid))
 		}
 	}
 
 	require.NoError(t, c.Stop())
 	require.NoDirExists(t, c.Dir())
 	for _, pid := range pids {
-		require.False(t, alive(pid), "process %d still runs after Stop", pid)
+		require.False(t, childproc.Alive(pid), "process %d still runs after Stop", pid)
 	}
 	require.NoError(t, c.Stop(), "Stop is idempotent")
 }
@@ -254,14 +256,14 @@ func TestHelperProcess(t *testing.T) {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
-	pids := []string{strconv.Itoa(c.etcd.pid())}
+	pids := []string{strconv.Itoa(c.etcd.Pid())}
 	for _, n := range c.Nodes() {
 		pm, err := n.postmaster()
 		if err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)
 		}
-		pids = append(pids, strconv.Itoa(n.patroni.pid()), strconv.Itoa(pm))
+		pids = append(pids, strconv.Itoa(n.patroni.Pid()), strconv.Itoa(pm))
 		for _, child := range children(pm) {
 			pids = append(pids, strconv.Itoa(child))
 		}
@@ -308,7 +310,7 @@ func TestKilledProcessLeavesNothing(t *testing.T) {
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 	for _, pid := range pids {
-		require.True(t, waitFor(20*time.Second, func() bool { return !alive(pid) }), "process %d (%s) survived", pid, cmdline(pid))
+		require.True(t, waitFor(20*time.Second, func() bool { return !childproc.Alive(pid) }), "process %d (%s) survived", pid, childproc.Cmdline(pid))
 	}
 	require.True(t, waitFor(20*time.Second, func() bool { _, err := os.Stat(dir); return os.IsNotExist(err) }),
 		"the guardian removed %s", dir)

@@ -18,6 +18,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgsaga/pgsaga/internal/childproc"
 )
 
 // bouncerDirPrefix starts the name of every bouncer directory: pgsaga-bouncer-<pid>-<random>.
@@ -48,30 +50,12 @@ type BouncerConfig struct {
 	// so they win. Defaults to none.
 	Settings map[string]string
 
-	// BaseDir is where the bouncer's directory (its configuration, pid file and log) is
-	// created. When the process is root it must be traversable by RunAsUser.
-	// Defaults to the same directory as Config.BaseDir's default.
-	BaseDir string
-
 	// Binary is the pgbouncer program. Defaults to pgbouncer in PATH, else /usr/sbin/pgbouncer.
 	Binary string
 
-	// Logger receives lifecycle events: start, stop, stale directories removed.
-	// Defaults to a logger that discards everything.
-	Logger *slog.Logger
-
-	// StartTimeout bounds startup, on top of the context given to StartBouncer.
-	// Defaults to 30s.
-	StartTimeout time.Duration
-
-	// StopTimeout is how long Stop waits for the bouncer to exit before killing it.
-	// Defaults to 10s.
-	StopTimeout time.Duration
-
-	// RunAsUser is the user pgbouncer runs as when the process is root (pgbouncer refuses to
-	// run as root). Ignored when it is not root.
-	// Defaults to "postgres", or "nobody" when there is no "postgres" user.
-	RunAsUser string
+	// Launch is where the bouncer's directory (its configuration, pid file and log) goes, as
+	// which user pgbouncer runs, and the logger and timeouts of StartBouncer and Stop.
+	Launch
 }
 
 // WithDefaults returns a copy of c (which may be nil) with every unset field given its default.
@@ -89,18 +73,7 @@ func (c *BouncerConfig) WithDefaults() *BouncerConfig {
 	if out.MaxClientConn == 0 {
 		out.MaxClientConn = 1000
 	}
-	if out.BaseDir == "" {
-		out.BaseDir = defaultBaseDir()
-	}
-	if out.Logger == nil {
-		out.Logger = slog.New(slog.DiscardHandler)
-	}
-	if out.StartTimeout == 0 {
-		out.StartTimeout = 30 * time.Second
-	}
-	if out.StopTimeout == 0 {
-		out.StopTimeout = 10 * time.Second
-	}
+	out.Launch.withDefaults()
 	return out
 }
 
@@ -114,10 +87,8 @@ func (c *BouncerConfig) validate() error {
 		return fmt.Errorf("DefaultPoolSize must be at least 1, got %d", c.DefaultPoolSize)
 	case c.MaxClientConn < 1:
 		return fmt.Errorf("MaxClientConn must be at least 1, got %d", c.MaxClientConn)
-	case c.StartTimeout < 0 || c.StopTimeout < 0:
-		return errors.New("StartTimeout and StopTimeout must not be negative")
 	}
-	return nil
+	return c.Launch.validate()
 }
 
 // Bouncer is a running throwaway PgBouncer in front of a PostgreSQL server. Its methods are
@@ -129,7 +100,7 @@ type Bouncer struct {
 	database string // the server URL's database, for the readiness check
 	logger   *slog.Logger
 	stopTTL  time.Duration
-	proc     *process
+	proc     *childproc.Process
 
 	stopOnce sync.Once
 	stopErr  error
@@ -159,19 +130,9 @@ func StartBouncer(ctx context.Context, cfg *BouncerConfig) (*Bouncer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error starting pgbouncer: %w", err)
 	}
-	owner, err := lookupOwner(cfg.RunAsUser)
+	owner, dir, err := cfg.newServerDir(bouncerDirPrefix, stopOrphanBouncer)
 	if err != nil {
 		return nil, fmt.Errorf("error starting pgbouncer: %w", err)
-	}
-	if n, err := sweepBouncers(cfg.BaseDir); err != nil {
-		cfg.Logger.Warn("error sweeping stale bouncer directories", "base_dir", cfg.BaseDir, "error", err)
-	} else if n > 0 {
-		cfg.Logger.Info("removed stale bouncer directories", "base_dir", cfg.BaseDir, "count", n)
-	}
-
-	dir, err := os.MkdirTemp(cfg.BaseDir, fmt.Sprintf("%s%d-*", bouncerDirPrefix, os.Getpid()))
-	if err != nil {
-		return nil, fmt.Errorf("error starting pgbouncer: creating its directory: %w", err)
 	}
 	ok := false
 	defer func() {
@@ -179,9 +140,6 @@ func StartBouncer(ctx context.Context, cfg *BouncerConfig) (*Bouncer, error) {
 			_ = os.RemoveAll(dir)
 		}
 	}()
-	if err := owner.chown(dir); err != nil {
-		return nil, fmt.Errorf("error starting pgbouncer: %w", err)
-	}
 	userlist := fmt.Sprintf("%s %s\n", bouncerQuote(server.User), bouncerQuote(server.Password))
 	if err := writeOwned(filepath.Join(dir, "userlist.txt"), userlist, owner); err != nil {
 		return nil, fmt.Errorf("error starting pgbouncer: %w", err)
@@ -191,22 +149,20 @@ func StartBouncer(ctx context.Context, cfg *BouncerConfig) (*Bouncer, error) {
 	if b.database == "" {
 		b.database = server.User
 	}
-	const attempts = 3 // only a port taken between our probe and pgbouncer's bind is retried
-	for attempt := 1; ; attempt++ {
-		if b.port, err = freePort(); err != nil {
-			return nil, fmt.Errorf("error starting pgbouncer: finding a free TCP port: %w", err)
+	err = retryPortInUse(func() error {
+		port, err := freePort()
+		if err != nil {
+			return fmt.Errorf("error starting pgbouncer: finding a free TCP port: %w", err)
 		}
+		b.port = port
 		ini := bouncerINI(cfg, server, dir, b.port)
 		if err := writeOwned(filepath.Join(dir, "pgbouncer.ini"), ini, owner); err != nil {
-			return nil, fmt.Errorf("error starting pgbouncer: %w", err)
+			return fmt.Errorf("error starting pgbouncer: %w", err)
 		}
-		err = b.start(ctx, binary, owner)
-		if err == nil {
-			break
-		}
-		if attempt == attempts || !errors.Is(err, errPortInUse) {
-			return nil, err
-		}
+		return b.start(ctx, binary, owner)
+	})
+	if err != nil {
+		return nil, err
 	}
 	ok = true
 	cfg.Logger.Info("pgbouncer started", "dir", dir, "url", b.URL(b.database), "pool_mode", cfg.PoolMode,
@@ -280,26 +236,18 @@ func findBouncer(binary string) (string, error) {
 // start starts pgbouncer in the foreground and waits until a client reaches the server through
 // it. On error the process is killed.
 func (b *Bouncer) start(ctx context.Context, binary string, owner owner) error {
-	logFile, err := os.OpenFile(b.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("error starting pgbouncer: creating its log: %w", err)
-	}
-	defer logFile.Close() // the child holds its own descriptor
-
 	// Not exec.CommandContext: ctx bounds startup, not the bouncer's life.
 	cmd := exec.Command(binary, filepath.Join(b.dir, "pgbouncer.ini"))
 	cmd.Dir = b.dir
 	cmd.Env = childEnv()
-	cmd.SysProcAttr = sysProcAttr(owner, syscall.SIGTERM)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	p, err := startLocked(cmd)
+	cmd.SysProcAttr = childproc.SysProcAttr(owner.credential(), syscall.SIGTERM)
+	p, err := childproc.StartLogged(cmd, b.logPath())
 	if err != nil {
 		return fmt.Errorf("error starting pgbouncer: %w", err)
 	}
 	b.proc = p
 	if err := b.waitReady(ctx); err != nil {
-		b.kill()
+		b.proc.KillGroup()
 		log := logTail(b.logPath())
 		if strings.Contains(log, "Address already in use") {
 			err = fmt.Errorf("%w: %w", errPortInUse, err)
@@ -312,31 +260,14 @@ func (b *Bouncer) start(ctx context.Context, binary string, owner owner) error {
 // waitReady polls with a connection through the bouncer until a query reaches the server, the
 // bouncer exits or ctx ends.
 func (b *Bouncer) waitReady(ctx context.Context) error {
-	const interval = 10 * time.Millisecond
-	var lastErr error
-	for {
-		attemptCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		conn, err := pgx.Connect(attemptCtx, b.URL(b.database))
-		if err == nil {
-			err = conn.Ping(attemptCtx)
-			_ = conn.Close(context.Background())
+	return waitReady(ctx, b.proc, "pgbouncer", 2*time.Second, func(ctx context.Context) error {
+		conn, err := pgx.Connect(ctx, b.URL(b.database))
+		if err != nil {
+			return err
 		}
-		cancel()
-		if err == nil {
-			return nil
-		}
-		lastErr = err
-		timer := time.NewTimer(interval)
-		select {
-		case <-b.proc.exited:
-			timer.Stop()
-			return fmt.Errorf("pgbouncer exited during startup: %v", b.proc.err)
-		case <-ctx.Done():
-			timer.Stop()
-			return fmt.Errorf("pgbouncer not ready (%w); last connection error: %v", context.Cause(ctx), lastErr)
-		case <-timer.C:
-		}
-	}
+		defer conn.Close(context.Background())
+		return conn.Ping(ctx)
+	})
 }
 
 // URL returns a connection URL for database dbname through the bouncer, as the server's user.
@@ -365,20 +296,10 @@ func (b *Bouncer) Stop() error {
 
 func (b *Bouncer) stop() error {
 	var errs []error
-	select {
-	case <-b.proc.exited:
-		errs = append(errs, fmt.Errorf("pgbouncer had exited before Stop (%v); its log:\n%s", b.proc.err, b.Log()))
-	default:
-		_ = b.proc.cmd.Process.Signal(syscall.SIGTERM)
-		timer := time.NewTimer(b.stopTTL)
-		select {
-		case <-b.proc.exited:
-		case <-timer.C:
-			_ = syscall.Kill(-b.proc.cmd.Process.Pid, syscall.SIGKILL)
-			<-b.proc.exited
-			errs = append(errs, fmt.Errorf("pgbouncer did not exit within %s: killed", b.stopTTL))
-		}
-		timer.Stop()
+	if !b.proc.Running() {
+		errs = append(errs, fmt.Errorf("pgbouncer had exited before Stop (%v); its log:\n%s", b.proc.Err(), b.Log()))
+	} else if b.proc.Stop(syscall.SIGTERM, b.stopTTL) {
+		errs = append(errs, fmt.Errorf("pgbouncer did not exit within %s: killed", b.stopTTL))
 	}
 	if err := os.RemoveAll(b.dir); err != nil {
 		errs = append(errs, fmt.Errorf("removing the bouncer directory: %w", err))
@@ -390,59 +311,15 @@ func (b *Bouncer) stop() error {
 	return nil
 }
 
-// kill ends a bouncer that failed to start.
-func (b *Bouncer) kill() {
-	select {
-	case <-b.proc.exited:
-		return
-	default:
-	}
-	_ = syscall.Kill(-b.proc.cmd.Process.Pid, syscall.SIGKILL)
-	<-b.proc.exited
-}
-
 // sweepBouncers removes the bouncer directories under baseDir ("pgsaga-bouncer-<pid>-*") whose
-// owning process is gone. A bouncer still running from such a directory (where there is no
-// parent-death signal) is sent SIGTERM when its command line names the directory, and the
-// directory is kept for a later sweep. It returns how many directories it removed.
+// owning process is gone, as Sweep does the clusters'. It returns how many it removed.
 func sweepBouncers(baseDir string) (int, error) {
-	dirs, err := filepath.Glob(filepath.Join(baseDir, bouncerDirPrefix+"*"))
-	if err != nil {
-		return 0, err
-	}
-	removed := 0
-	var errs []error
-	for _, dir := range dirs {
-		pid, ok := ownerPid(filepath.Base(dir), bouncerDirPrefix)
-		if !ok || processAlive(pid) {
-			continue
-		}
-		if stopOrphanBouncer(dir) {
-			continue
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed++
-	}
-	return removed, errors.Join(errs...)
+	return childproc.Sweep(baseDir, bouncerDirPrefix, stopOrphanBouncer)
 }
 
 // stopOrphanBouncer reports whether the pgbouncer recorded in dir's pid file still runs, and if
-// it runs on dir's configuration sends it SIGTERM.
+// it runs on dir's configuration sends it SIGTERM. A bouncer still running from the directory of
+// a dead process is one without a parent-death signal: the directory is kept for a later sweep.
 func stopOrphanBouncer(dir string) (running bool) {
-	b, err := os.ReadFile(filepath.Join(dir, "pgbouncer.pid"))
-	if err != nil {
-		return false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 || !processAlive(pid) {
-		return false
-	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err == nil && strings.Contains(string(cmdline), dir) {
-		_ = syscall.Kill(pid, syscall.SIGTERM)
-	}
-	return true
+	return stopOrphan(filepath.Join(dir, "pgbouncer.pid"), dir, syscall.SIGTERM)
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/internal/childproc"
 )
 
 // startBouncer starts a cluster and a bouncer in transaction pooling mode in front of it, both
@@ -38,7 +40,7 @@ func startBouncer(t *testing.T, cfg *BouncerConfig) (*Cluster, *Bouncer) {
 func TestBouncerTransactionPooling(t *testing.T) {
 	t.Parallel()
 	c, b := startBouncer(t, &BouncerConfig{DefaultPoolSize: 2})
-	pid := b.proc.cmd.Process.Pid
+	pid := b.proc.Pid()
 	require.Equal(t, expectedOwner(t), processUID(t, pid), "pgbouncer runs as the expected user")
 
 	// Two clients through the bouncer: while one holds a transaction open, a setting the other
@@ -83,11 +85,11 @@ func TestBouncerTransactionPooling(t *testing.T) {
 func TestBouncerStopRemovesEverything(t *testing.T) {
 	t.Parallel()
 	_, b := startBouncer(t, nil)
-	pid := b.proc.cmd.Process.Pid
+	pid := b.proc.Pid()
 	require.FileExists(t, filepath.Join(b.Dir(), "pgbouncer.ini"))
 	require.NoError(t, b.Stop())
 	require.NoDirExists(t, b.Dir())
-	require.False(t, processAlive(pid), "pgbouncer gone after Stop")
+	require.False(t, childproc.Alive(pid), "pgbouncer gone after Stop")
 	require.NoError(t, b.Stop(), "Stop is idempotent")
 }
 
@@ -112,7 +114,7 @@ func TestBouncerBadConfig(t *testing.T) {
 	_, err = StartBouncer(t.Context(), &BouncerConfig{ServerURL: "postgres://x@127.0.0.1/x", PoolMode: "fast"})
 	require.ErrorContains(t, err, "PoolMode")
 	_, err = StartBouncer(t.Context(), &BouncerConfig{ServerURL: "postgres://x@127.0.0.1/x", Binary: "/nonexistent/pgbouncer",
-		BaseDir: t.TempDir(), StartTimeout: 5 * time.Second})
+		Launch: Launch{BaseDir: t.TempDir(), StartTimeout: 5 * time.Second}})
 	require.ErrorContains(t, err, "error starting pgbouncer")
 }
 

@@ -28,17 +28,12 @@ func LookupOwner(runAs string) (Owner, error) {
 }
 
 // Chown gives path to the owner, when children switch users.
-func (o Owner) Chown(path string) error {
-	return owner{name: o.Name, uid: o.UID, gid: o.GID, switchTo: o.Switch}.chown(path)
-}
+func (o Owner) Chown(path string) error { return o.owner().chown(path) }
+
+func (o Owner) owner() owner { return owner{name: o.Name, uid: o.UID, gid: o.GID, switchTo: o.Switch} }
 
 // Credential is the credential a child must run with, or nil when it runs as the current user.
-func (o Owner) Credential() *syscall.Credential {
-	if !o.Switch {
-		return nil
-	}
-	return &syscall.Credential{Uid: uint32(o.UID), Gid: uint32(o.GID), Groups: []uint32{}}
-}
+func (o Owner) Credential() *syscall.Credential { return o.owner().credential() }
 
 // FindBinDir returns the directory of the PostgreSQL server binaries that Start uses for
 // Config.BinDir binDir: binDir itself, or when empty the directory of initdb in PATH, else the
@@ -54,6 +49,3 @@ func FindBinDir(binDir string) (string, error) {
 // DefaultBaseDir is where Start puts clusters when Config.BaseDir is empty: /dev/shm when it is
 // a writable directory with 1 GiB free, else os.TempDir().
 func DefaultBaseDir() string { return defaultBaseDir() }
-
-// ProcessAlive reports whether pid exists and is not a zombie.
-func ProcessAlive(pid int) bool { return processAlive(pid) }

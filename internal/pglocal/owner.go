@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"syscall"
 )
 
 // owner is the user initdb and postgres run as.
@@ -42,6 +43,14 @@ func lookupOwner(runAs string) (owner, error) {
 	}
 	return owner{}, fmt.Errorf("running as root and no user %v to run PostgreSQL as (it refuses to run as root): "+
 		"create one (useradd postgres) or set Config.RunAsUser", candidates)
+}
+
+// credential is the credential the children run with, or nil when they run as the current user.
+func (o owner) credential() *syscall.Credential {
+	if !o.switchTo {
+		return nil
+	}
+	return &syscall.Credential{Uid: uint32(o.uid), Gid: uint32(o.gid), Groups: []uint32{}}
 }
 
 // chown gives path to the owner, when the children switch users.

@@ -32,6 +32,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/pgsaga/pgsaga/internal/childproc"
 )
 
 // dirPrefix starts the name of every cluster directory: pgsaga-pg-<pid>-<random>.
@@ -39,27 +41,14 @@ const dirPrefix = "pgsaga-pg-"
 
 // Config configures Start. The zero value is usable.
 type Config struct {
-	// BaseDir is where the cluster's directory is created. When the process is root it must be
-	// traversable by RunAsUser.
-	// Defaults to /dev/shm when it exists, is writable and has 1 GiB free, else os.TempDir().
-	BaseDir string
+	// Launch is where the cluster's directory goes, as which user initdb and postgres run, and
+	// the logger and timeouts of Start and Stop.
+	Launch
 
 	// BinDir is the directory holding the initdb and postgres binaries.
 	// Defaults to the directory of initdb in PATH, else the highest-versioned
 	// /usr/lib/postgresql/*/bin.
 	BinDir string
-
-	// Logger receives lifecycle events: start, stop, stale directories removed.
-	// Defaults to a logger that discards everything.
-	Logger *slog.Logger
-
-	// StartTimeout bounds initdb plus server startup, on top of the context given to Start.
-	// Defaults to 30s.
-	StartTimeout time.Duration
-
-	// StopTimeout is how long Stop waits for a fast shutdown before killing the server.
-	// Defaults to 10s.
-	StopTimeout time.Duration
 
 	// Fsync keeps the server's durability settings (fsync, synchronous_commit, full_page_writes)
 	// at PostgreSQL's defaults. Defaults to false: all three off, fast and crash-unsafe.
@@ -75,11 +64,6 @@ type Config struct {
 	// Settings are extra server settings, passed as -c name=value after ours, so they win.
 	// Defaults to none.
 	Settings map[string]string
-
-	// RunAsUser is the user initdb and postgres run as when the process is root. Ignored when
-	// it is not root: they run as the current user.
-	// Defaults to "postgres", or "nobody" when there is no "postgres" user.
-	RunAsUser string
 }
 
 // WithDefaults returns a copy of c (which may be nil) with every unset field given its default.
@@ -88,18 +72,7 @@ func (c *Config) WithDefaults() *Config {
 	if c != nil {
 		*out = *c
 	}
-	if out.BaseDir == "" {
-		out.BaseDir = defaultBaseDir()
-	}
-	if out.Logger == nil {
-		out.Logger = slog.New(slog.DiscardHandler)
-	}
-	if out.StartTimeout == 0 {
-		out.StartTimeout = 30 * time.Second
-	}
-	if out.StopTimeout == 0 {
-		out.StopTimeout = 10 * time.Second
-	}
+	out.Launch.withDefaults()
 	if out.MaxConnections == 0 {
 		out.MaxConnections = 200
 	}
@@ -107,11 +80,8 @@ func (c *Config) WithDefaults() *Config {
 }
 
 func (c *Config) validate() error {
-	if c.StartTimeout < 0 {
-		return fmt.Errorf("StartTimeout must not be negative, got %s", c.StartTimeout)
-	}
-	if c.StopTimeout < 0 {
-		return fmt.Errorf("StopTimeout must not be negative, got %s", c.StopTimeout)
+	if err := c.Launch.validate(); err != nil {
+		return err
 	}
 	if c.MaxConnections < 1 {
 		return fmt.Errorf("MaxConnections must be at least 1, got %d", c.MaxConnections)
@@ -132,9 +102,9 @@ type Cluster struct {
 	owner owner
 	cfg   *Config
 
-	mu     sync.Mutex // guards proc and halted
-	proc   *process   // the postmaster
-	halted bool       // shut down by Halt, directory kept
+	mu     sync.Mutex         // guards proc and halted
+	proc   *childproc.Process // the postmaster
+	halted bool               // shut down by Halt, directory kept
 
 	stopOnce sync.Once
 	stopErr  error
@@ -156,20 +126,9 @@ func Start(ctx context.Context, cfg *Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error starting postgres: %w", err)
 	}
-	owner, err := lookupOwner(cfg.RunAsUser)
+	owner, dir, err := cfg.newServerDir(dirPrefix, stopOrphanServer)
 	if err != nil {
 		return nil, fmt.Errorf("error starting postgres: %w", err)
-	}
-
-	if n, err := Sweep(cfg.BaseDir); err != nil {
-		cfg.Logger.Warn("error sweeping stale cluster directories", "base_dir", cfg.BaseDir, "error", err)
-	} else if n > 0 {
-		cfg.Logger.Info("removed stale cluster directories", "base_dir", cfg.BaseDir, "count", n)
-	}
-
-	dir, err := os.MkdirTemp(cfg.BaseDir, fmt.Sprintf("%s%d-*", dirPrefix, os.Getpid()))
-	if err != nil {
-		return nil, fmt.Errorf("error starting postgres: creating the cluster directory: %w", err)
 	}
 	ok := false
 	defer func() {
@@ -177,9 +136,6 @@ func Start(ctx context.Context, cfg *Config) (*Cluster, error) {
 			_ = os.RemoveAll(dir)
 		}
 	}()
-	if err := owner.chown(dir); err != nil {
-		return nil, fmt.Errorf("error starting postgres: %w", err)
-	}
 	// The server's socket lives in dir; Unix socket paths hold at most 107 bytes.
 	if sock := filepath.Join(dir, ".s.PGSQL.65535"); len(sock) > 107 {
 		return nil, fmt.Errorf("error starting postgres: socket path %s is longer than 107 bytes: use a shorter Config.BaseDir", sock)
@@ -192,20 +148,20 @@ func Start(ctx context.Context, cfg *Config) (*Cluster, error) {
 
 	c := &Cluster{dir: dir, port: 5432, tcp: cfg.TCP, logger: cfg.Logger, stopTTL: cfg.StopTimeout,
 		bins: bins, owner: owner, cfg: cfg}
-	const attempts = 3 // only a TCP port taken between our probe and the server's bind is retried
-	for attempt := 1; ; attempt++ {
-		if cfg.TCP {
-			if c.port, err = freePort(); err != nil {
-				return nil, fmt.Errorf("error starting postgres: finding a free TCP port: %w", err)
-			}
-		}
+	if !cfg.TCP {
 		err = c.startServer(ctx, bins, owner, cfg)
-		if err == nil {
-			break
-		}
-		if !cfg.TCP || attempt == attempts || !errors.Is(err, errPortInUse) {
-			return nil, err
-		}
+	} else {
+		err = retryPortInUse(func() error {
+			port, err := freePort()
+			if err != nil {
+				return fmt.Errorf("error starting postgres: finding a free TCP port: %w", err)
+			}
+			c.port = port
+			return c.startServer(ctx, bins, owner, cfg)
+		})
+	}
+	if err != nil {
+		return nil, err
 	}
 	ok = true
 	cfg.Logger.Info("postgres started", "dir", dir, "url", c.URL("postgres"), "user", owner.name,
@@ -260,23 +216,13 @@ func (c *Cluster) stop() error {
 // shutdown shuts the running server down (fast shutdown, SIGKILL after StopTimeout); it reports
 // a server that had already exited, naming caller. c.mu must be held.
 func (c *Cluster) shutdown(caller string) error {
-	select {
-	case <-c.proc.exited:
-		return fmt.Errorf("postgres had exited before %s (%v); server log:\n%s", caller, c.proc.err, logTail(c.logPath()))
-	default:
+	if !c.proc.Running() {
+		return fmt.Errorf("postgres had exited before %s (%v); server log:\n%s", caller, c.proc.Err(), logTail(c.logPath()))
 	}
-	_ = c.proc.cmd.Process.Signal(syscall.SIGINT)
-	timer := time.NewTimer(c.stopTTL)
-	defer timer.Stop()
-	select {
-	case <-c.proc.exited:
-		return nil
-	case <-timer.C:
-		// The postmaster has not been reaped yet, so its pid still names its process group.
-		_ = syscall.Kill(-c.proc.cmd.Process.Pid, syscall.SIGKILL)
-		<-c.proc.exited
+	if c.proc.Stop(syscall.SIGINT, c.stopTTL) {
 		return fmt.Errorf("postgres did not shut down within %s: killed", c.stopTTL)
 	}
+	return nil
 }
 
 // Halt shuts the server down as an operator's restart does (fast shutdown: open sessions are

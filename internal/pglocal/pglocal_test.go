@@ -19,10 +19,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/internal/childproc"
 )
 
 func testConfig(t testing.TB) *Config {
-	return &Config{Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))}
+	return &Config{Launch: Launch{Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))}}
 }
 
 type testWriter struct{ t testing.TB }
@@ -48,7 +50,7 @@ func query[T any](t testing.TB, url, sql string) T {
 func waitGone(t testing.TB, pid int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for processAlive(pid) {
+	for childproc.Alive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("process %d still exists %s later", pid, timeout)
 		}
@@ -68,13 +70,13 @@ func TestStartStop(t *testing.T) {
 	require.Equal(t, "off", query[string](t, c.URL("postgres"), "SHOW fsync"))
 	require.Equal(t, "UTF8", query[string](t, c.URL("postgres"), "SHOW server_encoding"))
 
-	pid := c.proc.cmd.Process.Pid
+	pid := c.proc.Pid()
 	wantUser := expectedOwner(t)
 	require.Equal(t, wantUser, processUID(t, pid), "postgres runs as the expected user")
 
 	require.NoError(t, c.Stop())
 	require.NoDirExists(t, c.dir)
-	require.False(t, processAlive(pid), "postmaster gone after Stop")
+	require.False(t, childproc.Alive(pid), "postmaster gone after Stop")
 	require.NoError(t, c.Stop(), "Stop is idempotent")
 }
 
@@ -149,7 +151,7 @@ func TestHelperProcess(t *testing.T) {
 	if base == "" {
 		t.Skip("only run as a subprocess by the tests that kill it")
 	}
-	c, err := Start(context.Background(), &Config{BaseDir: base})
+	c, err := Start(context.Background(), &Config{Launch: Launch{BaseDir: base}})
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
@@ -158,14 +160,14 @@ func TestHelperProcess(t *testing.T) {
 		defer c.StopOnSignal()()
 	}
 	if os.Getenv(helperBouncerEnv) != "" {
-		b, err := StartBouncer(context.Background(), &BouncerConfig{ServerURL: c.URL("postgres"), BaseDir: base})
+		b, err := StartBouncer(context.Background(), &BouncerConfig{ServerURL: c.URL("postgres"), Launch: Launch{BaseDir: base}})
 		if err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)
 		}
-		fmt.Printf("bouncer %d %s\n", b.proc.cmd.Process.Pid, b.dir)
+		fmt.Printf("bouncer %d %s\n", b.proc.Pid(), b.dir)
 	}
-	fmt.Printf("started %d %s\n", c.proc.cmd.Process.Pid, c.dir)
+	fmt.Printf("started %d %s\n", c.proc.Pid(), c.dir)
 	select {} // until killed
 }
 
@@ -233,7 +235,7 @@ func TestStopOnSignal(t *testing.T) {
 			status := exitErr.Sys().(syscall.WaitStatus)
 			require.True(t, status.Signaled() && status.Signal() == sig, "helper died from %s, got %v", sig, err)
 			require.NoDirExists(t, dir, "cluster directory removed before dying")
-			require.False(t, processAlive(pid), "server stopped before dying")
+			require.False(t, childproc.Alive(pid), "server stopped before dying")
 		})
 	}
 }
@@ -276,7 +278,7 @@ func TestRunAsUser(t *testing.T) {
 		c, err := Start(t.Context(), cfg)
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, c.Stop()) })
-		require.Equal(t, u.Uid, strconv.Itoa(processUID(t, c.proc.cmd.Process.Pid)))
+		require.Equal(t, u.Uid, strconv.Itoa(processUID(t, c.proc.Pid())))
 	})
 	t.Run("missing", func(t *testing.T) {
 		t.Parallel()
@@ -358,10 +360,10 @@ func TestHaltRestart(t *testing.T) {
 			_, err = conn.Exec(t.Context(), "CREATE TABLE kept (n int); INSERT INTO kept VALUES (42)")
 			require.NoError(t, err)
 			require.NoError(t, conn.Close(t.Context()))
-			pid := c.proc.cmd.Process.Pid
+			pid := c.proc.Pid()
 
 			require.NoError(t, c.Halt())
-			require.False(t, processAlive(pid), "postmaster gone after Halt")
+			require.False(t, childproc.Alive(pid), "postmaster gone after Halt")
 			_, err = pgx.Connect(t.Context(), url)
 			require.Error(t, err, "no server while halted")
 			require.NoError(t, c.Halt(), "halting a halted cluster does nothing")

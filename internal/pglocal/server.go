@@ -10,16 +10,29 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsaga/pgsaga/internal/childproc"
 )
 
 // errPortInUse marks a startup that failed because the TCP port was taken.
 var errPortInUse = errors.New("port already in use")
+
+// retryPortInUse runs start, again while it fails with errPortInUse, three times at most: a
+// server that binds a port freePort found free a moment before may find it taken since.
+func retryPortInUse(start func() error) error {
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		err := start()
+		if err == nil || attempt == attempts || !errors.Is(err, errPortInUse) {
+			return err
+		}
+	}
+}
 
 // initdb creates the data directory dir/data.
 func initdb(ctx context.Context, bins binaries, owner owner, dir string) error {
@@ -34,14 +47,14 @@ func initdb(ctx context.Context, bins binaries, owner owner, dir string) error {
 	)
 	cmd.Dir = dir
 	cmd.Env = childEnv()
-	cmd.SysProcAttr = sysProcAttr(owner, syscall.SIGQUIT)
+	cmd.SysProcAttr = childproc.SysProcAttr(owner.credential(), syscall.SIGQUIT)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
-	p, err := startLocked(cmd)
+	p, err := childproc.Start(cmd)
 	if err == nil {
-		<-p.exited
-		err = p.err
+		<-p.Exited()
+		err = p.Err()
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -60,28 +73,21 @@ func initdb(ctx context.Context, bins binaries, owner owner, dir string) error {
 // startServer starts the postgres server and waits until it accepts connections. On error the
 // server is stopped again.
 func (c *Cluster) startServer(ctx context.Context, bins binaries, owner owner, cfg *Config) error {
-	// Appended to: a Restart keeps the log of the server before it.
-	logFile, err := os.OpenFile(c.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("error starting postgres: creating the server log: %w", err)
-	}
-	defer logFile.Close() // the child holds its own descriptor
-
 	// Not exec.CommandContext: ctx bounds startup, not the server's life.
 	cmd := exec.Command(bins.postgres, c.serverArgs(cfg)...)
 	cmd.Dir = c.dir
 	cmd.Env = childEnv()
-	cmd.SysProcAttr = sysProcAttr(owner, syscall.SIGQUIT)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	p, err := startLocked(cmd)
+	cmd.SysProcAttr = childproc.SysProcAttr(owner.credential(), syscall.SIGQUIT)
+	// Appended to: a Restart keeps the log of the server before it.
+	p, err := childproc.StartLogged(cmd, c.logPath())
 	if err != nil {
 		return fmt.Errorf("error starting postgres: %w", err)
 	}
 	c.proc = p
 
 	if err := c.waitReady(ctx); err != nil {
-		_ = c.kill()
+		// An immediate shutdown, SIGKILL to its whole process group if it lingers.
+		c.proc.Stop(syscall.SIGQUIT, 5*time.Second)
 		log := logTail(c.logPath())
 		if strings.Contains(log, "could not bind") || strings.Contains(log, "Address already in use") {
 			err = fmt.Errorf("%w: %w", errPortInUse, err)
@@ -93,47 +99,36 @@ func (c *Cluster) startServer(ctx context.Context, bins binaries, owner owner, c
 
 // waitReady polls with a connection until the server accepts one, the server exits or ctx ends.
 func (c *Cluster) waitReady(ctx context.Context) error {
-	const interval = 10 * time.Millisecond
-	var lastErr error
-	for {
-		attemptCtx, cancel := context.WithTimeout(ctx, time.Second)
-		conn, err := pgx.Connect(attemptCtx, c.URL("postgres"))
-		cancel()
-		if err == nil {
-			return conn.Close(ctx)
+	return waitReady(ctx, c.proc, "server", time.Second, func(ctx context.Context) error {
+		conn, err := pgx.Connect(ctx, c.URL("postgres"))
+		if err != nil {
+			return err
 		}
-		lastErr = err
-		timer := time.NewTimer(interval)
-		select {
-		case <-c.proc.exited:
-			timer.Stop()
-			return fmt.Errorf("server exited during startup: %v", c.proc.err)
-		case <-ctx.Done():
-			timer.Stop()
-			return fmt.Errorf("server not ready (%w); last connection error: %v", context.Cause(ctx), lastErr)
-		case <-timer.C:
-		}
-	}
+		return conn.Close(ctx)
+	})
 }
 
-// kill ends a server that failed to start: SIGQUIT (immediate shutdown), SIGKILL to its whole
-// process group if it lingers.
-func (c *Cluster) kill() error {
-	select {
-	case <-c.proc.exited:
-		return nil
-	default:
-	}
-	_ = c.proc.cmd.Process.Signal(syscall.SIGQUIT)
-	timer := time.NewTimer(5 * time.Second)
-	defer timer.Stop()
-	select {
-	case <-c.proc.exited:
-		return nil
-	case <-timer.C:
-		_ = syscall.Kill(-c.proc.cmd.Process.Pid, syscall.SIGKILL)
-		<-c.proc.exited
-		return errors.New("postgres ignored SIGQUIT: killed")
+// waitReady calls ready every 10ms, each call bounded by timeout, until it succeeds, proc (the
+// program called name in errors) exits, or ctx ends.
+func waitReady(ctx context.Context, proc *childproc.Process, name string, timeout time.Duration, ready func(context.Context) error) error {
+	const interval = 10 * time.Millisecond
+	for {
+		attemptCtx, cancel := context.WithTimeout(ctx, timeout)
+		err := ready(attemptCtx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		timer := time.NewTimer(interval)
+		select {
+		case <-proc.Exited():
+			timer.Stop()
+			return fmt.Errorf("%s exited during startup: %v", name, proc.Err())
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("%s not ready (%w); last connection error: %v", name, context.Cause(ctx), err)
+		case <-timer.C:
+		}
 	}
 }
 
@@ -174,34 +169,4 @@ func tail(b []byte) string {
 		lines = lines[len(lines)-maxLines:]
 	}
 	return "\t" + strings.Join(lines, "\n\t")
-}
-
-// process is a child started by startLocked.
-type process struct {
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once cmd has exited and err is set
-	err    error         // cmd.Wait's result
-}
-
-// startLocked starts cmd from a goroutine locked to its OS thread, and keeps that thread until
-// cmd exits. The parent-death signal fires when the thread that forked the child exits, not the
-// process, and the Go runtime ends a thread when a goroutine locked to it returns without
-// unlocking: without the lock, any goroutine of the program could take the server down that way.
-func startLocked(cmd *exec.Cmd) (*process, error) {
-	p := &process{cmd: cmd, exited: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		err := cmd.Start()
-		started <- err
-		if err == nil {
-			p.err = cmd.Wait()
-		}
-		close(p.exited)
-	}()
-	if err := <-started; err != nil {
-		return nil, err
-	}
-	return p, nil
 }

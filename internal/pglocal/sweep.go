@@ -1,15 +1,12 @@
 package pglocal
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/pgsaga/pgsaga/internal/childproc"
 )
 
 // defaultBaseDir returns /dev/shm when it is a writable directory with 1 GiB free (initdb and
@@ -31,78 +28,25 @@ func defaultBaseDir() string {
 // server is sent SIGQUIT (immediate shutdown, which removes its shared memory) when its command
 // line names that directory. It returns how many directories it removed. Start calls it.
 func Sweep(baseDir string) (int, error) {
-	dirs, err := filepath.Glob(filepath.Join(baseDir, dirPrefix+"*"))
-	if err != nil {
-		return 0, err
-	}
-	removed := 0
-	var errs []error
-	for _, dir := range dirs {
-		pid, ok := ownerPid(filepath.Base(dir), dirPrefix)
-		if !ok || processAlive(pid) {
-			continue
-		}
-		if stopOrphanServer(dir) {
-			continue
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed++
-	}
-	return removed, errors.Join(errs...)
-}
-
-// ownerPid parses "<prefix><pid>-<random>" ("pgsaga-pg-<pid>-<random>" for a cluster).
-func ownerPid(name, prefix string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, prefix)
-	if !ok {
-		return 0, false
-	}
-	s, _, ok := strings.Cut(rest, "-")
-	if !ok {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(s)
-	return pid, err == nil && pid > 0
-}
-
-// processAlive reports whether pid exists. EPERM means it exists but belongs to someone else;
-// a zombie (exited, not yet reaped) counts as gone.
-func processAlive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true // no /proc: trust kill(2)
-	}
-	// "pid (comm) state ...": comm may hold spaces and parentheses, so find the last ')'.
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+	return childproc.Sweep(baseDir, dirPrefix, stopOrphanServer)
 }
 
 // stopOrphanServer reports whether the postmaster recorded in dir's postmaster.pid still runs,
 // and if it runs on dir's data directory sends it SIGQUIT.
 func stopOrphanServer(dir string) (running bool) {
 	dataDir := filepath.Join(dir, "data")
-	f, err := os.Open(filepath.Join(dataDir, "postmaster.pid"))
-	if err != nil {
+	return stopOrphan(filepath.Join(dataDir, "postmaster.pid"), dataDir, syscall.SIGQUIT)
+}
+
+// stopOrphan reports whether the process recorded in pidFile still runs, and sends it sig when
+// its command line names match (its data directory or configuration: not a pid reused since).
+func stopOrphan(pidFile, match string, sig syscall.Signal) (running bool) {
+	pid, ok := childproc.PidFile(pidFile)
+	if !ok {
 		return false
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	if !sc.Scan() {
-		return false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(sc.Text()))
-	if err != nil || pid <= 0 || !processAlive(pid) {
-		return false
-	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err == nil && strings.Contains(string(cmdline), dataDir) {
-		_ = syscall.Kill(pid, syscall.SIGQUIT)
+	if strings.Contains(childproc.Cmdline(pid), match) {
+		_ = syscall.Kill(pid, sig)
 	}
 	return true
 }

@@ -22,3 +22,11 @@ func Register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 	}
 	return c, nil
 }
+
+// Into registers *c as Register does, and sets *c to the collector that serves its names: *c
+// itself, or the one of the same type registered before.
+func Into[C prometheus.Collector](reg prometheus.Registerer, c *C) error {
+	var err error
+	*c, err = Register(reg, *c)
+	return err
+}

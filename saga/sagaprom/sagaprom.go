@@ -5,6 +5,7 @@
 package sagaprom
 
 import (
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,20 +53,13 @@ func NewObserver(reg prometheus.Registerer) (saga.Observer, error) {
 			Buckets: buckets,
 		}, []string{"operation", "step", "outcome"}),
 	}
-	var err error
-	if o.requests, err = promreg.Register(reg, o.requests); err != nil {
-		return nil, err
-	}
-	if o.resumes, err = promreg.Register(reg, o.resumes); err != nil {
-		return nil, err
-	}
-	if o.parks, err = promreg.Register(reg, o.parks); err != nil {
-		return nil, err
-	}
-	if o.steps, err = promreg.Register(reg, o.steps); err != nil {
-		return nil, err
-	}
-	if o.calls, err = promreg.Register(reg, o.calls); err != nil {
+	if err := errors.Join(
+		promreg.Into(reg, &o.requests),
+		promreg.Into(reg, &o.resumes),
+		promreg.Into(reg, &o.parks),
+		promreg.Into(reg, &o.steps),
+		promreg.Into(reg, &o.calls),
+	); err != nil {
 		return nil, err
 	}
 	return o, nil

@@ -5,23 +5,19 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/pgsaga/pgsaga/internal/keyjson"
 	"github.com/pgsaga/pgsaga/reconcile"
 )
 
 // unmatchedLimit is how many unmatched charges the page lists, newest first.
 const unmatchedLimit = 500
 
-// unmatchedChargeJSON is one charge of GET /charges/unmatched's JSON twin: the fields of
-// `pgsaga reconcile --json`, and when a reconciliation first and last found it.
+// unmatchedChargeJSON is one charge of GET /charges/unmatched's JSON twin: the charge as
+// `pgsaga reconcile --json` renders it, and when a reconciliation first and last found it.
 type unmatchedChargeJSON struct {
-	ProviderID string    `json:"provider_id"`
-	Reference  string    `json:"reference"`
-	Amount     int64     `json:"amount"`
-	Currency   string    `json:"currency"`
-	Status     string    `json:"status"`
-	CreatedAt  time.Time `json:"created_at"`
-	FoundAt    time.Time `json:"found_at"`
-	CheckedAt  time.Time `json:"checked_at"`
+	keyjson.Charge
+	FoundAt   time.Time `json:"found_at"`
+	CheckedAt time.Time `json:"checked_at"`
 }
 
 type unmatchedView struct {
@@ -64,8 +60,7 @@ func (c *Console) unmatchedCharges(w http.ResponseWriter, r *http.Request) {
 	}{Unmatched: []unmatchedChargeJSON{}}
 	now := c.cfg.Now()
 	for _, u := range list[:min(len(list), unmatchedLimit)] {
-		j := unmatchedChargeJSON{ProviderID: u.Charge.ID, Reference: u.Charge.Reference, Amount: u.Charge.Amount,
-			Currency: u.Charge.Currency, Status: string(u.Charge.Status), CreatedAt: u.Charge.CreatedAt, FoundAt: u.FoundAt, CheckedAt: u.CheckedAt}
+		j := unmatchedChargeJSON{Charge: keyjson.FromCharge(u.Charge), FoundAt: u.FoundAt, CheckedAt: u.CheckedAt}
 		out.Unmatched = append(out.Unmatched, j)
 		v.Charges = append(v.Charges, unmatchedRow{unmatchedChargeJSON: j, Created: since(now, u.Charge.CreatedAt), Found: since(now, u.FoundAt)})
 	}

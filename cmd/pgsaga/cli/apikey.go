@@ -3,9 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/pgsaga/pgsaga/internal/apikey"
@@ -59,33 +59,22 @@ be shown again: a client sends it as "Authorization: Bearer <secret>". With --js
 			if err := required("tenant", tenant, "actor", actor); err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			pool, err := c.connectMigrated(ctx)
-			if err != nil {
-				return err
-			}
-			defer pool.Close()
-			k, err := apikey.NewStore(pool).Create(ctx, saga.Scope{Tenant: tenant, Actor: actor})
-			if errors.Is(err, apikey.ErrInvalidScope) {
-				return usageErrorf("%w", err)
-			}
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(c.env.Stdout, apiKeyCreatedJSON{ID: k.ID, Tenant: k.Scope.Tenant, Actor: k.Scope.Actor,
-					Secret: k.Secret, CreatedAt: k.CreatedAt.UTC()})
-			}
-			tw := tabwriter.NewWriter(c.env.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintf(tw, "id\t%s\n", k.ID)
-			fmt.Fprintf(tw, "tenant\t%s\n", visible(k.Scope.Tenant))
-			fmt.Fprintf(tw, "actor\t%s\n", visible(k.Scope.Actor))
-			fmt.Fprintf(tw, "secret\t%s\n", k.Secret)
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			_, err = fmt.Fprintln(c.env.Stdout, "The secret is shown only now: store it where the client reads it.")
-			return err
+			return c.withPool(cmd.Context(), func(pool *pgxpool.Pool) error {
+				k, err := apikey.NewStore(pool).Create(cmd.Context(), saga.Scope{Tenant: tenant, Actor: actor})
+				if errors.Is(err, apikey.ErrInvalidScope) {
+					return usageErrorf("%w", err)
+				}
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(c.env.Stdout, apiKeyCreatedJSON{ID: k.ID, Tenant: k.Scope.Tenant, Actor: k.Scope.Actor,
+						Secret: k.Secret, CreatedAt: k.CreatedAt.UTC()})
+				}
+				return c.printShownOnce("The secret is shown only now: store it where the client reads it.",
+					[2]string{"id", k.ID}, [2]string{"tenant", visible(k.Scope.Tenant)}, [2]string{"actor", visible(k.Scope.Actor)},
+					[2]string{"secret", k.Secret})
+			})
 		},
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", "", "the tenant of the key's requests (required)")
@@ -107,39 +96,26 @@ created and revoked. Never a secret. With --json: {"api_keys":[{"id","tenant","a
 "created_at","revoked_at"}]}.`,
 		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			pool, err := c.connectMigrated(ctx)
-			if err != nil {
-				return err
-			}
-			defer pool.Close()
-			keys, err := apikey.NewStore(pool).List(ctx, &apikey.ListParams{Tenant: tenant})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				out := make([]apiKeyListJSON, len(keys))
-				for i, k := range keys {
-					out[i] = apiKeyListJSON{ID: k.ID, Tenant: k.Scope.Tenant, Actor: k.Scope.Actor,
-						CreatedAt: k.CreatedAt.UTC(), RevokedAt: utcOrNil(k.RevokedAt)}
+			return c.withPool(cmd.Context(), func(pool *pgxpool.Pool) error {
+				keys, err := apikey.NewStore(pool).List(cmd.Context(), &apikey.ListParams{Tenant: tenant})
+				if err != nil {
+					return err
 				}
-				return writeJSON(c.env.Stdout, map[string][]apiKeyListJSON{"api_keys": out})
-			}
-			if len(keys) == 0 {
-				_, err := fmt.Fprintln(c.env.Stdout, "no API keys")
-				return err
-			}
-			now := time.Now()
-			tw := tabwriter.NewWriter(c.env.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTENANT\tACTOR\tCREATED\tREVOKED")
-			for _, k := range keys {
-				revoked := "-"
-				if k.RevokedAt != nil {
-					revoked = ago(now, *k.RevokedAt)
+				now := time.Now()
+				l := &listing[*apikey.Key, apiKeyListJSON]{
+					name: "api_keys",
+					json: func(k *apikey.Key) apiKeyListJSON {
+						return apiKeyListJSON{ID: k.ID, Tenant: k.Scope.Tenant, Actor: k.Scope.Actor,
+							CreatedAt: k.CreatedAt.UTC(), RevokedAt: utcOrNil(k.RevokedAt)}
+					},
+					none:   "no API keys",
+					header: []string{"ID", "TENANT", "ACTOR", "CREATED", "REVOKED"},
+					row: func(k *apikey.Key) []string {
+						return []string{k.ID, visible(k.Scope.Tenant), visible(k.Scope.Actor), ago(now, k.CreatedAt), revokedAgo(now, k.RevokedAt)}
+					},
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.ID, visible(k.Scope.Tenant), visible(k.Scope.Actor), ago(now, k.CreatedAt), revoked)
-			}
-			return tw.Flush()
+				return l.print(c, keys, asJSON)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", "", "only this tenant's keys")
@@ -156,21 +132,17 @@ process (each request reads its key). Revoking a revoked key changes nothing. An
 a failure (exit 1).`,
 		Args: exactArgs(1, "the ID argument"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			pool, err := c.connectMigrated(ctx)
-			if err != nil {
+			return c.withPool(cmd.Context(), func(pool *pgxpool.Pool) error {
+				k, err := apikey.NewStore(pool).Revoke(cmd.Context(), args[0])
+				if errors.Is(err, apikey.ErrNotFound) {
+					return fmt.Errorf("no API key has the id %q", args[0])
+				}
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(c.env.Stdout, "revoked API key %s (tenant %s, actor %s)\n", k.ID, visible(k.Scope.Tenant), visible(k.Scope.Actor))
 				return err
-			}
-			defer pool.Close()
-			k, err := apikey.NewStore(pool).Revoke(ctx, args[0])
-			if errors.Is(err, apikey.ErrNotFound) {
-				return fmt.Errorf("no API key has the id %q", args[0])
-			}
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintf(c.env.Stdout, "revoked API key %s (tenant %s, actor %s)\n", k.ID, visible(k.Scope.Tenant), visible(k.Scope.Actor))
-			return err
+			})
 		},
 	}
 }

@@ -133,6 +133,17 @@ func (c *cli) connectMigrated(ctx context.Context) (*pgxpool.Pool, error) {
 	return c.connectMigratedWaiting(ctx, 0, nil)
 }
 
+// withPool runs fn on a pool of the migrated database (connectMigrated), closed when fn returns:
+// the database of a one-shot command.
+func (c *cli) withPool(ctx context.Context, fn func(*pgxpool.Pool) error) error {
+	pool, err := c.connectMigrated(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return fn(pool)
+}
+
 // connectMigratedWaiting is connectMigrated for the long-running commands: while the database
 // cannot be reached (down, starting up, shutting down, out of connections) it tries again with
 // backoff, logging each failed attempt on logger at info, for up to wait. A database that

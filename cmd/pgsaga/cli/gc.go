@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/pgsaga/pgsaga/saga"
@@ -29,36 +30,33 @@ again: keep windows longer than your clients retry.`,
 			if olderThan < 0 {
 				return usageErrorf("--older-than must not be negative, got %s", olderThan)
 			}
-			ctx := cmd.Context()
-			pool, err := c.connectMigrated(ctx)
-			if err != nil {
+			return c.withPool(cmd.Context(), func(pool *pgxpool.Pool) error {
+				ctx := cmd.Context()
+				reader, err := newReader(pool)
+				if err != nil {
+					return err
+				}
+				bar := c.newProgress("deleting completed keys", "keys", -1, json)
+				p := &saga.KeyDeleteExpiredParams{DryRun: dryRun, OnBatch: bar.set}
+				if cmd.Flags().Changed("older-than") {
+					// An explicit 0s means every completed key: "given", not "unset".
+					p.OlderThan = &olderThan
+				}
+				n, err := reader.KeyDeleteExpired(ctx, p)
+				bar.finish()
+				if err != nil {
+					return err
+				}
+				if json {
+					return writeJSON(c.env.Stdout, map[string]int{"deleted": n})
+				}
+				verb := "deleted"
+				if dryRun {
+					verb = "would delete"
+				}
+				_, err = fmt.Fprintf(c.env.Stdout, "%s %d %s\n", verb, n, plural(n, "key", "keys"))
 				return err
-			}
-			defer pool.Close()
-			reader, err := newReader(pool)
-			if err != nil {
-				return err
-			}
-			bar := c.newProgress("deleting completed keys", "keys", -1, json)
-			p := &saga.KeyDeleteExpiredParams{DryRun: dryRun, OnBatch: bar.set}
-			if cmd.Flags().Changed("older-than") {
-				// An explicit 0s means every completed key: "given", not "unset".
-				p.OlderThan = &olderThan
-			}
-			n, err := reader.KeyDeleteExpired(ctx, p)
-			bar.finish()
-			if err != nil {
-				return err
-			}
-			if json {
-				return writeJSON(c.env.Stdout, map[string]int{"deleted": n})
-			}
-			verb := "deleted"
-			if dryRun {
-				verb = "would delete"
-			}
-			_, err = fmt.Fprintf(c.env.Stdout, "%s %d %s\n", verb, n, plural(n, "key", "keys"))
-			return err
+			})
 		},
 	}
 	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "delete keys completed longer ago than this, whatever their operation's retention (e.g. 24h; 0s: every completed key; default: each key's own window)")

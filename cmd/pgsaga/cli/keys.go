@@ -3,7 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
+	"strconv"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
@@ -47,26 +47,13 @@ Read-only.`,
 			if f.limit < 0 {
 				return usageErrorf("invalid --limit %d: want 0 (no limit) or more", f.limit)
 			}
-			ctx := cmd.Context()
-			pool, err := c.connectMigrated(ctx)
-			if err != nil {
-				return err
-			}
-			defer pool.Close()
-			keys, err := listKeys(ctx, pool, &f.keyFilter)
-			if err != nil {
-				return err
-			}
-			if f.json {
-				out := struct {
-					Keys []keyJSON `json:"keys"`
-				}{Keys: make([]keyJSON, 0, len(keys))}
-				for _, k := range keys {
-					out.Keys = append(out.Keys, renderKey(k))
+			return c.withPool(cmd.Context(), func(pool *pgxpool.Pool) error {
+				keys, err := listKeys(cmd.Context(), pool, &f.keyFilter)
+				if err != nil {
+					return err
 				}
-				return writeJSON(c.env.Stdout, out)
-			}
-			return c.printKeys(keys)
+				return keysListing.print(c, keys, f.json)
+			})
 		},
 	}
 	fl := cmd.Flags()
@@ -109,21 +96,20 @@ func newReader(pool *pgxpool.Pool) (*saga.Client, error) {
 	return saga.NewClient(&saga.Config{DB: pool})
 }
 
-func (c *cli) printKeys(keys []*saga.Key) error {
-	if len(keys) == 0 {
-		fmt.Fprintln(c.env.Stdout, "no keys")
-		return nil
-	}
-	tw := tabwriter.NewWriter(c.env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TENANT\tACTOR\tKEY\tOPERATION\tSTATE\tRECOVERY POINT\tATTEMPTS\tLEASE\tCREATED\tLAST ERROR")
-	for _, k := range keys {
+// keysListing is how `keys` prints: relative times on the database clock.
+var keysListing = &listing[*saga.Key, keyJSON]{
+	name: "keys",
+	json: renderKey,
+	none: "no keys",
+	header: []string{"TENANT", "ACTOR", "KEY", "OPERATION", "STATE", "RECOVERY POINT", "ATTEMPTS", "LEASE", "CREATED",
+		"LAST ERROR"},
+	row: func(k *saga.Key) []string {
 		leaseText := "-"
 		if k.Status == saga.KeyStatusStarted {
 			leaseText = "lease " + lease(k.DBNow, k)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n",
-			visible(k.Scope.Tenant), visible(k.Scope.Actor), visible(k.Key), visible(k.Operation), k.Status,
-			visible(k.RecoveryPoint), k.Attempts, leaseText, "created "+ago(k.DBNow, k.CreatedAt), truncate(orDash(k.LastError), 60))
-	}
-	return tw.Flush()
+		return []string{visible(k.Scope.Tenant), visible(k.Scope.Actor), visible(k.Key), visible(k.Operation), string(k.Status),
+			visible(k.RecoveryPoint), strconv.Itoa(k.Attempts), leaseText, "created " + ago(k.DBNow, k.CreatedAt),
+			truncate(orDash(k.LastError), 60)}
+	},
 }

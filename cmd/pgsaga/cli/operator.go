@@ -3,9 +3,9 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/pgsaga/pgsaga/internal/operator"
@@ -46,30 +46,20 @@ that an operator has or had (revoked operators keep theirs) is a failure (exit 1
 			if !operator.NameRule.MatchString(name) {
 				return usageErrorf("invalid operator name %q: %w", name, operator.ErrInvalidName)
 			}
-			ctx := cmd.Context()
-			pool, err := c.connectMigrated(ctx)
-			if err != nil {
-				return err
-			}
-			defer pool.Close()
-			op, token, err := operator.NewStore(pool).Add(ctx, name)
-			if errors.Is(err, operator.ErrNameTaken) {
-				return fmt.Errorf("operator %s exists: %w", name, err)
-			}
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(c.env.Stdout, map[string]string{"name": op.Name, "token": token})
-			}
-			tw := tabwriter.NewWriter(c.env.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintf(tw, "operator\t%s\n", op.Name)
-			fmt.Fprintf(tw, "token\t%s\n", token)
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			_, err = fmt.Fprintln(c.env.Stdout, "The token is shown only now: give it to "+op.Name+" to sign in to the console with.")
-			return err
+			return c.withPool(cmd.Context(), func(pool *pgxpool.Pool) error {
+				op, token, err := operator.NewStore(pool).Add(cmd.Context(), name)
+				if errors.Is(err, operator.ErrNameTaken) {
+					return fmt.Errorf("operator %s exists: %w", name, err)
+				}
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(c.env.Stdout, map[string]string{"name": op.Name, "token": token})
+				}
+				return c.printShownOnce("The token is shown only now: give it to "+op.Name+" to sign in to the console with.",
+					[2]string{"operator", op.Name}, [2]string{"token", token})
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the operator and token as JSON")
@@ -85,38 +75,25 @@ func (c *cli) operatorListCmd() *cobra.Command {
 revoked. Never a token. With --json: {"operators":[{"name","created_at","revoked_at"}]}.`,
 		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			pool, err := c.connectMigrated(ctx)
-			if err != nil {
-				return err
-			}
-			defer pool.Close()
-			ops, err := operator.NewStore(pool).List(ctx)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				out := make([]operatorJSON, len(ops))
-				for i, op := range ops {
-					out[i] = operatorJSON{Name: op.Name, CreatedAt: op.CreatedAt.UTC(), RevokedAt: utcOrNil(op.RevokedAt)}
+			return c.withPool(cmd.Context(), func(pool *pgxpool.Pool) error {
+				ops, err := operator.NewStore(pool).List(cmd.Context())
+				if err != nil {
+					return err
 				}
-				return writeJSON(c.env.Stdout, map[string][]operatorJSON{"operators": out})
-			}
-			if len(ops) == 0 {
-				_, err := fmt.Fprintln(c.env.Stdout, "no operators")
-				return err
-			}
-			now := time.Now()
-			tw := tabwriter.NewWriter(c.env.Stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tADDED\tREVOKED")
-			for _, op := range ops {
-				revoked := "-"
-				if op.RevokedAt != nil {
-					revoked = ago(now, *op.RevokedAt)
+				now := time.Now()
+				l := &listing[*operator.Operator, operatorJSON]{
+					name: "operators",
+					json: func(op *operator.Operator) operatorJSON {
+						return operatorJSON{Name: op.Name, CreatedAt: op.CreatedAt.UTC(), RevokedAt: utcOrNil(op.RevokedAt)}
+					},
+					none:   "no operators",
+					header: []string{"NAME", "ADDED", "REVOKED"},
+					row: func(op *operator.Operator) []string {
+						return []string{visible(op.Name), ago(now, op.CreatedAt), revokedAgo(now, op.RevokedAt)}
+					},
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", visible(op.Name), ago(now, op.CreatedAt), revoked)
-			}
-			return tw.Flush()
+				return l.print(c, ops, asJSON)
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the operators as JSON")
@@ -132,21 +109,17 @@ end at their next request (the console checks the operator on every request). Th
 taken. An unknown NAME is a failure (exit 1).`,
 		Args: exactArgs(1, "the NAME argument"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			pool, err := c.connectMigrated(ctx)
-			if err != nil {
+			return c.withPool(cmd.Context(), func(pool *pgxpool.Pool) error {
+				op, err := operator.NewStore(pool).Revoke(cmd.Context(), args[0])
+				if errors.Is(err, operator.ErrNotFound) {
+					return fmt.Errorf("no operator is named %q", args[0])
+				}
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(c.env.Stdout, "revoked operator %s\n", op.Name)
 				return err
-			}
-			defer pool.Close()
-			op, err := operator.NewStore(pool).Revoke(ctx, args[0])
-			if errors.Is(err, operator.ErrNotFound) {
-				return fmt.Errorf("no operator is named %q", args[0])
-			}
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintf(c.env.Stdout, "revoked operator %s\n", op.Name)
-			return err
+			})
 		},
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/internal/keyjson"
 	"github.com/pgsaga/pgsaga/reconcile"
 )
 
@@ -69,16 +70,6 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
-// unmatchedJSON is one charge of `reconcile --json`.
-type unmatchedJSON struct {
-	ProviderID string    `json:"provider_id"`
-	Reference  string    `json:"reference"`
-	Amount     int64     `json:"amount"`
-	Currency   string    `json:"currency"`
-	Status     string    `json:"status"`
-	CreatedAt  time.Time `json:"created_at"`
-}
-
 func (c *cli) runReconcile(cmd *cobra.Command, since time.Time, asJSON bool) error {
 	ctx := cmd.Context()
 	logger, err := c.logger(logOneShot)
@@ -107,12 +98,11 @@ func (c *cli) runReconcile(cmd *cobra.Command, since time.Time, asJSON bool) err
 	}
 	if asJSON {
 		out := struct {
-			Checked   int             `json:"checked"`
-			Unmatched []unmatchedJSON `json:"unmatched"`
-		}{Checked: res.Checked, Unmatched: []unmatchedJSON{}}
+			Checked   int              `json:"checked"`
+			Unmatched []keyjson.Charge `json:"unmatched"`
+		}{Checked: res.Checked, Unmatched: []keyjson.Charge{}}
 		for _, u := range res.Unmatched {
-			out.Unmatched = append(out.Unmatched, unmatchedJSON{ProviderID: u.ID, Reference: u.Reference, Amount: u.Amount,
-				Currency: u.Currency, Status: string(u.Status), CreatedAt: u.CreatedAt})
+			out.Unmatched = append(out.Unmatched, keyjson.FromCharge(u))
 		}
 		if err := writeJSON(c.env.Stdout, out); err != nil {
 			return err

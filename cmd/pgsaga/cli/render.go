@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -80,6 +81,60 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// listing is how a list command (keys, apikey list, operator list) prints its items: with --json
+// one document {"<name>":[…]} of each item's JSON (an empty array, never null); else a table of
+// each item's row under header, or the line none when there are no items.
+type listing[T, J any] struct {
+	name   string
+	json   func(T) J
+	none   string
+	header []string
+	row    func(T) []string
+}
+
+func (l *listing[T, J]) print(c *cli, items []T, asJSON bool) error {
+	if asJSON {
+		out := make([]J, len(items))
+		for i, item := range items {
+			out[i] = l.json(item)
+		}
+		return writeJSON(c.env.Stdout, map[string][]J{l.name: out})
+	}
+	if len(items) == 0 {
+		_, err := fmt.Fprintln(c.env.Stdout, l.none)
+		return err
+	}
+	tw := tabwriter.NewWriter(c.env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(l.header, "\t"))
+	for _, item := range items {
+		fmt.Fprintln(tw, strings.Join(l.row(item), "\t"))
+	}
+	return tw.Flush()
+}
+
+// revokedAgo is the REVOKED column of `apikey list` and `operator list`: how long before now
+// revokedAt was, or "-" while not revoked.
+func revokedAgo(now time.Time, revokedAt *time.Time) string {
+	if revokedAt == nil {
+		return "-"
+	}
+	return ago(now, *revokedAt)
+}
+
+// printShownOnce prints a new credential (`apikey create`, `operator add`) as name-value rows,
+// then note: its secret is not stored, so this is the only time it is shown.
+func (c *cli) printShownOnce(note string, rows ...[2]string) error {
+	tw := tabwriter.NewWriter(c.env.Stdout, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(c.env.Stdout, note)
+	return err
 }
 
 // orDash is s, or "-" when s is empty.

@@ -46,16 +46,23 @@ not finish. On a terminal, a bulk resume that runs longer than a second shows it
 stderr.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			check := f.checkOne
 			if f.stuck {
-				if err := f.checkStuck(args); err != nil {
-					return err
-				}
-				return c.resumeStuck(cmd, f)
+				check = f.checkStuck
 			}
-			if err := f.checkOne(cmd, args); err != nil {
+			if err := check(cmd, args); err != nil {
 				return err
 			}
-			return c.resumeOne(cmd, f, saga.Scope{Tenant: f.tenant, Actor: f.actor}, args[0])
+			defer c.tracing.shutdown()
+			pool, svc, err := c.openForResume(cmd, f)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			if f.stuck {
+				return c.resumeStuck(cmd, f, pool, svc)
+			}
+			return c.resumeOne(cmd, f, pool, svc, saga.Scope{Tenant: f.tenant, Actor: f.actor}, args[0])
 		},
 	}
 	fl := cmd.Flags()
@@ -87,7 +94,7 @@ func (f *resumeFlags) checkOne(cmd *cobra.Command, args []string) error {
 }
 
 // checkStuck checks the bulk form: no KEY, no --actor.
-func (f *resumeFlags) checkStuck(args []string) error {
+func (f *resumeFlags) checkStuck(_ *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return usageErrorf("unexpected argument %q: --stuck resumes every stuck key", args[0])
 	}
@@ -101,7 +108,8 @@ func (f *resumeFlags) checkStuck(args []string) error {
 }
 
 // openForResume starts tracing (when the environment asks for it), opens the migrated database
-// and builds the application's service. The caller closes the pool, then shuts tracing down.
+// and builds the application's service, for both forms of resume. The caller closes the pool,
+// then shuts tracing down.
 func (c *cli) openForResume(cmd *cobra.Command, f *resumeFlags) (*pgxpool.Pool, *Service, error) {
 	logger, err := c.logger(logOneShot)
 	if err != nil {
@@ -122,14 +130,8 @@ func (c *cli) openForResume(cmd *cobra.Command, f *resumeFlags) (*pgxpool.Pool, 
 	return pool, svc, nil
 }
 
-func (c *cli) resumeOne(cmd *cobra.Command, f *resumeFlags, scope saga.Scope, key string) error {
+func (c *cli) resumeOne(cmd *cobra.Command, f *resumeFlags, pool *pgxpool.Pool, svc *Service, scope saga.Scope, key string) error {
 	ctx := cmd.Context()
-	defer c.tracing.shutdown()
-	pool, svc, err := c.openForResume(cmd, f)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
 	if _, err := readKey(ctx, pool, scope, key); err != nil {
 		return err
 	}
@@ -151,14 +153,8 @@ type resumeResultJSON struct {
 	Error  *string         `json:"error"`
 }
 
-func (c *cli) resumeStuck(cmd *cobra.Command, f *resumeFlags) error {
+func (c *cli) resumeStuck(cmd *cobra.Command, f *resumeFlags, pool *pgxpool.Pool, svc *Service) error {
 	ctx := cmd.Context()
-	defer c.tracing.shutdown()
-	pool, svc, err := c.openForResume(cmd, f)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
 	keys, err := listKeys(ctx, pool, &keyFilter{stuck: true, operation: f.operation, tenant: f.tenant, limit: f.limit})
 	if err != nil {
 		return err

@@ -28,20 +28,17 @@ failure (exit 1). --tenant and --actor are required. Read-only.`,
 			if err := required("tenant", tenant, "actor", actor); err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			pool, err := c.connectMigrated(ctx)
-			if err != nil {
-				return err
-			}
-			defer pool.Close()
-			k, err := readKey(ctx, pool, saga.Scope{Tenant: tenant, Actor: actor}, args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(c.env.Stdout, renderKeyDetail(k))
-			}
-			return c.printKey(k)
+			return c.withPool(cmd.Context(), func(pool *pgxpool.Pool) error {
+				ctx := cmd.Context()
+				k, err := readKey(ctx, pool, saga.Scope{Tenant: tenant, Actor: actor}, args[0])
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(c.env.Stdout, renderKeyDetail(k))
+				}
+				return c.printKey(k)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", "", "the key's tenant (required)")
