@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pgsaga/pgsaga/internal/keyjson"
+	"github.com/pgsaga/pgsaga/internal/pgavail"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -76,8 +77,11 @@ func settleParams(r *http.Request) (*saga.SettleParams, error) {
 func (c *Console) answerAction(w http.ResponseWriter, r *http.Request, scope saga.Scope, key, done string, res *saga.Result, err error) {
 	if err != nil {
 		status, code, msg := actionError(key, err)
-		if status == http.StatusInternalServerError {
+		switch status {
+		case http.StatusInternalServerError:
 			c.cfg.Logger.ErrorContext(r.Context(), "console: action failed", "path", r.URL.Path, "error", err)
+		case http.StatusServiceUnavailable:
+			w.Header().Set("Retry-After", "1")
 		}
 		c.actionFailed(w, r, scope, key, status, code, msg)
 		return
@@ -135,7 +139,9 @@ func actionError(key string, err error) (int, string, string) {
 	case errors.As(err, &parked):
 		return http.StatusConflict, "operation_parked", fmt.Sprintf("Resumed, and parked again (%s): %s", parked.Reason, parked.LastError)
 	case errors.As(err, &transient):
-		return http.StatusServiceUnavailable, "temporarily_unavailable", "Resumed, but it did not finish: " + transient.Err.Error() + ". It stays started; the worker or another resume goes on from here."
+		return http.StatusServiceUnavailable, codeTemporarilyUnavailable, "Resumed, but it did not finish: " + transient.Err.Error() + ". It stays started; the worker or another resume goes on from here."
+	case pgavail.Unavailable(err):
+		return http.StatusServiceUnavailable, codeTemporarilyUnavailable, "Not done: the database did not answer; the key is as it was. Try again in a moment."
 	}
 	return http.StatusInternalServerError, codeInternal, "The action failed; the console's log says why."
 }

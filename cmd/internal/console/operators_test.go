@@ -222,6 +222,21 @@ func TestOperatorsUnavailable(t *testing.T) {
 	}
 }
 
+// TestPagesUnavailable: a session that needs no database to check (the shared token's) meets a
+// database that went away on its page reads: 503 with Retry-After, as the API answers, not 500.
+func TestPagesUnavailable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &envOpts{noRiver: true})
+	cookie, _ := e.login()
+	e.db.Pool.Close()
+	for _, path := range []string{"/", "/keys", "/charges/unmatched"} {
+		got := e.do(req{path: path, cookie: cookie})
+		require.Equal(t, http.StatusServiceUnavailable, got.status, "%s: %s", path, got.body)
+		require.Equal(t, "temporarily_unavailable", got.json(t)["error"], path)
+		require.Equal(t, "1", got.header.Get("Retry-After"), path)
+	}
+}
+
 // syncBuffer is a log the console writes while the test reads it.
 type syncBuffer struct {
 	mu  sync.Mutex

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pgsaga/pgsaga/internal/pgavail"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -107,9 +108,16 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, status int, code,
 	c.render(w, r, status, "error", &errorView{Status: status, StatusText: http.StatusText(status), Code: code, Message: message})
 }
 
-// internalError logs err and answers 500 without its details.
+// internalError logs err and answers without its details: 503 with Retry-After when the
+// database could not serve (down, or a standby during a failover), which a retry may change, and
+// 500 otherwise.
 func (c *Console) internalError(w http.ResponseWriter, r *http.Request, what string, err error) {
 	c.cfg.Logger.ErrorContext(r.Context(), "console: "+what, "path", r.URL.Path, "error", err)
+	if pgavail.Unavailable(err) && r.Context().Err() == nil {
+		w.Header().Set("Retry-After", "1")
+		c.fail(w, r, http.StatusServiceUnavailable, codeTemporarilyUnavailable, "The database did not answer while "+what+": try again in a moment.")
+		return
+	}
 	c.fail(w, r, http.StatusInternalServerError, codeInternal, "Something went wrong while "+what+"; the console's log says what.")
 }
 
