@@ -83,7 +83,7 @@ func TestAsyncFailoverMovesMoneyOnce(t *testing.T) {
 	_, pool := newDatabase(t)
 	off := false
 	provider := sim.New(&sim.Config{Idempotency: &off})
-	s := newServiceWith(t, pool, provider)
+	s := newServiceWith(t, pool, provider, 0)
 	inv := s.invoice(t, 5000)
 	retried, forgotten := uuid.NewString(), uuid.NewString()
 	bodyOf := func(amount int) string { return `{"invoice_id": "` + inv + `", "amount": ` + itoa(amount) + `}` }

@@ -31,16 +31,16 @@ type service struct {
 
 func newService(t *testing.T, pool *pgxpool.Pool) *service {
 	t.Helper()
-	return newServiceWith(t, pool, sim.New(nil))
+	return newServiceWith(t, pool, sim.New(nil), 0)
 }
 
-// newServiceWith is newService on the simulator s.
-func newServiceWith(t *testing.T, pool *pgxpool.Pool, s *sim.Simulator) *service {
+// newServiceWith is newService on the simulator s, its executions under lease (0: the default).
+func newServiceWith(t *testing.T, pool *pgxpool.Pool, s *sim.Simulator, lease time.Duration) *service {
 	t.Helper()
 	points := chaos.NewPoints()
 	svc, err := payments.New(&payments.Config{Pool: pool, Gateway: chaos.WrapGateway(s.Gateway(), points)})
 	require.NoError(t, err)
-	client, err := saga.NewClient(&saga.Config{DB: pool, Operations: chaos.WrapOperations(svc.Operations(), points)})
+	client, err := saga.NewClient(&saga.Config{DB: pool, Lease: lease, Operations: chaos.WrapOperations(svc.Operations(), points)})
 	require.NoError(t, err)
 	plain, err := svc.Handler(payments.HeaderScope)
 	require.NoError(t, err)
@@ -183,6 +183,102 @@ func TestPartitionedPrimaryCannotCompleteAKey(t *testing.T) {
 			FROM pgsaga_key k WHERE k.key = $1`, key).Scan(&status, &stored, &n)
 		return err == nil && status == "completed" && string(stored) == string(done.body) && n == 1
 	})
+}
+
+// A COMMIT that went to a primary cut off from its standby, and that its execution gave up on
+// when the phase's lease ran out, never shows on that primary, not even while the primary still
+// believes it is one (its PostgreSQL resumed, its Patroni not yet): pgsaga's connections send no
+// cancel request, which would end the COMMIT's wait for the standby with the key completed on
+// the old primary, where a replay could read and answer it although the new primary never has it.
+//  1. the payment's last phase (result_recorded) has written on the primary when it is
+//     partitioned; its COMMIT goes to the frozen node;
+//  2. the standby is promoted; the old primary's PostgreSQL is resumed, its Patroni still frozen:
+//     the COMMIT waits for the synchronous standby, gone;
+//  3. the phase's lease ends, and on the old primary the key stays started, never completed;
+//  4. its Patroni is resumed and demotes it: the request answers 503, and the client's retry
+//     finishes the key on the new primary, charged once.
+func TestGivenUpCommitNeverShowsOnTheOldPrimary(t *testing.T) {
+	healthyIn(t, true)
+	_, pool := newDatabase(t)
+	// Long enough to cover the partition's failover and the resumption of the old primary, so
+	// that the COMMIT is waiting there when the lease ends.
+	const lease = 15 * time.Second
+	s := newServiceWith(t, pool, sim.New(nil), lease)
+	inv := s.invoice(t, 5000)
+	key, body := uuid.NewString(), `{"invoice_id": "`+inv+`", "amount": 2000}`
+
+	gate := s.points.Block(chaos.AfterStep(payments.OpCreatePayment, "result_recorded"))
+	first := make(chan *answer, 1)
+	go func() {
+		a, err := post(s.url, "/payments", key, body)
+		if err != nil {
+			a = &answer{body: []byte(err.Error())}
+		}
+		first <- a
+	}()
+	select {
+	case <-gate.Reached():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the payment did not reach its last phase")
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	part, err := cluster.PartitionPrimary(ctx)
+	require.NoError(t, err)
+	old := part.Node
+	t.Cleanup(func() { _ = part.Heal() })
+	gate.Release()
+	released := time.Now()
+	next, err := cluster.WaitForPrimary(ctx, old)
+	require.NoError(t, err)
+	t.Logf("%s promoted %s after the partition of %s", next, time.Since(released).Round(time.Millisecond), old)
+	require.Less(t, time.Since(released), lease-2*time.Second, "the failover outlasted the test's lease")
+
+	part.HealPostgres()
+	oldDB, err := pgx.Connect(ctx, old.URL(pool.Config().ConnConfig.Database))
+	require.NoError(t, err)
+	defer oldDB.Close(context.Background())
+	oldStatus := func() string {
+		var status string
+		require.NoError(t, oldDB.QueryRow(ctx, `SELECT status FROM pgsaga_key WHERE key = $1`, key).Scan(&status))
+		return status
+	}
+	waitUntil(t, 30*time.Second, "the COMMIT to wait for the synchronous standby on the old primary", func() bool {
+		var n int
+		err := oldDB.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'`).Scan(&n)
+		return err == nil && n > 0
+	})
+	require.Equal(t, "started", oldStatus())
+
+	// The lease ends while the COMMIT waits; from then on, for as long as the old primary
+	// believes it is one, the key there is still started.
+	time.Sleep(time.Until(released.Add(lease + time.Second)))
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		require.Equal(t, "started", oldStatus(), "the old primary never holds the given-up COMMIT's completion")
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.NoError(t, oldDB.Close(ctx))
+
+	// Demoted, the old primary fails what still waited on it: the request answers 503.
+	require.NoError(t, part.Heal())
+	var givenUp *answer
+	select {
+	case givenUp = <-first:
+	case <-time.After(time.Minute):
+		t.Fatal("the request whose COMMIT waited on the demoted primary was not answered")
+	}
+	require.Equal(t, http.StatusServiceUnavailable, givenUp.status, givenUp.String())
+
+	_, err = pool.Exec(ctx, `UPDATE pgsaga_key SET next_attempt_at = now() WHERE key = $1`, key)
+	require.NoError(t, err)
+	done, err := post(s.url, "/payments", key, body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusCreated, done.status, done.String())
+	require.Equal(t, 1, s.sim.TotalCharges(), "charged once")
+	_, _, err = cluster.WaitHealthy(ctx)
+	require.NoError(t, err)
 }
 
 func errorCode(t *testing.T, a *answer) string {

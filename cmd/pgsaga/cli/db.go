@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgsaga/pgsaga/internal/pgavail"
 	"github.com/pgsaga/pgsaga/migrations"
+	"github.com/pgsaga/pgsaga/saga"
 )
 
 // connectTimeout bounds one attempt to reach the database (connect, ping, schema check), so a
@@ -39,8 +40,9 @@ const defaultPingTimeout = 2 * time.Second
 // Connect opens a pool on the database at url the way the commands do, for an application's
 // own commands (App.Commands): pool_max_conns defaults to 16, connect_timeout (per host) to 5s
 // and pool_ping_timeout to 2s when the URL does not set them, a connection whose server says it
-// is read-only (a standby, or default_transaction_read_only on) is dropped when released, and
-// the server must answer a ping within 10s. url may name several hosts with
+// is read-only (a standby, or default_transaction_read_only on) is dropped when released, no
+// connection sends a cancel request (saga.WithoutCancelRequests), and the server must answer a
+// ping within 10s. url may name several hosts with
 // target_session_attrs=read-write (a replicated pair under a failover manager): connections go
 // to whichever is the primary. A malformed URL is bad usage (UsageErrorf), reported without the
 // URL, so its password is never printed.
@@ -79,6 +81,7 @@ func newPool(ctx context.Context, url string, tracer pgx.QueryTracer) (*pgxpool.
 		cfg.PingTimeout = defaultPingTimeout
 	}
 	cfg.AfterRelease = writable
+	saga.WithoutCancelRequests(cfg)
 	if tracer != nil {
 		cfg.ConnConfig.Tracer = tracer
 	}

@@ -1,0 +1,77 @@
+package saga_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/internal/pglocal"
+	"github.com/pgsaga/pgsaga/saga"
+)
+
+// TestWithoutCancelRequests: a COMMIT that waits for a synchronous standby which never answers
+// (a primary cut off from its standby) is given up on by its client. With pgx's default, the
+// cancel request it sends ends the wait and the row shows on that primary although no standby
+// has it; with WithoutCancelRequests it never shows, and the COMMIT is still waiting.
+func TestWithoutCancelRequests(t *testing.T) {
+	t.Parallel()
+	// A server whose commits wait for a standby named "gone", which never connects.
+	cluster, err := pglocal.Start(t.Context(), &pglocal.Config{Settings: map[string]string{"synchronous_standby_names": "gone"}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, cluster.Stop()) })
+	url := cluster.URL("postgres")
+	ctx := t.Context()
+
+	admin, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	_, err = admin.Exec(ctx, `CREATE TABLE written (id int PRIMARY KEY)`)
+	require.NoError(t, err) // synchronous_commit is off on the throwaway server: no wait here
+
+	// commitGivenUp inserts id in a transaction whose COMMIT waits for the standby, and gives up
+	// on it after a moment, as a request whose deadline passed does.
+	commitGivenUp := func(t *testing.T, withoutCancel bool, id int) {
+		cfg, err := pgxpool.ParseConfig(url)
+		require.NoError(t, err)
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+		if withoutCancel {
+			saga.WithoutCancelRequests(cfg)
+		}
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+		tx, err := pool.Begin(ctx)
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, `INSERT INTO written VALUES ($1)`, id)
+		require.NoError(t, err)
+		commitCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		require.ErrorIs(t, tx.Commit(commitCtx), context.DeadlineExceeded)
+	}
+	visible := func(id int) bool {
+		var n int
+		require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM written WHERE id = $1`, id).Scan(&n))
+		return n == 1
+	}
+
+	t.Run("pgx's default: the cancel request ends the wait, the row shows", func(t *testing.T) {
+		commitGivenUp(t, false, 1)
+		require.Eventually(t, func() bool { return visible(1) }, 10*time.Second, 20*time.Millisecond)
+	})
+
+	t.Run("WithoutCancelRequests: the row never shows, the COMMIT still waits", func(t *testing.T) {
+		commitGivenUp(t, true, 2)
+		require.Never(t, func() bool { return visible(2) }, 2*time.Second, 50*time.Millisecond)
+		var waiting int
+		require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event = 'SyncRep' AND query LIKE 'commit%'`).Scan(&waiting))
+		require.Equal(t, 1, waiting, "the given-up COMMIT waits for the standby")
+		// Ended by the server, as a demotion ends it, so that the pool closes at once.
+		_, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event = 'SyncRep'`)
+		require.NoError(t, err)
+	})
+}
