@@ -108,5 +108,6 @@
 //
 // Around them: client.go and config.go (Client, Config), key.go (Key, states), keyread.go (the
 // operators' read API), errors.go, header.go (stored response headers), metrics.go (Observer),
-// tracing.go (OpenTelemetry spans), listencheck.go (CheckListen), inbox.go (RecordInboxTx).
+// tracing.go (OpenTelemetry spans), listencheck.go (CheckListen), inbox.go (RecordInboxTx),
+// nocancel.go (WithoutCancelRequests, for a pool on a primary with a synchronous standby).
 package saga
