@@ -24,7 +24,7 @@ var errCancelRequestRefused = errors.New("pgsaga: cancel requests are refused on
 // was frozen or cut off, and the standby took over), what other sessions read from it before it
 // is demoted, such as a key's stored response replayed to a client, is then an answer the new
 // primary does not have. Without the cancel, the COMMIT stays waiting, invisible to everyone,
-// until the standby confirms it or the old primary is shut down, which discards it: an
+// until the standby confirms it or the old primary is demoted and rewound, which discards it: an
 // execution that gave up on its COMMIT leaves an outcome nobody has seen, as the key's protocol
 // expects.
 //

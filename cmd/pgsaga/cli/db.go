@@ -42,9 +42,8 @@ const defaultPingTimeout = 2 * time.Second
 // and pool_ping_timeout to 2s when the URL does not set them, a connection whose server says it
 // is read-only (a standby, or default_transaction_read_only on) is dropped when released, no
 // connection sends a cancel request (saga.WithoutCancelRequests), and the server must answer a
-// ping within 10s. url may name several hosts with
-// target_session_attrs=read-write (a replicated pair under a failover manager): connections go
-// to whichever is the primary. A malformed URL is bad usage (UsageErrorf), reported without the
+// ping within 10s. url may name several hosts with target_session_attrs=read-write (a
+// replicated pair under a failover manager): connections go to whichever is the primary. A malformed URL is bad usage (UsageErrorf), reported without the
 // URL, so its password is never printed.
 func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) { return openPool(ctx, url, nil) }
 
