@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -149,6 +150,15 @@ type intent struct {
 	// bad503 are the 503s that were not temporarily_unavailable with a Retry-After (a parked key,
 	// an answer without a hint).
 	bad503 []*answer
+	// tries is every attempt, when it was answered and how, for a failure's message.
+	tries []string
+}
+
+// history is the intent's attempts, one a line.
+func (in *intent) history() string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return fmt.Sprintf("%s %s %s\n  %s", in.path, in.key, in.body, strings.Join(in.tries, "\n  "))
 }
 
 func (in *intent) final() *answer {
@@ -182,9 +192,16 @@ func (l *load) send(ctx context.Context, in *intent) *answer {
 	for {
 		a, err := post(l.api, in.path, in.key, in.body)
 		wait := 200 * time.Millisecond
+		at := time.Now().UTC().Format("15:04:05.000")
+		if err != nil {
+			in.mu.Lock()
+			in.tries = append(in.tries, at+" "+err.Error())
+			in.mu.Unlock()
+		}
 		if err == nil {
 			in.mu.Lock()
 			in.statuses[a.status]++
+			in.tries = append(in.tries, fmt.Sprintf("%s %d replayed=%q %s", at, a.status, a.header.Get("Idempotent-Replayed"), a.body))
 			in.mu.Unlock()
 			switch {
 			case a.status < 300 || (a.status >= 400 && a.status < 500 && a.status != http.StatusConflict):
@@ -359,7 +376,7 @@ func TestServeRidesOutFailovers(t *testing.T) {
 	for _, in := range l.intents {
 		final := in.final()
 		require.NotNil(t, final, "intent %s %s got no answer", in.path, in.key)
-		require.Equal(t, http.StatusCreated, final.status, "%s %s: %s", in.path, in.key, final)
+		require.Equal(t, http.StatusCreated, final.status, "%s\nthe invoice's intents:\n%s", in.history(), l.invoiceHistory(in))
 		for status := range in.statuses {
 			require.Contains(t, []int{http.StatusCreated, http.StatusConflict, http.StatusServiceUnavailable}, status,
 				"%s %s was answered %d", in.path, in.key, status)
@@ -410,6 +427,24 @@ func TestServeRidesOutFailovers(t *testing.T) {
 	require.True(t, serve.running() && worker.running(), "serve and worker are still running")
 	require.Equal(t, 0, serve.stop(t))
 	require.Equal(t, 0, worker.stop(t))
+}
+
+// invoiceHistory is the history of the intents whose answers name the invoice a payment intent
+// pays.
+func (l *load) invoiceHistory(pay *intent) string {
+	var body struct {
+		InvoiceID string `json:"invoice_id"`
+	}
+	if json.Unmarshal([]byte(pay.body), &body) != nil || body.InvoiceID == "" {
+		return "(none)"
+	}
+	var out []string
+	for _, in := range l.intents {
+		if in.path == "/invoices" && strings.Contains(in.history(), body.InvoiceID) {
+			out = append(out, in.history())
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // longestGap is the longest time between two definite answers.
