@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pgsaga/pgsaga/internal/pgpipe"
 	"github.com/pgsaga/pgsaga/internal/runstate"
 	"github.com/pgsaga/pgsaga/phases"
 )
@@ -150,7 +151,7 @@ func (e *execution) atomic(ctx context.Context, i int) error {
 	}
 	if err != nil {
 		e.st.Reset(e.committed)
-		return err
+		return confirmReads(ctx, tx, step.Name(), err)
 	}
 	resp := e.stored()
 	w := e.advance(step.Name(), resp)
@@ -179,6 +180,21 @@ func (e *execution) atomic(ctx context.Context, i int) error {
 	e.wrote(w, out, sent)
 	e.answer = resp
 	return nil
+}
+
+// confirmReads ends the transaction of phase name, which failed with err, so that what err
+// decided can be recorded elsewhere. A rejection, or a failure the phase met in the data, was
+// decided on what the phase read, but its transaction commits nothing, so nothing showed that
+// the server it read was still the primary: an old primary cut off from its synchronous standby
+// (promoted meanwhile), not yet demoted, answers reads from data the new primary has moved past
+// (an invoice created since is "not found"), and the outcome would then be stored on the new
+// primary for good. The rollback is therefore confirmed by a commit its standby must acknowledge
+// (pgpipe.Tx.RollbackConfirmed); one that cannot be confirmed makes the failure transient.
+func confirmReads(ctx context.Context, tx *pgpipe.Tx, name string, err error) error {
+	if cerr := tx.RollbackConfirmed(ctx); cerr != nil {
+		return fmt.Errorf("error confirming, after phase %q failed (%v), that its reads came from the primary: %w", name, err, cerr)
+	}
+	return err
 }
 
 // advance is the key's next state after phase name committed, with resp when it finished: the

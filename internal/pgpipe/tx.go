@@ -426,6 +426,35 @@ func (tx *Tx) Rollback(ctx context.Context) error {
 	return err
 }
 
+// RollbackConfirmed is Rollback followed, on the same connection and in the same round trip, by
+// a transaction that writes one WAL record and nothing else (a transactional logical decoding
+// message, which any role may emit at any wal_level): its COMMIT is acknowledged only as a
+// writing transaction's is, after the server's synchronous standby (if it has one) confirmed
+// it. A transaction that only takes a transaction id would not do: PostgreSQL waits for the
+// standby only when the transaction wrote WAL. What the transaction read is then known to have come from a server that was
+// still the primary: an old primary cut off from its standby never acknowledges that COMMIT. A
+// transaction that sent nothing read nothing: it is ended as Rollback ends it.
+func (tx *Tx) RollbackConfirmed(ctx context.Context) error {
+	if err := tx.ready(); err != nil {
+		return err
+	}
+	if !tx.begun {
+		return tx.Rollback(ctx)
+	}
+	tx.pending = nil
+	var err error
+	if tx.conn.IsClosed() {
+		err = errors.New("the connection closed before the transaction was confirmed")
+	} else {
+		// One simple-protocol query: ROLLBACK ends the transaction block, and the SELECT runs
+		// in an implicit transaction of its own, committed at the end of the query. The message
+		// is empty: logical decoding, if anyone runs it, sees a message prefixed "pgsaga".
+		_, err = tx.conn.Exec(ctx, "rollback; select pg_logical_emit_message(true, 'pgsaga', '')")
+	}
+	tx.end(ctx)
+	return err
+}
+
 // end releases the connection, idle: a transaction still open on it (a failed CommitWith) is
 // rolled back first, and a connection that cannot be cleaned is closed.
 func (tx *Tx) end(ctx context.Context) {
