@@ -376,7 +376,8 @@ func TestServeRidesOutFailovers(t *testing.T) {
 	for _, in := range l.intents {
 		final := in.final()
 		require.NotNil(t, final, "intent %s %s got no answer", in.path, in.key)
-		require.Equal(t, http.StatusCreated, final.status, "%s\nthe invoice's intents:\n%s", in.history(), l.invoiceHistory(in))
+		require.Equal(t, http.StatusCreated, final.status, "%s\nthe invoice's intents:\n%s\nin the database now: %s",
+			in.history(), l.invoiceHistory(in), storedFacts(pool, in))
 		for status := range in.statuses {
 			require.Contains(t, []int{http.StatusCreated, http.StatusConflict, http.StatusServiceUnavailable}, status,
 				"%s %s was answered %d", in.path, in.key, status)
@@ -427,6 +428,30 @@ func TestServeRidesOutFailovers(t *testing.T) {
 	require.True(t, serve.running() && worker.running(), "serve and worker are still running")
 	require.Equal(t, 0, serve.stop(t))
 	require.Equal(t, 0, worker.stop(t))
+}
+
+// storedFacts says what the database holds of in's key and of the invoice it names.
+func storedFacts(pool *pgxpool.Pool, in *intent) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var status string
+	var response []byte
+	err := pool.QueryRow(ctx, `SELECT status, coalesce(response_body, '') FROM pgsaga_key WHERE key = $1`, in.key).Scan(&status, &response)
+	key := fmt.Sprintf("key %s %s", status, response)
+	if err != nil {
+		key = "key: " + err.Error()
+	}
+	var body struct {
+		InvoiceID string `json:"invoice_id"`
+	}
+	if json.Unmarshal([]byte(in.body), &body) != nil || body.InvoiceID == "" {
+		return key
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM invoices WHERE id = $1`, body.InvoiceID).Scan(&n); err != nil {
+		return key + "; invoice: " + err.Error()
+	}
+	return fmt.Sprintf("%s; %d invoice %s", key, n, body.InvoiceID)
 }
 
 // invoiceHistory is the history of the intents whose answers name the invoice a payment intent
