@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pgsaga/pgsaga/internal/pglocal"
 	"github.com/pgsaga/pgsaga/migrations"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
@@ -25,13 +24,10 @@ import (
 // on connections that do not wait for the standby answers and stores the rejection.
 func TestRejectionWaitsForTheStandby(t *testing.T) {
 	t.Parallel()
-	cluster, err := pglocal.Start(t.Context(), &pglocal.Config{Settings: map[string]string{"synchronous_standby_names": "gone"}})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, cluster.Stop()) })
-	url := cluster.URL("postgres")
+	url := serverWithoutItsStandby(t)
 	ctx := t.Context()
 
-	// synchronous_commit is off on the throwaway server: the schema commits without waiting.
+	// The schema, in sessions that do not wait for the standby.
 	setup, err := pgxpool.New(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(setup.Close)

@@ -13,17 +13,26 @@ import (
 	"github.com/pgsaga/pgsaga/saga"
 )
 
+// serverWithoutItsStandby starts a PostgreSQL server of t's own whose commits, in a session with
+// synchronous_commit on, wait for a synchronous standby that never connects: the old primary of
+// a failover, cut off from its standby. synchronous_commit is off by default there (pglocal), so
+// a session that does not turn it on commits at once. It returns the URL of its postgres
+// database.
+func serverWithoutItsStandby(t *testing.T) string {
+	t.Helper()
+	cluster, err := pglocal.Start(t.Context(), &pglocal.Config{Settings: map[string]string{"synchronous_standby_names": "gone"}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, cluster.Stop()) })
+	return cluster.URL("postgres")
+}
+
 // TestWithoutCancelRequests: a COMMIT that waits for a synchronous standby which never answers
 // (a primary cut off from its standby) is given up on by its client. With pgx's default, the
 // cancel request it sends ends the wait and the row shows on that primary although no standby
 // has it; with WithoutCancelRequests it never shows, and the COMMIT is still waiting.
 func TestWithoutCancelRequests(t *testing.T) {
 	t.Parallel()
-	// A server whose commits wait for a standby named "gone", which never connects.
-	cluster, err := pglocal.Start(t.Context(), &pglocal.Config{Settings: map[string]string{"synchronous_standby_names": "gone"}})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, cluster.Stop()) })
-	url := cluster.URL("postgres")
+	url := serverWithoutItsStandby(t)
 	ctx := t.Context()
 
 	admin, err := pgx.Connect(ctx, url)

@@ -66,6 +66,28 @@ func (s *service) invoice(t *testing.T, amount int) string {
 	return inv.ID
 }
 
+// payUntilLastPhase sends the payment request (key, body) and returns once its execution reached
+// its last phase (result_recorded), held there by gate until it is released; the request's answer
+// comes on first.
+func (s *service) payUntilLastPhase(t *testing.T, key, body string) (gate *chaos.Gate, first <-chan *answer) {
+	t.Helper()
+	gate = s.points.Block(chaos.AfterStep(payments.OpCreatePayment, "result_recorded"))
+	answered := make(chan *answer, 1)
+	go func() {
+		a, err := post(s.url, "/payments", key, body)
+		if err != nil {
+			a = &answer{body: []byte(err.Error())}
+		}
+		answered <- a
+	}()
+	select {
+	case <-gate.Reached():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the payment did not reach its last phase")
+	}
+	return gate, answered
+}
+
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // A primary cut off while an execution commits a key's last phase on it never acknowledges that
@@ -87,20 +109,7 @@ func TestPartitionedPrimaryCannotCompleteAKey(t *testing.T) {
 	inv := s.invoice(t, 5000)
 	key, body := uuid.NewString(), `{"invoice_id": "`+inv+`", "amount": 2000}`
 
-	gate := s.points.Block(chaos.AfterStep(payments.OpCreatePayment, "result_recorded"))
-	first := make(chan *answer, 1)
-	go func() {
-		a, err := post(s.url, "/payments", key, body)
-		if err != nil {
-			a = &answer{body: []byte(err.Error())}
-		}
-		first <- a
-	}()
-	select {
-	case <-gate.Reached():
-	case <-time.After(30 * time.Second):
-		t.Fatal("the payment did not reach its last phase")
-	}
+	gate, first := s.payUntilLastPhase(t, key, body)
 	require.Equal(t, 1, s.sim.TotalCharges(), "charged before the last phase")
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -207,20 +216,7 @@ func TestGivenUpCommitNeverShowsOnTheOldPrimary(t *testing.T) {
 	inv := s.invoice(t, 5000)
 	key, body := uuid.NewString(), `{"invoice_id": "`+inv+`", "amount": 2000}`
 
-	gate := s.points.Block(chaos.AfterStep(payments.OpCreatePayment, "result_recorded"))
-	first := make(chan *answer, 1)
-	go func() {
-		a, err := post(s.url, "/payments", key, body)
-		if err != nil {
-			a = &answer{body: []byte(err.Error())}
-		}
-		first <- a
-	}()
-	select {
-	case <-gate.Reached():
-	case <-time.After(30 * time.Second):
-		t.Fatal("the payment did not reach its last phase")
-	}
+	gate, first := s.payUntilLastPhase(t, key, body)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
