@@ -702,3 +702,36 @@ func TestCommitRow(t *testing.T) {
 	var idle bool
 	require.NoError(t, pool.QueryRow(ctx, `SELECT true`).Scan(&idle), "the connection went back clean")
 }
+
+// RollbackConfirmed: after a transaction that sent statements, one round trip rolls it back and
+// commits a transaction of one WAL record (that a synchronous standby must acknowledge is
+// saga.TestRejectionWaitsForTheStandby's); after one that sent nothing, nothing is sent.
+func TestRollbackConfirmed(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	f := newFixture(t)
+
+	tx := f.begin()
+	_, err := tx.Exec(ctx, `SELECT 1`)
+	require.NoError(t, err)
+	f.counter.Take()
+	require.NoError(t, tx.RollbackConfirmed(ctx))
+	f.requireTrips("rollback; select pg_logical_emit_message")
+	require.ErrorIs(t, tx.Rollback(ctx), pgx.ErrTxClosed)
+	f.counter.Take()
+	f.requireClean()
+
+	tx = f.begin()
+	_, err = tx.Exec(ctx, `INSERT INTO item (id) VALUES (1)`)
+	require.NoError(t, err)
+	require.NoError(t, tx.RollbackConfirmed(ctx))
+	var n int
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*) FROM item`).Scan(&n))
+	require.Zero(t, n, "rolled back")
+	f.counter.Take()
+
+	tx = f.begin()
+	require.NoError(t, tx.RollbackConfirmed(ctx))
+	f.requireTrips()
+	f.requireClean()
+}
