@@ -50,7 +50,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	begin := time.Now()
-	cluster, err = pgcluster.Start(ctx, &pgcluster.Config{Synchronous: true, Settings: map[string]string{"log_min_duration_statement": "0", "log_line_prefix": "%m [%p] x%x %a "},
+	cluster, err = pgcluster.Start(ctx, &pgcluster.Config{Synchronous: true,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
