@@ -46,8 +46,8 @@ func WithoutCancelRequests(cfg *pgxpool.Config) {
 
 // refuseDialsOnceConnected makes c's connection refuse every dial after it is established: pgx
 // dials only to connect (one host after another) and, once connected, only to send a cancel
-// request. cfg is the connection's own copy (pgxpool's BeforeConnect gives each connection one),
-// so the flag is that connection's.
+// request. c is the connection's own copy of the configuration (pgxpool's BeforeConnect gives
+// each connection one), so the flag is that connection's.
 func refuseDialsOnceConnected(c *pgconn.Config) {
 	dial, after := c.DialFunc, c.AfterConnect
 	if dial == nil {

@@ -430,10 +430,11 @@ func (tx *Tx) Rollback(ctx context.Context) error {
 // a transaction that writes one WAL record and nothing else (a transactional logical decoding
 // message, which any role may emit at any wal_level): its COMMIT is acknowledged only as a
 // writing transaction's is, after the server's synchronous standby (if it has one) confirmed
-// it. A transaction that only takes a transaction id would not do: PostgreSQL waits for the
-// standby only when the transaction wrote WAL. What the transaction read is then known to have come from a server that was
-// still the primary: an old primary cut off from its standby never acknowledges that COMMIT. A
-// transaction that sent nothing read nothing: it is ended as Rollback ends it.
+// it. (A transaction that only takes a transaction id would not do: PostgreSQL waits for the
+// standby only when the transaction wrote WAL.) What the rolled-back transaction read is then
+// known to have come from a server that was still the primary: an old primary cut off from its
+// standby never acknowledges that COMMIT. A transaction that sent nothing read nothing: it is
+// ended as Rollback ends it.
 func (tx *Tx) RollbackConfirmed(ctx context.Context) error {
 	if err := tx.ready(); err != nil {
 		return err
