@@ -428,13 +428,14 @@ func (tx *Tx) Rollback(ctx context.Context) error {
 
 // RollbackConfirmed is Rollback followed, on the same connection and in the same round trip, by
 // a transaction that writes one WAL record and nothing else (a transactional logical decoding
-// message, which any role may emit at any wal_level): its COMMIT is acknowledged only as a
-// writing transaction's is, after the server's synchronous standby (if it has one) confirmed
-// it. (A transaction that only takes a transaction id would not do: PostgreSQL waits for the
-// standby only when the transaction wrote WAL.) What the rolled-back transaction read is then
-// known to have come from a server that was still the primary: an old primary cut off from its
-// standby never acknowledges that COMMIT. A transaction that sent nothing read nothing: it is
-// ended as Rollback ends it.
+// message, which any role may emit at any wal_level) when the server has synchronous standbys
+// (synchronous_standby_names is set): its COMMIT is acknowledged only as a writing
+// transaction's is, after a synchronous standby confirmed it. (A transaction that only takes a
+// transaction id would not do: PostgreSQL waits for the standby only when the transaction wrote
+// WAL.) What the rolled-back transaction read is then known to have come from a server that was
+// still the primary: an old primary cut off from its standby never acknowledges that COMMIT.
+// Without synchronous standbys there is nothing to confirm, and nothing is written. A
+// transaction that sent nothing read nothing: it is ended as Rollback ends it.
 func (tx *Tx) RollbackConfirmed(ctx context.Context) error {
 	if err := tx.ready(); err != nil {
 		return err
@@ -450,7 +451,8 @@ func (tx *Tx) RollbackConfirmed(ctx context.Context) error {
 		// One simple-protocol query: ROLLBACK ends the transaction block, and the SELECT runs
 		// in an implicit transaction of its own, committed at the end of the query. The message
 		// is empty: logical decoding, if anyone runs it, sees a message prefixed "pgsaga".
-		_, err = tx.conn.Exec(ctx, "rollback; select pg_logical_emit_message(true, 'pgsaga', '')")
+		_, err = tx.conn.Exec(ctx, "rollback; select pg_logical_emit_message(true, 'pgsaga', '') "+
+			"where current_setting('synchronous_standby_names') <> ''")
 	}
 	tx.end(ctx)
 	return err
