@@ -123,7 +123,7 @@ func (e *execution) undo(ctx context.Context, j int, next *keyWrite) error {
 	defer func() { _ = tx.Rollback(ctx) }()
 	if err := step.Compensation()(ctx, tx, e.st); err != nil {
 		e.st.Reset(e.committed)
-		return fmt.Errorf("error compensating %q: %w", step.Name(), err)
+		return confirmReads(ctx, tx, "compensation of "+step.Name(), fmt.Errorf("error compensating %q: %w", step.Name(), err))
 	}
 	next.state = e.st.Values()
 	a := getArgs()

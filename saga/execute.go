@@ -10,7 +10,6 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/pgsaga/pgsaga/internal/pgpipe"
 	"github.com/pgsaga/pgsaga/internal/runstate"
 	"github.com/pgsaga/pgsaga/phases"
 )
@@ -180,21 +179,6 @@ func (e *execution) atomic(ctx context.Context, i int) error {
 	e.wrote(w, out, sent)
 	e.answer = resp
 	return nil
-}
-
-// confirmReads ends the transaction of phase name, which failed with err, so that what err
-// decided can be recorded elsewhere. A rejection, or a failure the phase met in the data, was
-// decided on what the phase read, but its transaction commits nothing, so nothing showed that
-// the server it read was still the primary: an old primary cut off from its synchronous standby
-// (promoted meanwhile), not yet demoted, answers reads from data the new primary has moved past
-// (an invoice created since is "not found"), and the outcome would then be stored on the new
-// primary for good. The rollback is therefore confirmed by a commit its standby must acknowledge
-// (pgpipe.Tx.RollbackConfirmed); one that cannot be confirmed makes the failure transient.
-func confirmReads(ctx context.Context, tx *pgpipe.Tx, name string, err error) error {
-	if cerr := tx.RollbackConfirmed(ctx); cerr != nil {
-		return fmt.Errorf("error confirming, after phase %q failed (%v), that its reads came from the primary: %w", name, err, cerr)
-	}
-	return err
 }
 
 // advance is the key's next state after phase name committed, with resp when it finished: the

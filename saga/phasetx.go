@@ -34,6 +34,22 @@ func beginPhase(ctx context.Context, db *pgxpool.Pool) (*pgpipe.Tx, error) {
 	return tx, nil
 }
 
+// confirmReads ends the transaction of a phase (or compensation) name that failed with err, so
+// that what err decided can be recorded elsewhere. A rejection, a permanent failure or a failure
+// the phase met in the data was decided on what the phase read, but its transaction commits
+// nothing, so nothing showed that the server it read was still the primary: an old primary cut
+// off from its synchronous standby (promoted meanwhile), not yet demoted, answers reads from
+// data the new primary has moved past (an invoice created since is "not found"), and the outcome
+// (a stored answer, a parked key) would then be recorded on the new primary for good. The
+// rollback is therefore confirmed by a commit its standby must acknowledge
+// (pgpipe.Tx.RollbackConfirmed); one that cannot be confirmed makes the failure transient.
+func confirmReads(ctx context.Context, tx *pgpipe.Tx, name string, err error) error {
+	if cerr := tx.RollbackConfirmed(ctx); cerr != nil {
+		return fmt.Errorf("error confirming, after %q failed (%v), that its reads came from the primary: %w", name, err, cerr)
+	}
+	return err
+}
+
 // commitPhase sends the key's write s and COMMIT in one round trip (or, when the phase sent
 // nothing, s alone in an implicit transaction), and returns what the write reported. It returns
 // errDuplicate when a claim found the key stored, and ErrLeaseLost when a fenced write found the
