@@ -7,52 +7,25 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pgsaga/pgsaga/bench/baseline"
 	"github.com/pgsaga/pgsaga/migrations"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
-// floorDDL are the hand-written variants' tables, as the side-by-side harness has them.
-const floorDDL = `
-CREATE TABLE sbs_keys(key uuid PRIMARY KEY, phase text NOT NULL, recovery_point text,
-  locked_until timestamptz, response jsonb, created_at timestamptz NOT NULL DEFAULT now());
-CREATE TABLE sbs_orders(id bigserial PRIMARY KEY, ref text NOT NULL, amount bigint NOT NULL,
-  created_at timestamptz NOT NULL DEFAULT now());`
-
-// floorVariants are the harness's hand-written baselines: the 2-round-trip phased floor and
-// idempotency written by hand in one pgx transaction.
+// floorVariants are the harness's hand-written baselines (package baseline): the 2-round-trip
+// phased floor and idempotency written by hand in one pgx transaction.
 func floorVariants() (floor2rt, hand1tx variant) {
 	setup := func(ctx context.Context, p *pgxpool.Pool) error {
-		_, err := p.Exec(ctx, floorDDL)
+		_, err := p.Exec(ctx, baseline.DDL)
 		return err
 	}
 	floor2rt = variant{name: "floor-2rt", setup: setup, op: func(ctx context.Context, p *pgxpool.Pool, i int) error {
-		k := uuid.New()
-		var phase string
-		if err := p.QueryRow(ctx, `INSERT INTO sbs_keys(key, phase, recovery_point, locked_until) VALUES ($1,'started','created', now()+interval '30 s')
-				ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key RETURNING phase`, k).Scan(&phase); err != nil {
-			return err
-		}
-		_, err := p.Exec(ctx, `UPDATE sbs_keys SET phase='finished', recovery_point='recorded', response='{"ok":true}', locked_until=NULL WHERE key=$1 AND phase='started'`, k)
-		return err
+		return baseline.Floor2RT(ctx, p)
 	}}
 	hand1tx = variant{name: "hand-1tx-idem", setup: setup, op: func(ctx context.Context, p *pgxpool.Pool, i int) error {
-		return pgx.BeginFunc(ctx, p, func(tx pgx.Tx) error {
-			k := uuid.New()
-			tag, err := tx.Exec(ctx, `INSERT INTO sbs_keys(key, phase) VALUES ($1, 'started') ON CONFLICT DO NOTHING`, k)
-			if err != nil || tag.RowsAffected() == 0 {
-				return err
-			}
-			var id int64
-			if err := tx.QueryRow(ctx, `INSERT INTO sbs_orders(ref, amount) VALUES ($1, 100) RETURNING id`, fmt.Sprint(i)).Scan(&id); err != nil {
-				return err
-			}
-			_, err = tx.Exec(ctx, `UPDATE sbs_keys SET phase='finished', response=jsonb_build_object('id', $2::bigint) WHERE key=$1`, k, id)
-			return err
-		})
+		return baseline.HandIdempotent(ctx, p, fmt.Sprint(i))
 	}}
 	return floor2rt, hand1tx
 }

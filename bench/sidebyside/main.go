@@ -6,8 +6,8 @@
 //
 //	go run ./sidebyside -url "$DATABASE_URL" [-rounds 4 -n 300 -d 2s -only REGEXP]
 //
-// from bench/ (the performance lab's module), or bench/sidebyside/run.sh, which starts a
-// throwaway PostgreSQL for it.
+// from bench/ (the performance lab's module); without -url it starts a throwaway PostgreSQL of
+// its own.
 package main
 
 import (
@@ -30,6 +30,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pgsaga/pgsaga/bench/baseline"
 	"github.com/pgsaga/pgsaga/internal/pglocal"
 	"github.com/pgsaga/pgsaga/migrations"
 	"github.com/pgsaga/pgsaga/phases"
@@ -49,12 +50,6 @@ func (c *counter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceB
 }
 func (c *counter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 func (c *counter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
-
-const ddl = `
-CREATE TABLE IF NOT EXISTS sbs_keys(key uuid PRIMARY KEY, phase text NOT NULL, recovery_point text,
-  locked_until timestamptz, response jsonb, created_at timestamptz NOT NULL DEFAULT now());
-CREATE TABLE IF NOT EXISTS sbs_orders(id bigserial PRIMARY KEY, ref text NOT NULL, amount bigint NOT NULL,
-  created_at timestamptz NOT NULL DEFAULT now());`
 
 type variant struct {
 	name string
@@ -88,7 +83,7 @@ func main() {
 	cfg.MaxConns = 20
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	must(err)
-	_, err = pool.Exec(ctx, ddl)
+	_, err = pool.Exec(ctx, baseline.DDL)
 	must(err)
 	_, err = migrations.Migrate(ctx, pool, nil)
 	must(err)
@@ -151,20 +146,7 @@ func main() {
 			})
 		}},
 		{"hand-1tx-idem (key+INSERT+response, pgx tx)", func(ctx context.Context, i int) error {
-			// what a user writes by hand: claim, effect, response, one transaction
-			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-				k := uuid.New()
-				tag, err := tx.Exec(ctx, `INSERT INTO sbs_keys(key, phase) VALUES ($1, 'started') ON CONFLICT DO NOTHING`, k)
-				if err != nil || tag.RowsAffected() == 0 {
-					return err
-				}
-				var id int64
-				if err := tx.QueryRow(ctx, `INSERT INTO sbs_orders(ref, amount) VALUES ($1, 100) RETURNING id`, fmt.Sprint(i)).Scan(&id); err != nil {
-					return err
-				}
-				_, err = tx.Exec(ctx, `UPDATE sbs_keys SET phase='finished', response=jsonb_build_object('id', $2::bigint) WHERE key=$1`, k, id)
-				return err
-			})
+			return baseline.HandIdempotent(ctx, pool, fmt.Sprint(i))
 		}},
 		{"floor-1tx-idem (one CTE statement)", func(ctx context.Context, i int) error {
 			_, err := pool.Exec(ctx, `WITH o AS (INSERT INTO sbs_orders(ref, amount) VALUES ($2, 100) RETURNING id)
@@ -183,14 +165,7 @@ func main() {
 			return err
 		}},
 		{"floor-2rt (claim; call; finish)", func(ctx context.Context, i int) error {
-			k := uuid.New()
-			var phase string
-			if err := pool.QueryRow(ctx, `INSERT INTO sbs_keys(key, phase, recovery_point, locked_until) VALUES ($1,'started','created', now()+interval '30 s')
-				ON CONFLICT (key) DO UPDATE SET key = EXCLUDED.key RETURNING phase`, k).Scan(&phase); err != nil {
-				return err
-			}
-			_, err := pool.Exec(ctx, `UPDATE sbs_keys SET phase='finished', recovery_point='recorded', response='{"ok":true}', locked_until=NULL WHERE key=$1 AND phase='started'`, k)
-			return err
+			return baseline.Floor2RT(ctx, pool)
 		}},
 		{"pgsaga-phased (2 phases + call)", func(ctx context.Context, i int) error {
 			r, err := client.Run(ctx, "sbs_phased", req("sbs_phased", fmt.Sprintf("p-%s-%d", runID, i)))
