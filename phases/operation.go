@@ -126,9 +126,11 @@ type Operation struct {
 	// client's MaxAge.
 	MaxAge time.Duration
 	// WaitInFlight is how long a duplicate of a request still in flight waits for it to finish
-	// (woken by LISTEN/NOTIFY, never past the lease) and answers with its stored response,
-	// instead of answering 409 at once. Each waiting duplicate holds a database connection.
-	// Defaults to 0: answer 409 request_in_progress at once.
+	// (woken by LISTEN/NOTIFY, never past the lease nor the caller's deadline) and answers with
+	// its stored response, instead of answering 409 at once. A waiting duplicate holds no pooled
+	// connection while it waits: the duplicates of a process share one listening connection of
+	// their own, so the execution they wait for always gets its connections, whatever the size
+	// of the pool. Defaults to 0: answer 409 request_in_progress at once.
 	WaitInFlight time.Duration
 }
 

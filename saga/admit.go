@@ -30,15 +30,28 @@ func (c *Client) run(ctx context.Context, operation string, req *Request) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	ctx = context.WithoutCancel(ctx)
 	e := c.newExecution(op, req, hash)
-	ctx = e.traceRequest(ctx)
+	e.caller = ctx
+	ctx = e.traceRequest(context.WithoutCancel(ctx))
 	if op.Validate != nil {
 		if verr := op.Validate(req.Body); verr != nil {
 			return e.traced(e.refuseInvalid(ctx, c.cfg.DB, verr, true))
 		}
 	}
 	return e.traced(e.admit(ctx))
+}
+
+// callerBound is ctx, ended when the caller's context ends: for the wait of a duplicate for the
+// execution in flight, which the caller's deadline bounds. Everything else an execution does is
+// detached from the caller: one statement at a time, each bounded, and its writes must not be
+// cut between a call and the phase that records it.
+func (e *execution) callerBound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if e.caller == nil || e.caller.Done() == nil {
+		return ctx, func() {}
+	}
+	bound, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(e.caller, func() { cancel(e.caller.Err()) })
+	return bound, func() { stop(); cancel(nil) }
 }
 
 // admit answers a retry (replay, 422, 409, parked, not yet due, takeover) from one read of the

@@ -29,6 +29,12 @@ type Client struct {
 	tr *tracer
 	// storesContentType is true when Config.StoredHeaders names Content-Type.
 	storesContentType bool
+	// finish are how long each operation's executions took to complete from each recovery
+	// point, for a 409's Retry-After.
+	finish map[*phases.Operation]finishTimes
+	// listener is the session duplicates listen through while they wait for an execution in
+	// flight; nil when they poll.
+	listener *listener
 }
 
 // learnedOp is what a client learned of an operation by running it.
@@ -56,7 +62,8 @@ func NewClient(cfg *Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, ops: map[string]*phases.Operation{}, learned: map[*phases.Operation]*learnedOp{},
-		calls: &resumeCalls{}, tr: newTracer(cfg.TracerProvider)}
+		finish: map[*phases.Operation]finishTimes{},
+		calls:  &resumeCalls{}, tr: newTracer(cfg.TracerProvider)}
 	for _, h := range cfg.StoredHeaders {
 		c.storesContentType = c.storesContentType || textproto.CanonicalMIMEHeaderKey(h) == "Content-Type"
 	}
@@ -76,7 +83,11 @@ func NewClient(cfg *Config) (*Client, error) {
 			}
 		}
 		c.learned[op] = l
+		c.finish[op] = newFinishTimes(op)
 		c.calls.add(op, names, c.maxAttempts(op), c.maxAge(op))
+	}
+	if db := c.listenDB(); db != nil {
+		c.listener = newListener(db, cfg.Logger)
 	}
 	c.observer = cfg.Observer
 	if c.observer == nil {

@@ -91,10 +91,14 @@ type Config struct {
 	// ListenDB is where the bounded wait for a request in flight (phases.Operation.WaitInFlight)
 	// LISTENs for the key's completion: the same database as DB, reached so that a connection
 	// is a session of its own (directly, or through session pooling), such as a direct
-	// connection to the primary beside a DB behind PgBouncer. Each waiting duplicate holds one
-	// of its connections while it waits. CheckListen checks that notifications reach it.
-	// Defaults to DB, or with TransactionPooling to none: a waiting duplicate then reads the
-	// key at growing intervals, from 10ms to 100ms, holding no connection in between.
+	// connection to the primary beside a DB behind PgBouncer. While duplicates wait, the client
+	// holds one connection of its own, opened with ListenDB's connection settings outside its
+	// pool and shared by every waiting duplicate; it closes when the last one stops waiting. A
+	// waiting duplicate takes a pooled connection of DB only for each of its statements.
+	// CheckListen checks that notifications reach it. Defaults to DB, or with
+	// TransactionPooling to none: a waiting duplicate then reads the key at growing intervals,
+	// from 10ms to 100ms, holding no connection in between (so it does too while the listening
+	// connection cannot be opened).
 	ListenDB *pgxpool.Pool
 }
 

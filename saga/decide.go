@@ -31,7 +31,9 @@ func (e *execution) decide(ctx context.Context, k *keyHead, mayTakeOver bool) (*
 			// The operation prefers an answer to a 409: wait, bounded, for the execution in
 			// flight, then decide again on the key as it is then.
 			e.waited = true
-			later, err := e.c.waitForKey(ctx, e.req.Scope, e.req.Key, e.op.WaitInFlight)
+			waitCtx, stop := e.callerBound(ctx)
+			later, err := e.c.waitForKey(waitCtx, e.req.Scope, e.req.Key, e.op.WaitInFlight)
+			stop()
 			if err != nil {
 				return nil, transient(err, 0)
 			}
@@ -67,7 +69,8 @@ func (e *execution) decide(ctx context.Context, k *keyHead, mayTakeOver bool) (*
 }
 
 func (e *execution) inProgress(k *keyHead) (*Result, error) {
-	return nil, &InProgressError{LeaseRemaining: k.LeaseLeft}
+	return nil, &InProgressError{LeaseRemaining: k.LeaseLeft,
+		RetryAfter: e.c.finish[e.op].left(k.RecoveryPoint, k.SinceWrite, k.LeaseLeft)}
 }
 
 // answerExisting answers from the key as it is now, after this execution found it claimed by

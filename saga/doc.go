@@ -10,7 +10,10 @@
 //     one, or a retry that took it over) is never answered as a replay.
 //   - The same key with another method, path or body (numbers compared exactly): ErrKeyReused;
 //     nothing is stored.
-//   - The same key while an execution holds its lease: an *InProgressError with the lease left.
+//   - The same key while an execution holds its lease: an *InProgressError with the lease left
+//     and an estimate of what is left of the execution (its RetryAfter), or, for an operation
+//     with WaitInFlight, a bounded wait for the stored response that holds no pooled connection
+//     and ends at the caller's deadline.
 //   - A crash (or kill -9) in the middle: every atomic phase either committed with the key's
 //     recovery point or left nothing. A single-transaction operation leaves no key at all, so
 //     the retry starts fresh. A phased operation leaves a started key whose lease expires; the
@@ -31,7 +34,9 @@
 //   - A deterministic business outcome (phases.Reject): stored and replayed like a success,
 //     after the compensations of the phases before it, each committed exactly once.
 //   - Data the database refuses (a string with NUL, a CHECK): *InvalidRequestError (400),
-//     nothing stored before any phase committed, stored like a rejection after.
+//     nothing stored before any phase committed, stored like a rejection after. A unique or
+//     exclusion constraint of business SQL that refuses the effect: 409 conflict, stored. The
+//     whole SQLSTATE table is in refusal.go.
 //   - A transient failure (gateway or database unavailable, a pending call): a *TransientError
 //     with the time to the next attempt; nothing is stored, the lease is released early and the
 //     next attempt is scheduled in SQL. A retry before then gets the same answer and spends
@@ -97,7 +102,9 @@
 //     call under its lease, journal and heartbeats; failure.go: transient failures and parking;
 //     compensate.go: compensations; runtx.go: RunTx inside the caller's transaction.
 //   - resume.go: resuming a key (Resume, the worker's ResumeDue/ResumeNextDue); settle.go: an
-//     operator's settlement; wait.go: the bounded wait for an execution in flight.
+//     operator's settlement; wait.go and listener.go: the bounded wait for an execution in
+//     flight; estimate.go: a 409's Retry-After; refusal.go: the database's refusals that are
+//     answers.
 //
 // The key store, the only SQL on pgsaga_key, pgsaga_call and pgsaga_key_action:
 // store_write_sql.go (the claims and fenced writes, with their parameters), store_key.go

@@ -44,8 +44,13 @@ var ErrNoSettleHook = errors.New("the key's operation has no settle hook")
 // InProgressError is ErrInProgress with the lease time left.
 type InProgressError struct {
 	// LeaseRemaining is how long the execution in flight still holds the key; if it died, a
-	// retry after that takes the key over. It is the Retry-After a 409 answers.
+	// retry after that takes the key over.
 	LeaseRemaining time.Duration
+	// RetryAfter estimates when the execution in flight will have finished: what is left of
+	// its steps, from where it stands and how long this client's executions of the operation
+	// took from there; never more than LeaseRemaining (all of it before the client measured
+	// any). It is the Retry-After a 409 answers.
+	RetryAfter time.Duration
 }
 
 func (e *InProgressError) Error() string {

@@ -49,6 +49,12 @@ type execution struct {
 	journaled *journaledCall
 	// waited is true once the request waited for an execution in flight (WaitInFlight).
 	waited bool
+	// reached are the recovery points this execution wrote, and when (estimate.go).
+	reached  [maxReached]reached
+	nreached int
+	// caller is the context of the request's caller (nil for a resume no caller waits for):
+	// it bounds what the execution does before it holds the key (callerBound).
+	caller context.Context
 	// answer is the response a step decided and the key stored: the operation is done.
 	answer *Response
 	// head is the key as a retry sees it, once the execution read it (nil before: a new key's
@@ -236,6 +242,12 @@ func (e *execution) wrote(w *keyWrite, out *written, sent time.Time) {
 	e.journaled = nil
 	if w.status == KeyStatusStarted && w.lease > 0 {
 		e.leaseFrom(sent, out.leaseLeft)
+	}
+	switch w.status {
+	case KeyStatusStarted:
+		e.reach(w.recoveryPoint)
+	case KeyStatusCompleted:
+		e.learnFinish()
 	}
 	if w.next != nil {
 		e.journaled = &journaledCall{start: w.next, written: out, at: time.Now(), inRow: w.kind == writeClaim}

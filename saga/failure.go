@@ -5,18 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsaga/pgsaga/phases"
 )
 
 // fail handles step i's error:
 //   - a duplicate claim or a lost lease: answer from the key as it stands;
-//   - a request the database refuses as data: the client's error (400 invalid_request), stored
-//     like a rejection once a phase committed, nothing stored before;
+//   - a refusal of the database that every retry would meet (refusal.go): the client's data
+//     (400 invalid_request, stored like a rejection once a phase committed, nothing stored
+//     before), or a clash with committed data (409 conflict, stored);
 //   - a rejection (a business outcome) or a permanent failure: compensate the committed phases,
 //     then store the outcome or park (permanent);
 //   - an outcome nothing can resolve (a call that may have had its effect): park at once,
@@ -29,11 +27,11 @@ func (e *execution) fail(ctx context.Context, i int, err error) (*Result, error)
 	case errors.Is(err, ErrLeaseLost):
 		return e.leaseLost(ctx)
 	}
-	if msg, ok := dataError(err); ok {
-		if !e.persisted {
-			return nil, &InvalidRequestError{Err: errors.New(msg)}
+	if answer, stored := refusal(err); answer != nil {
+		if !e.persisted && !stored {
+			return nil, &InvalidRequestError{Err: errors.New(answer.Message)}
 		}
-		err = phases.Reject(http.StatusBadRequest, CodeInvalidRequest, msg)
+		err = answer
 	}
 	var reject *phases.RejectError
 	switch {
@@ -46,26 +44,6 @@ func (e *execution) fail(ctx context.Context, i int, err error) (*Result, error)
 		return e.compensate(ctx, i-1, &outcome{Error: err.Error()})
 	}
 	return e.transient(ctx, err)
-}
-
-// dataError reports whether err is the database refusing the request's data for what it is (a
-// string with NUL or invalid for its type, a number out of range, a CHECK or foreign key
-// violated by business SQL): retrying the same request cannot succeed, so it is the client's
-// error, with a message for people.
-func dataError(err error) (string, bool) {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return "", false
-	}
-	switch {
-	case len(pgErr.Code) == 5 && pgErr.Code[:2] == "22":
-		return "the request holds data the database cannot store: " + pgErr.Message, true
-	case pgErr.Code == "23514":
-		return "the request breaks a rule of the data: " + pgErr.Message, true
-	case pgErr.Code == "23503":
-		return "the request refers to something that does not exist: " + pgErr.Message, true
-	}
-	return "", false
 }
 
 // rejectResponse is the stored answer of a business rejection.

@@ -136,7 +136,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, ErrKeyReused):
 		WriteError(w, http.StatusUnprocessableEntity, CodeKeyReused, err.Error())
 	case errors.As(err, &inProgress):
-		w.Header().Set("Retry-After", retryAfter(inProgress.LeaseRemaining))
+		w.Header().Set("Retry-After", retryAfter(inProgress.RetryAfter))
 		WriteError(w, http.StatusConflict, CodeRequestInProgress, ErrInProgress.Error())
 	case errors.Is(err, ErrParked):
 		WriteError(w, http.StatusServiceUnavailable, CodeOperationParked, ErrParked.Error())

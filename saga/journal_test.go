@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -79,5 +80,70 @@ func TestCallWithoutReferenceJournalsTheIntentsOwn(t *testing.T) {
 		require.NoError(t, err)
 		_, err = h.db.Pool.Exec(t.Context(), `DELETE FROM pgsaga_key WHERE key = $1`, key)
 		require.NoError(t, err)
+	}
+}
+
+// TestKeyGetReportsTheWholeJournal: KeyGet's calls are the journal's rows, every field of them,
+// whether an entry lives in the key row (the call the claim journaled) or in pgsaga_call.
+func TestKeyGetReportsTheWholeJournal(t *testing.T) {
+	t.Parallel()
+	call := func(window time.Duration, id string) phases.CallFunc {
+		return func(ctx context.Context, run *phases.Run) error {
+			if err := run.DeclareInFlight(ctx, window); err != nil {
+				return err
+			}
+			run.RecordCall(phases.CallOutcomeSucceeded, id)
+			return nil
+		}
+	}
+	h := newHarness(t, nil, func(*harness) []*phases.Operation {
+		return []*phases.Operation{{Name: "journaled", Steps: []phases.Step{
+			phases.Atomic("prepared", func(context.Context, pgx.Tx, *phases.Run) error { return nil }),
+			phases.Call("first", call(1500*time.Millisecond, "p-1")),
+			phases.Atomic("between", func(context.Context, pgx.Tx, *phases.Run) error { return nil }),
+			phases.Call("second", call(2*time.Second, "p-2")),
+			phases.Atomic("recorded", func(_ context.Context, _ pgx.Tx, run *phases.Run) error {
+				return run.Respond(http.StatusCreated, map[string]bool{"ok": true})
+			}),
+		}}}
+	})
+	key := "journal-" + newID()
+	_, err := h.client.Run(t.Context(), "journaled", h.req(key, `{}`))
+	require.NoError(t, err)
+
+	rows, err := h.db.Pool.Query(t.Context(), `SELECT step, attempt, coalesce(reference, ''), started_at, ended_at, deadline,
+		coalesce(max_in_flight_ms, 0), coalesce(outcome, ''), coalesce(provider_id, '')
+		FROM pgsaga_call_journal WHERE key = $1 ORDER BY started_at`, key)
+	require.NoError(t, err)
+	var want []phases.CallRecord
+	for rows.Next() {
+		var (
+			c     phases.CallRecord
+			ms    int64
+			outc  string
+			ended time.Time
+		)
+		require.NoError(t, rows.Scan(&c.Step, &c.Attempt, &c.Reference, &c.StartedAt, &ended, &c.Deadline, &ms, &outc, &c.ProviderID))
+		c.EndedAt, c.MaxInFlight, c.Outcome = &ended, time.Duration(ms)*time.Millisecond, phases.CallOutcome(outc)
+		want = append(want, c)
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, want, 2)
+	require.Equal(t, 1500*time.Millisecond, want[0].MaxInFlight)
+
+	got := h.key(key).Calls
+	require.Len(t, got, len(want))
+	for i := range want {
+		w, g := want[i], got[i]
+		require.Equal(t, w.Step, g.Step)
+		require.Equal(t, w.Attempt, g.Attempt)
+		require.Equal(t, w.Reference, g.Reference)
+		require.True(t, w.StartedAt.Equal(g.StartedAt), "started_at %s, KeyGet %s", w.StartedAt, g.StartedAt)
+		require.NotNil(t, g.EndedAt)
+		require.True(t, w.EndedAt.Equal(*g.EndedAt), "ended_at %s, KeyGet %s", w.EndedAt, g.EndedAt)
+		require.True(t, w.Deadline.Equal(g.Deadline), "deadline %s, KeyGet %s", w.Deadline, g.Deadline)
+		require.Equal(t, w.MaxInFlight, g.MaxInFlight)
+		require.Equal(t, w.Outcome, g.Outcome)
+		require.Equal(t, w.ProviderID, g.ProviderID)
 	}
 }

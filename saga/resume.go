@@ -58,7 +58,7 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 		case k.Status == KeyStatusFailed:
 			return nil, &ParkedError{Reason: k.ParkedReason, LastError: k.LastError}
 		}
-		return nil, &InProgressError{LeaseRemaining: k.LeaseLeft}
+		return nil, &InProgressError{LeaseRemaining: k.LeaseLeft, RetryAfter: k.LeaseLeft}
 	}
 	op, err := c.operation(taken.Operation)
 	if err != nil {
@@ -173,6 +173,7 @@ func (e *execution) resumeFrom(ctx context.Context, t *takenKey, sent time.Time)
 	e.h = holder{scope: k.Scope, key: k.Key, token: t.token, attempt: k.Attempts}
 	e.spent = k.budgetSpent()
 	e.leaseFrom(sent, deref(k.LockedUntil).Sub(k.DBNow))
+	e.reach(k.RecoveryPoint)
 	e.st = runstate.New(runstate.Params{
 		Tenant: k.Scope.Tenant, Actor: k.Scope.Actor, Key: k.Key, Operation: k.Operation,
 		Method: k.Method, Path: k.Path, Body: k.RequestBody, Resumed: true, Attempt: k.Attempts,

@@ -54,11 +54,13 @@ func (e *execution) runTx(ctx context.Context, tx pgx.Tx) (*Result, error) {
 
 	resp, err := e.effectTx(ctx, savepoint)
 	if err != nil {
-		var reject *phases.RejectError
-		msg, isData := dataError(err)
-		if isData {
-			return nil, &InvalidRequestError{Err: errors.New(msg)}
+		if answer, stored := refusal(err); answer != nil {
+			if !stored {
+				return nil, &InvalidRequestError{Err: errors.New(answer.Message)}
+			}
+			err = answer
 		}
+		var reject *phases.RejectError
 		if !errors.As(err, &reject) {
 			return nil, err
 		}

@@ -25,7 +25,8 @@ const headColumns = `operation, method, path, request_hash, status,
 	coalesce(parked_reason, ''), coalesce(last_error, ''), response_status, response_headers, response_body,
 	CASE WHEN locked_until > clock_timestamp()
 		THEN (extract(epoch FROM locked_until - clock_timestamp()) * 1000000)::bigint ELSE 0 END,
-	(extract(epoch FROM next_attempt_at - clock_timestamp()) * 1000000)::bigint`
+	(extract(epoch FROM next_attempt_at - clock_timestamp()) * 1000000)::bigint,
+	recovery_point, (extract(epoch FROM clock_timestamp() - updated_at) * 1000000)::bigint`
 
 // readHeadSQL is the request path's read of a key: one round trip, no transaction.
 const readHeadSQL = `SELECT ` + headColumns + ` FROM pgsaga_key WHERE tenant_id = $1 AND actor_id = $2 AND key = $3`
@@ -43,6 +44,10 @@ type keyHead struct {
 	LeaseLeft time.Duration
 	// NextAttemptIn is how long until the key's next attempt is due (not positive: it is due).
 	NextAttemptIn time.Duration
+	// RecoveryPoint is where the key stands, and SinceWrite how long ago it was last written
+	// (on the database clock): what a 409's estimate starts from.
+	RecoveryPoint string
+	SinceWrite    time.Duration
 
 	// scan holds what a read scans into, in the head itself, so that a read allocates only
 	// what it keeps.
@@ -57,14 +62,16 @@ type headScan struct {
 	respStatus              pgtype.Int4
 	respHeader, respBody    []byte
 	leaseLeft, nextIn       pgtype.Int8
-	dest                    [12]any
+	recoveryPoint           pgtype.Text
+	sinceWrite              pgtype.Int8
+	dest                    [14]any
 }
 
 // scanHead reads readHeadSQL's row into h; found is false when there is no such key.
 func scanHead(row pgx.Row, h *keyHead) (found bool, err error) {
 	sc := &h.scan
 	sc.dest = [...]any{&sc.operation, &sc.method, &sc.path, &h.RequestHash, &sc.status, &sc.reason,
-		&sc.lastError, &sc.respStatus, &sc.respHeader, &sc.respBody, &sc.leaseLeft, &sc.nextIn}
+		&sc.lastError, &sc.respStatus, &sc.respHeader, &sc.respBody, &sc.leaseLeft, &sc.nextIn, &sc.recoveryPoint, &sc.sinceWrite}
 	err = row.Scan(sc.dest[:]...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -76,6 +83,7 @@ func scanHead(row pgx.Row, h *keyHead) (found bool, err error) {
 	h.Status, h.ParkedReason, h.LastError = KeyStatus(sc.status.String), ParkedReason(sc.reason.String), sc.lastError.String
 	h.LeaseLeft = time.Duration(sc.leaseLeft.Int64) * time.Microsecond
 	h.NextAttemptIn = time.Duration(sc.nextIn.Int64) * time.Microsecond
+	h.RecoveryPoint, h.SinceWrite = sc.recoveryPoint.String, time.Duration(sc.sinceWrite.Int64)*time.Microsecond
 	h.Response = nil
 	if sc.respStatus.Valid {
 		if h.Response, err = storedResponseOf(int(sc.respStatus.Int32), sc.respHeader, sc.respBody); err != nil {

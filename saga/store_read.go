@@ -88,8 +88,9 @@ type pgxQuerier interface {
 // keyDetailSQL reads a key's call journal and history, oldest first.
 const keyDetailSQL = `SELECT
 	(SELECT coalesce(json_agg(json_build_object('step', c.step, 'attempt', c.attempt,
-			'reference', c.reference, 'started_at', c.started_at, 'ended_at', c.ended_at,
-			'outcome', c.outcome, 'provider_id', c.provider_id) ORDER BY c.started_at, c.attempt, c.step), '[]'::json)
+			'reference', c.reference, 'started_at', c.started_at, 'ended_at', c.ended_at, 'deadline', c.deadline,
+			'max_in_flight_ms', c.max_in_flight_ms, 'outcome', c.outcome, 'provider_id', c.provider_id)
+			ORDER BY c.started_at, c.attempt, c.step), '[]'::json)
 		FROM pgsaga_call_journal c WHERE c.tenant_id = $1 AND c.actor_id = $2 AND c.key = $3),
 	(SELECT coalesce(json_agg(json_build_object('at', a.at, 'by', a.by, 'action', a.action,
 			'outcome', a.outcome, 'note', a.note, 'reference', a.reference) ORDER BY a.id), '[]'::json)
@@ -100,14 +101,15 @@ func getKeyDetail(ctx context.Context, q pgxQuerier, k *Key) error {
 	if err := q.QueryRow(ctx, keyDetailSQL, k.Scope.Tenant, k.Scope.Actor, k.Key).Scan(&calls, &history); err != nil {
 		return fmt.Errorf("error reading the key's calls and history: %w", err)
 	}
-	var rows []callJSON // without deadline, which an operator does not need
-	if err := json.Unmarshal(calls, &rows); err != nil {
-		return fmt.Errorf("error decoding the call journal: %w", err)
+	journal, err := decodeCalls(calls, nil)
+	if err != nil {
+		return err
 	}
-	k.Calls = make([]phases.CallRecord, 0, len(rows))
-	for _, r := range rows {
-		k.Calls = append(k.Calls, phases.CallRecord{Step: r.Step, Attempt: r.Attempt, Reference: deref(r.Reference),
-			StartedAt: r.StartedAt, EndedAt: r.EndedAt, Outcome: phases.CallOutcome(deref(r.Outcome)), ProviderID: deref(r.ProviderID)})
+	k.Calls = make([]phases.CallRecord, 0, len(journal))
+	for _, r := range journal {
+		k.Calls = append(k.Calls, phases.CallRecord{Step: r.Step, Attempt: r.Attempt, Reference: r.Reference,
+			StartedAt: r.StartedAt, EndedAt: r.EndedAt, Deadline: r.Deadline, MaxInFlight: r.MaxInFlight,
+			Outcome: phases.CallOutcome(r.Outcome), ProviderID: r.ProviderID})
 	}
 	var actions []struct {
 		At        time.Time `json:"at"`

@@ -2,15 +2,21 @@ package saga
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// The bounded wait of a duplicate for the execution in flight (phases.Operation.WaitInFlight).
+// A waiting duplicate holds no pooled connection while it waits: it listens through the client's
+// one listening session (listener.go), shared by every duplicate of the process, or, with
+// nowhere to listen, polls the key without holding a connection between reads. Each of its
+// statements takes a connection for that statement alone, so the execution it waits for always
+// gets one. The wait ends at the first of: the key leaves started, WaitInFlight, the lease's
+// end, the caller's context.
 
 // notifyChannel carries ["tenant","actor","key"] when a started key that a duplicate waits for
 // completes or is parked.
@@ -27,21 +33,16 @@ const awaitKeySQL = `UPDATE pgsaga_key SET waiters = true
 	RETURNING locked_until, clock_timestamp()`
 
 // Polling, for a client that has nowhere to LISTEN (Config.TransactionPooling without
-// Config.ListenDB): the first read comes soon, for the short requests most duplicates wait
-// for, and the reads thin out to one every pollMax.
+// Config.ListenDB), or whose listening session cannot be opened now: the first read comes soon,
+// for the short requests most duplicates wait for, and the reads thin out to one every pollMax.
 const (
 	pollFirst = 10 * time.Millisecond
 	pollMax   = 100 * time.Millisecond
 )
 
-// acquirer is what listening needs: a connection of its own (*pgxpool.Pool).
-type acquirer interface {
-	Acquire(ctx context.Context) (*pgxpool.Conn, error)
-}
-
 // listenDB is where the bounded wait listens: Config.ListenDB, else Config.DB unless it is
 // transaction-pooled; nil when the wait polls.
-func (c *Client) listenDB() acquirer {
+func (c *Client) listenDB() *pgxpool.Pool {
 	switch {
 	case c.cfg.ListenDB != nil:
 		return c.cfg.ListenDB
@@ -52,38 +53,36 @@ func (c *Client) listenDB() acquirer {
 }
 
 // waitForKey waits, up to d and never past the key's lease, for an in-flight key to leave the
-// started state, then reads it again. It listens on its own connection, then sets the key's
-// waiters flag, so that the completion (which notifies only when the flag is set) cannot slip
-// between the caller's read and the wait. With nowhere to listen it polls.
+// started state, then reads it again. It joins the client's listening session before it sets
+// the key's waiters flag, so that the completion (which notifies only when the flag is set)
+// cannot slip between the caller's read and the wait. ctx is the caller's: its end ends the wait.
 func (c *Client) waitForKey(ctx context.Context, scope Scope, key string, d time.Duration) (*keyHead, error) {
-	listen := c.listenDB()
-	if listen == nil {
-		return c.pollForKey(ctx, scope, key, d)
+	deadline := time.Now().Add(d)
+	if c.listener == nil {
+		return c.pollForKey(ctx, scope, key, deadline)
 	}
-	conn, err := listen.Acquire(ctx)
-	if err != nil {
+	w := c.listener.join(scope, key)
+	defer c.listener.leave(w)
+	switch err := w.listening(ctx, time.Until(deadline)); {
+	case errors.Is(err, errListenerDown):
+		c.cfg.Logger.WarnContext(ctx, "cannot listen for the request in flight; polling its key", "key", key, "error", err)
+		return c.pollForKey(ctx, scope, key, deadline)
+	case err != nil:
 		return nil, err
 	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
-		return nil, err
-	}
-	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN "+notifyChannel) }()
 
 	var lockedUntil, now pgtype.Timestamptz
-	err = conn.QueryRow(ctx, awaitKeySQL, scope.Tenant, scope.Actor, key).Scan(&lockedUntil, &now)
+	err := c.cfg.DB.QueryRow(ctx, awaitKeySQL, scope.Tenant, scope.Actor, key).Scan(&lockedUntil, &now)
 	switch {
 	case err == nil:
-		d = min(d, lockedUntil.Time.Sub(now.Time))
-		if err := c.awaitNotification(ctx, conn.Conn().WaitForNotification, scope, key, d); err != nil {
+		if err := w.wait(ctx, min(time.Until(deadline), lockedUntil.Time.Sub(now.Time))); err != nil {
 			return nil, err
 		}
 	case !errors.Is(err, pgx.ErrNoRows):
 		return nil, err
 	}
 	// No longer started and leased (finished, parked, or its lease ran out), or notified, or
-	// waited long enough: answer from the key as it is. Read on the pool: a wait that timed
-	// out may have left this connection unusable.
+	// waited long enough: answer from the key as it is.
 	var h keyHead
 	if err := c.readWaited(ctx, scope, key, &h); err != nil {
 		return nil, err
@@ -91,8 +90,8 @@ func (c *Client) waitForKey(ctx context.Context, scope Scope, key string, d time
 	return &h, nil
 }
 
-// readWaited reads the head of the key waited for into h, on the pool; a key that is gone (a
-// retention GC, an operator) is ErrKeyNotFound.
+// readWaited reads the head of the key waited for into h; a key that is gone (a retention GC, an
+// operator) is ErrKeyNotFound.
 func (c *Client) readWaited(ctx context.Context, scope Scope, key string, h *keyHead) error {
 	found, err := readHead(ctx, c.cfg.DB, scope, key, h)
 	if err == nil && !found {
@@ -101,31 +100,10 @@ func (c *Client) readWaited(ctx context.Context, scope Scope, key string, h *key
 	return err
 }
 
-// awaitNotification waits up to d for notifyChannel to name the key.
-func (c *Client) awaitNotification(ctx context.Context, wait func(context.Context) (*pgconn.Notification, error), scope Scope, key string, d time.Duration) error {
-	waitCtx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	for {
-		n, err := wait(waitCtx)
-		if err != nil {
-			if waitCtx.Err() != nil && ctx.Err() == nil {
-				return nil // waited long enough
-			}
-			return err
-		}
-		var got []string
-		if json.Unmarshal([]byte(n.Payload), &got) == nil && len(got) == 3 &&
-			got[0] == scope.Tenant && got[1] == scope.Actor && got[2] == key {
-			return nil
-		}
-	}
-}
-
 // pollForKey is waitForKey without LISTEN: it reads the key at growing intervals (pollFirst to
-// pollMax) until the key leaves the started state or its lease runs out, for up to d. It sets
-// no waiters flag: nobody listens for the notification.
-func (c *Client) pollForKey(ctx context.Context, scope Scope, key string, d time.Duration) (*keyHead, error) {
-	deadline := time.Now().Add(d)
+// pollMax) until the key leaves the started state or its lease runs out, or deadline passes. It
+// sets no waiters flag: nobody listens for the notification.
+func (c *Client) pollForKey(ctx context.Context, scope Scope, key string, deadline time.Time) (*keyHead, error) {
 	interval := pollFirst
 	var h keyHead
 	for {
@@ -140,13 +118,21 @@ func (c *Client) pollForKey(ctx context.Context, scope Scope, key string, d time
 		if wait <= 0 {
 			return &h, nil
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, ctx.Err()
-		case <-timer.C:
+		if err := sleepCtx(ctx, wait); err != nil {
+			return nil, err
 		}
 		interval = min(2*interval, pollMax)
+	}
+}
+
+// sleepCtx waits d, or returns ctx's error when it ends first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-timer.C:
+		return nil
 	}
 }

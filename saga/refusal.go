@@ -1,0 +1,58 @@
+package saga
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgsaga/pgsaga/phases"
+)
+
+// CodeConflict answers an effect a unique or exclusion constraint refused.
+const CodeConflict = "conflict"
+
+// A database refusal of a phase's business SQL that will be the same on every retry is an
+// answer, not a transient failure (a 503 on every retry would never give a definite answer):
+//
+//	SQLSTATE                                  answer
+//	class 22 (data exception: a string        400 invalid_request: the client's data. Stored
+//	  with NUL, a number out of range),       like a rejection once a phase committed; before
+//	23502 not null, 23503 foreign key,        that nothing is stored, and a corrected request
+//	23514 check                               may use the same key.
+//	23505 unique, 23P01 exclusion             409 conflict, naming the constraint: the effect
+//	                                          clashes with data already committed. Stored and
+//	                                          replayed, whichever phase it hits.
+//
+// Every other error of business SQL is transient (503, the key stays started or unclaimed),
+// among them what a failover produces: 25006 read only, class 08 connection, class 57 operator
+// intervention, 40001 serialization and 40P01 deadlock, 55P03 lock not available.
+// The claim's own unique violation (on pgsaga_key_pkey) is no refusal: it means a duplicate
+// claimed the key first, and the request is answered from that key.
+
+// refusal is the answer the database's refusal err gives, if it is one; stored tells whether
+// it is stored even when no phase committed.
+func refusal(err error) (answer *phases.RejectError, stored bool) {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return nil, false
+	}
+	invalid := func(msg string) *phases.RejectError {
+		return &phases.RejectError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: msg}
+	}
+	switch code := pgErr.Code; {
+	case len(code) == 5 && code[:2] == "22":
+		return invalid("the request holds data the database cannot store: " + pgErr.Message), false
+	case code == "23502":
+		return invalid("the request lacks a value the data requires: " + pgErr.Message), false
+	case code == "23514":
+		return invalid("the request breaks a rule of the data: " + pgErr.Message), false
+	case code == "23503":
+		return invalid("the request refers to something that does not exist: " + pgErr.Message), false
+	case (code == "23505" && pgErr.ConstraintName != keyPrimaryKey) || code == "23P01":
+		return &phases.RejectError{Status: http.StatusConflict, Code: CodeConflict,
+			Message: fmt.Sprintf("the request conflicts with data already stored (constraint %q)", pgErr.ConstraintName)}, true
+	}
+	return nil, false
+}
