@@ -21,6 +21,13 @@ type BeginOpts struct {
 	// TxOptions are the transaction's modes, sent with its BEGIN. Defaults to a plain BEGIN
 	// (the server's default isolation level).
 	TxOptions pgx.TxOptions
+	// BeforeBegin, when set, runs once on the transaction's connection, outside the
+	// transaction, right before the transaction's first round trip (its first statement with
+	// BEGIN): a read that decides whether the transaction should run at all costs a round trip
+	// only for a transaction that sends a statement. When it returns an error, nothing more is
+	// sent: the call that was about to send returns that error, and so does every later call but
+	// Rollback. Defaults to nothing.
+	BeforeBegin func(ctx context.Context, conn *pgx.Conn) error
 }
 
 // Tx is a transaction whose BEGIN, savepoints and COMMIT are sent with the statements around
@@ -30,6 +37,9 @@ type Tx struct {
 	pooled *pgxpool.Conn
 	conn   *pgx.Conn
 	opts   pgx.TxOptions
+	// beforeBegin is BeginOpts.BeforeBegin until it has run; refused is its error.
+	beforeBegin func(ctx context.Context, conn *pgx.Conn) error
+	refused     error
 
 	// begun is true once BEGIN ran on the server; inner is pgx's transaction it opened.
 	begun bool
@@ -58,7 +68,16 @@ func Begin(ctx context.Context, db Acquirer, opts *BeginOpts) (*Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error acquiring a connection: %w", err)
 	}
-	return &Tx{pooled: pooled, conn: pooled.Conn(), opts: opts.TxOptions}, nil
+	return &Tx{pooled: pooled, conn: pooled.Conn(), opts: opts.TxOptions, beforeBegin: opts.BeforeBegin}, nil
+}
+
+// starting runs BeginOpts.BeforeBegin, once, before the transaction's first round trip.
+func (tx *Tx) starting(ctx context.Context) error {
+	if hook := tx.beforeBegin; hook != nil && !tx.begun {
+		tx.beforeBegin = nil
+		tx.refused = hook(ctx, tx.conn)
+	}
+	return tx.refused
 }
 
 // Begun reports whether BEGIN has run on the server: false while the transaction has sent
@@ -139,6 +158,9 @@ func (tx *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Command
 	if tx.direct() {
 		return tx.conn.Exec(ctx, sql, args...)
 	}
+	if err := tx.starting(ctx); err != nil {
+		return pgconn.CommandTag{}, err
+	}
 	b, h := tx.head()
 	b.Queue(sql, args...)
 	br := tx.conn.SendBatch(ctx, b)
@@ -164,6 +186,9 @@ func (tx *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, err
 		r := &txRows{Rows: rows, tx: tx}
 		tx.open = r
 		return r, err
+	}
+	if err := tx.starting(ctx); err != nil {
+		return errRows(err), err
 	}
 	b, h := tx.head()
 	b.Queue(sql, args...)
@@ -196,6 +221,9 @@ func (tx *Tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 		tx.open = r
 		return r
 	}
+	if err := tx.starting(ctx); err != nil {
+		return pgx.FailedBatchResults(b, err)
+	}
 	full, h := tx.head()
 	full.QueuedQueries = append(full.QueuedQueries, b.QueuedQueries...)
 	br := tx.conn.SendBatch(ctx, full)
@@ -216,6 +244,9 @@ func (tx *Tx) flush(ctx context.Context) error {
 	}
 	if tx.direct() {
 		return nil
+	}
+	if err := tx.starting(ctx); err != nil {
+		return err
 	}
 	b, h := tx.head()
 	br := tx.conn.SendBatch(ctx, b)
@@ -294,6 +325,9 @@ func (tx *Tx) CommitWith(ctx context.Context, b *pgx.Batch) error {
 		return err
 	}
 	defer tx.end(ctx)
+	if tx.refused != nil {
+		return tx.refused
+	}
 	full := &pgx.Batch{}
 	if tx.begun {
 		// Savepoints mean nothing in a transaction that never began: they are dropped.
@@ -353,7 +387,7 @@ func (tx *Tx) CommitWith(ctx context.Context, b *pgx.Batch) error {
 // without making a batch when the transaction sent nothing: the statement then goes alone as a
 // plain query, one implicit transaction. Its errors are CommitWith's.
 func (tx *Tx) CommitRow(ctx context.Context, read func(pgx.Row) error, sql string, args ...any) error {
-	if tx.begun || len(tx.pending) > 0 || tx.closed || tx.open != nil {
+	if tx.begun || len(tx.pending) > 0 || tx.closed || tx.open != nil || tx.refused != nil {
 		b := &pgx.Batch{}
 		b.Queue(sql, args...).QueryRow(read)
 		return tx.CommitWith(ctx, b)
