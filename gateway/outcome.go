@@ -44,7 +44,7 @@ var ErrKeyExpired error = phases.OutcomeUnknown(errors.New("gateway: idempotency
 // ErrCannotResolve means an earlier attempt may have acted and nothing can tell whether it
 // did: the provider supports neither inquiry nor idempotency keys, or a pending effect can be
 // read back neither by id nor by reference. It satisfies phases.IsOutcomeUnknown.
-var ErrCannotResolve error = phases.OutcomeUnknown(errors.New("gateway: an earlier attempt may have acted and nothing at the provider can tell"))
+var ErrCannotResolve error = phases.OutcomeUnknown(errors.New("gateway: an earlier attempt may have acted and the provider has neither inquiry nor idempotency keys"))
 
 // ErrMismatch means the provider holds a record for the reference that is not the intent's
 // effect (a charge of another amount or currency; see Kind.Match). It is never taken as the
