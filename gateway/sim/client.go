@@ -20,9 +20,14 @@ type ClientOpts struct {
 	// HTTPClient sends the requests. Its Timeout bounds each call; a call that times out
 	// after sending is ambiguous. Defaults to a client with a 10s timeout.
 	HTTPClient *http.Client
-	// Capabilities, when set, is used as is instead of asking GET /_sim/info, for a gateway
-	// that speaks the wire format without the simulator's control endpoints. Defaults to nil.
+	// Capabilities, when set, is used instead of asking GET /_sim/info, for a gateway that
+	// speaks the wire format without the simulator's control endpoints; its RequestTimeout is
+	// RequestTimeout's. Defaults to nil.
 	Capabilities *gateway.Capabilities
+	// RequestTimeout is the per-request timeout the client declares
+	// (gateway.Capabilities.RequestTimeout): gateway.Execute gives up a request that takes
+	// longer and goes on to resolve it within the call. Defaults to DefaultRequestTimeout (5s).
+	RequestTimeout time.Duration
 }
 
 // Client is a gateway.Gateway speaking the simulator's wire format over HTTP. It is safe for
@@ -42,6 +47,8 @@ type Client struct {
 	// live is true when the capabilities come from the simulator (not ClientOpts): they are
 	// read again on every Capabilities call, since /_sim/faults can change them at run time.
 	live bool
+	// requestTimeout is ClientOpts.RequestTimeout, declared in every Capabilities.
+	requestTimeout time.Duration
 
 	mu   sync.Mutex
 	caps gateway.Capabilities
@@ -58,12 +65,19 @@ func NewClient(baseURL string, opts *ClientOpts) (*Client, error) {
 	if base.Scheme != "http" && base.Scheme != "https" || base.Host == "" {
 		return nil, fmt.Errorf("gateway URL %q must be http(s)://host[:port]", baseURL)
 	}
-	c := &Client{base: base, http: &http.Client{Timeout: 10 * time.Second}}
+	c := &Client{base: base, http: &http.Client{Timeout: 10 * time.Second}, requestTimeout: DefaultRequestTimeout}
 	if opts != nil && opts.HTTPClient != nil {
 		c.http = opts.HTTPClient
 	}
+	if opts != nil && opts.RequestTimeout < 0 {
+		return nil, fmt.Errorf("ClientOpts.RequestTimeout must be >= 0, got %s", opts.RequestTimeout)
+	}
+	if opts != nil && opts.RequestTimeout > 0 {
+		c.requestTimeout = opts.RequestTimeout
+	}
 	if opts != nil && opts.Capabilities != nil {
 		c.caps = *opts.Capabilities
+		c.caps.RequestTimeout = c.requestTimeout
 		return c, nil
 	}
 	if err := c.Refresh(context.Background()); err != nil {
@@ -93,6 +107,7 @@ func (c *Client) Refresh(ctx context.Context) error {
 		IdempotencyKeys: in.Idempotency,
 		Inquiry:         in.Inquiry,
 		MaxInFlight:     time.Duration(in.MaxInFlightMS) * time.Millisecond,
+		RequestTimeout:  c.requestTimeout,
 	}
 	c.mu.Unlock()
 	return nil

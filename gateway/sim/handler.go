@@ -67,6 +67,12 @@ func (s *Simulator) handleCharge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", v.err.Error())
 		return
 	}
+	if v.hang {
+		// No answer, until the client goes away or the server stops.
+		<-r.Context().Done()
+		loseResponse(w)
+		return
+	}
 	if v.delay > 0 {
 		t := time.NewTimer(v.delay)
 		defer t.Stop()
