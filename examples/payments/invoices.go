@@ -81,7 +81,7 @@ func (s *Service) getInvoice(w http.ResponseWriter, r *http.Request, scope saga.
 	err := s.cfg.Pool.QueryRow(r.Context(), `SELECT id, amount, currency, paid, status FROM invoices WHERE id = $1 AND tenant_id = $2`,
 		r.PathValue("id"), scope.Tenant).Scan(&inv.ID, &inv.Amount, &inv.Currency, &inv.Paid, &inv.Status)
 	if errors.Is(err, pgx.ErrNoRows) {
-		saga.WriteError(w, http.StatusNotFound, "not_found", "no such invoice")
+		saga.WriteError(w, http.StatusNotFound, CodeNotFound, "no such invoice")
 		return
 	}
 	if err != nil {
@@ -137,7 +137,7 @@ func listUnder[T any](s *Service, w http.ResponseWriter, r *http.Request, scope 
 		return
 	}
 	if !found {
-		saga.WriteError(w, http.StatusNotFound, "not_found", "no such "+parent)
+		saga.WriteError(w, http.StatusNotFound, CodeNotFound, "no such "+parent)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string][]T{field: list})

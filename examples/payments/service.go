@@ -167,10 +167,10 @@ func jsonErrors(mux *http.ServeMux) http.Handler {
 		mux.ServeHTTP(probe, r)
 		if probe.status == http.StatusMethodNotAllowed {
 			w.Header().Set("Allow", probe.header.Get("Allow"))
-			saga.WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed on "+r.URL.Path)
+			saga.WriteError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path)
 			return
 		}
-		saga.WriteError(w, http.StatusNotFound, "not_found", "no such resource: "+r.URL.Path)
+		saga.WriteError(w, http.StatusNotFound, CodeNotFound, "no such resource: "+r.URL.Path)
 	})
 }
 
