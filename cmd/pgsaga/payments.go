@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
@@ -48,8 +49,10 @@ func buildPayments(ctx context.Context, p *sagacli.BuildParams) (*sagacli.Servic
 		// Every succeeded payment emits payment.succeeded in the transaction that records
 		// it; `worker --webhook-url` delivers it.
 		PaymentHooks: []payments.PaymentHook{payments.PaymentSucceededHook(p.Outbox)},
-		// POST /webhooks/{source} verifies each sender's signature with its secret.
+		// POST /webhooks/{source} verifies each sender's signature with its secret; serve counts
+		// and logs the refusals.
 		WebhookSecrets: webhookSecrets(p.Getenv, os.Environ()),
+		WebhookRefused: func(r *http.Request, code string) { p.AuthRefused(r, "webhook", code) },
 		// Its saga client's spans (the OpenTelemetry environment turns them on).
 		TracerProvider: p.TracerProvider,
 	})
@@ -62,7 +65,14 @@ func buildPayments(ctx context.Context, p *sagacli.BuildParams) (*sagacli.Servic
 	}
 	// A gateway that can list its charges is reconciled (pgsaga reconcile, the worker's job).
 	lister, _ := gw.(gateway.Lister)
-	return &sagacli.Service{Client: svc.Client(), Handler: h, Lister: lister}, nil
+	return &sagacli.Service{Client: svc.Client(), Handler: h, Lister: lister,
+		// A webhook whose signature verifies counts against its source's share of serve's slots.
+		Party: func(r *http.Request, body []byte) string {
+			if source := svc.WebhookSender(r, body); source != "" {
+				return "webhook:" + source
+			}
+			return ""
+		}}, nil
 }
 
 // envWebhookSecretPrefix names the variables holding the receivers' secrets:

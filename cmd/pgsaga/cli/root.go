@@ -179,7 +179,7 @@ func (c *cli) logger(def string) (*slog.Logger, error) {
 	if err := level.UnmarshalText([]byte(name)); err != nil {
 		return nil, usageErrorf("invalid --log-level %q: want debug, info, warn, error or off", c.logLevel)
 	}
-	return slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: level})), nil
+	return slog.New(requestIDHandler{slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: level})}), nil
 }
 
 // dbURL is --database-url, else $DATABASE_URL, as --database-pooling needs it opened (see

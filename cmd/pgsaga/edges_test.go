@@ -1,0 +1,75 @@
+package main_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsaga/pgsaga/worker"
+)
+
+// A signed webhook's event id must be valid UTF-8 without control characters: a NUL would be
+// refused by the database on every redelivery (503 for ever), and invalid UTF-8 would be kept
+// as U+FFFD, so two ids that differ only there would be one event and the second dropped. Such
+// ids are 400 invalid_event_id; any other id, whatever its script, is received once.
+func TestWebhookEventIDs(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := start(t, []string{"PGSAGA_WEBHOOK_SECRET_SHOP=" + webhookSecret}, true,
+		serveArgs(w.db.URL, "--gateway-url", w.simURL, "--log-level", "off")...)
+	deliver := func(event string) (int, []byte) {
+		t.Helper()
+		sig := worker.SignWebhook(time.Now(), []byte(event), []byte(webhookSecret))
+		status, _, body := httpDo(t, "POST", p.url+"/webhooks/shop", map[string]string{"Pgsaga-Signature": sig}, event)
+		return status, body
+	}
+	for _, id := range []string{`"evt\u0000nul"`, `"evt\u0001ctl"`, "\"evt\x7fdel\"", `"evt\u0085next-line"`,
+		"\"evt\xffbad\"", "\"evt\xfebad\"", `"evt\ud800lone"`, "\"evt\uFFFDreplacement\""} {
+		status, body := deliver(`{"id":` + id + `,"type":"t"}`)
+		require.Equal(t, http.StatusBadRequest, status, "id %q: %s", id, body)
+		require.Equal(t, "invalid_event_id", jsonString(t, body, "error"), "id %q", id)
+	}
+	require.Zero(t, w.count(`SELECT count(*) FROM pgsaga_inbox`), "nothing reached the inbox")
+	for _, id := range []string{"evt_1", "évènement-2", "事件-3", "evt 4 with spaces"} {
+		status, body := deliver(`{"id":"` + id + `","type":"t"}`)
+		require.Equal(t, http.StatusOK, status, "id %q: %s", id, body)
+		require.Equal(t, "true", string(mustField(t, body, "applied")), "id %q", id)
+	}
+}
+
+// Unknown ids answer 404 not_found whatever their shape: a NUL, invalid UTF-8, 3,000
+// characters, in a path or a query, for a read and for an operation, which stores its 404 (but
+// for a path too long for the key table, which it answers without storing).
+func TestUnknownIDsOfAnyShapeAre404(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := start(t, nil, true, serveArgs(w.db.URL, "--gateway-url", w.simURL, "--log-level", "off")...)
+	as := bearer(apiKey(t, w.db.URL, "t1", "alice").Secret, "")
+	long := strings.Repeat("a", 3000)
+	for _, id := range []string{"%00", "%ff", "a%00b", "%c3%28", long, "no%2Fsuch", "%20"} {
+		for _, path := range []string{"/invoices/" + id, "/payments?invoice_id=" + id, "/sales?order_id=" + id} {
+			status, _, body := httpDo(t, "GET", p.url+path, as, "")
+			require.Equal(t, http.StatusNotFound, status, "GET %.80s: %s", path, body)
+			require.Equal(t, "not_found", jsonString(t, body, "error"), "GET %.80s", path)
+		}
+		key := uuid.NewString()
+		path := "/orders/" + id + "/complete"
+		for _, replay := range []bool{false, true} {
+			status, header, body := httpDo(t, "POST", p.url+path, with(as, "Idempotency-Key", key), `{}`)
+			require.Equal(t, http.StatusNotFound, status, "POST %.80s: %s", path, body)
+			require.Equal(t, "not_found", jsonString(t, body, "error"), "POST %.80s", path)
+			switch {
+			case len(path) > 2048:
+				// Too long for the key table: answered, never stored.
+				require.Empty(t, header.Get("Idempotent-Replayed"), "POST %.80s", path)
+				require.Zero(t, w.count(`SELECT count(*) FROM pgsaga_key WHERE key = $1`, key))
+			case replay:
+				require.Equal(t, "true", header.Get("Idempotent-Replayed"), "POST %.80s: the 404 is stored", path)
+			}
+		}
+	}
+}
