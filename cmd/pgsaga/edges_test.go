@@ -73,3 +73,21 @@ func TestUnknownIDsOfAnyShapeAre404(t *testing.T) {
 		}
 	}
 }
+
+// A gateway-sim with a control token refuses to tell its capabilities to a client without it:
+// serve's --gateway-url client sends $PGSAGA_SIM_CONTROL_TOKEN, and charges through it.
+func TestServeChargesThroughAGuardedSimulator(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	const token = "sim-control-token-0123456789"
+	gw := start(t, nil, true, "gateway-sim", "--addr", "127.0.0.1:0", "--control-token", token)
+	r := pgsaga(t, nil, serveArgs(w.db.URL, "--gateway-url", gw.url, "--log-level", "off")...)
+	requireFailure(t, r, "error connecting to the gateway")
+	p := start(t, []string{"PGSAGA_SIM_CONTROL_TOKEN=" + token}, true, serveArgs(w.db.URL, "--gateway-url", gw.url, "--log-level", "off")...)
+	as := bearer(apiKey(t, w.db.URL, "t1", "alice").Secret, "")
+	status, _, body := httpDo(t, "POST", p.url+"/invoices", with(as, "Idempotency-Key", uuid.NewString()), `{"amount": 500, "currency": "USD"}`)
+	require.Equal(t, http.StatusCreated, status, string(body))
+	status, _, body = httpDo(t, "POST", p.url+"/payments", with(as, "Idempotency-Key", uuid.NewString()),
+		`{"invoice_id": "`+jsonString(t, body, "id")+`", "amount": 500}`)
+	require.Equal(t, http.StatusCreated, status, string(body))
+}

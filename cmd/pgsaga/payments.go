@@ -31,7 +31,7 @@ func buildPayments(ctx context.Context, p *sagacli.BuildParams) (*sagacli.Servic
 	if err != nil {
 		return nil, err
 	}
-	gw, err := paymentsGateway(url)
+	gw, err := paymentsGateway(url, strings.TrimSpace(p.Getenv(envSimControlToken)))
 	if err != nil {
 		return nil, err
 	}
@@ -97,13 +97,13 @@ func webhookSecrets(getenv func(string) string, environ []string) map[string][]b
 	return out
 }
 
-// paymentsGateway is the gateway simulator over HTTP at url, or an in-process one when url is
-// empty.
-func paymentsGateway(url string) (gateway.Gateway, error) {
+// paymentsGateway is the gateway simulator over HTTP at url (its control endpoints guarded by
+// controlToken, when not empty), or an in-process one when url is empty.
+func paymentsGateway(url, controlToken string) (gateway.Gateway, error) {
 	if url == "" {
 		return sim.New(nil).Gateway(), nil
 	}
-	gw, err := sim.NewClient(url, nil)
+	gw, err := sim.NewClient(url, &sim.ClientOpts{ControlToken: controlToken})
 	if err != nil {
 		return nil, fmt.Errorf("error connecting to the gateway at %s: %w", url, err)
 	}

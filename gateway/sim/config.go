@@ -23,6 +23,12 @@ type Config struct {
 	// Seed seeds the random source behind the fault probabilities and jitter, so a test can
 	// replay the same faults. Defaults to 0 (still deterministic).
 	Seed uint64
+	// ControlToken, when set, guards the control endpoints over HTTP (GET /_sim/ledger,
+	// GET /_sim/info, POST /_sim/faults): a request must carry "Authorization: Bearer
+	// <ControlToken>", or it is answered 401 unauthenticated. The wire format (/charges) stays
+	// open, as a provider's API is to its clients. Defaults to "": anyone who reaches the port
+	// may change the faults.
+	ControlToken string
 }
 
 // Faults are the faults and delays a simulator injects: set from the start by Config, changed at

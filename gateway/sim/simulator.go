@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -28,6 +29,8 @@ type Simulator struct {
 	// longestHold is the longest latency-before hold any charge request got: no request that
 	// arrived longer ago than that is still on its way.
 	longestHold time.Duration
+	// controlSum is Config.ControlToken's SHA-256, nil without one.
+	controlSum []byte
 }
 
 // record is one charge in the ledger: when it lands, as created, and when and how a pending
@@ -71,14 +74,20 @@ func New(cfg *Config) *Simulator {
 		panic(fmt.Sprintf("sim.New: %v", err))
 	}
 	var seed uint64
+	var controlSum []byte
 	if cfg != nil {
 		seed = cfg.Seed
+		if cfg.ControlToken != "" {
+			sum := sha256.Sum256([]byte(cfg.ControlToken))
+			controlSum = sum[:]
+		}
 	}
 	return &Simulator{
-		settings: cfg.WithDefaults(),
-		rng:      rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
-		byID:     make(map[string]int),
-		byKey:    make(map[string]keyed),
+		settings:   cfg.WithDefaults(),
+		rng:        rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
+		byID:       make(map[string]int),
+		byKey:      make(map[string]keyed),
+		controlSum: controlSum,
 	}
 }
 

@@ -45,17 +45,26 @@ const defaultPingTimeout = 2 * time.Second
 // ping within 10s. url may name several hosts with target_session_attrs=read-write (a
 // replicated pair under a failover manager): connections go to whichever is the primary. A malformed URL is bad usage (UsageErrorf), reported without the
 // URL, so its password is never printed.
-func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) { return openPool(ctx, url, nil) }
+//
+// Before any other statement it checks that a URL in a mode that needs sessions of its own (any
+// but pgx's cache_describe) does not reach a pooler in transaction pooling mode, and refuses
+// one that does with an error naming --database-pooling (see refuseTransactionPooler).
+func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) { return openPool(ctx, url, nil, true) }
 
-// openPool connects to url and checks that the server answers.
-func openPool(ctx context.Context, url string, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
+// openPool connects to url and checks that the server answers, and with checkPooler that it is
+// not reached through an undeclared transaction pooler.
+func openPool(ctx context.Context, url string, tracer pgx.QueryTracer, checkPooler bool) (*pgxpool.Pool, error) {
 	pool, err := newPool(ctx, url, tracer)
 	if err != nil {
 		return nil, err
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	if err := ping(pingCtx, pool); err != nil {
+	err = ping(pingCtx, pool)
+	if err == nil && checkPooler {
+		err = refuseTransactionPooler(pingCtx, pool)
+	}
+	if err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -126,7 +135,7 @@ func (c *cli) connect(ctx context.Context) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openPool(ctx, url, c.tracing.pgxTracer())
+	return openPool(ctx, url, c.tracing.pgxTracer(), true)
 }
 
 // connectMigrated opens the database and checks that it carries every migration this binary
@@ -162,6 +171,9 @@ func (c *cli) connectMigratedWaiting(ctx context.Context, wait time.Duration, lo
 	}
 	check := func(ctx context.Context) error {
 		if err := ping(ctx, pool); err != nil {
+			return err
+		}
+		if err := refuseTransactionPooler(ctx, pool); err != nil {
 			return err
 		}
 		if err := migrations.Validate(ctx, pool, c.migrateOpts()); err != nil {
