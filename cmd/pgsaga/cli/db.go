@@ -49,7 +49,9 @@ const defaultPingTimeout = 2 * time.Second
 // Before any other statement it checks that a URL in a mode that needs sessions of its own (any
 // but pgx's cache_describe) does not reach a pooler in transaction pooling mode, and refuses
 // one that does with an error naming --database-pooling (see refuseTransactionPooler).
-func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) { return openPool(ctx, url, nil, true) }
+func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	return openPool(ctx, url, nil, true)
+}
 
 // openPool connects to url and checks that the server answers, and with checkPooler that it is
 // not reached through an undeclared transaction pooler.

@@ -90,7 +90,7 @@ type cli struct {
 	pooling         string // --database-pooling
 	// warnedPassword is set once the warning about a password on the command line is printed.
 	warnedPassword bool
-	logLevel    string
+	logLevel       string
 	// tracing is the running command's tracing (startTracing); nil when off. The pools the
 	// command opens trace their statements with it, and the service it builds its operations.
 	tracing *tracing
