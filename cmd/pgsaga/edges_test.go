@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -90,4 +91,44 @@ func TestServeChargesThroughAGuardedSimulator(t *testing.T) {
 	status, _, body = httpDo(t, "POST", p.url+"/payments", with(as, "Idempotency-Key", uuid.NewString()),
 		`{"invoice_id": "`+jsonString(t, body, "id")+`", "amount": 500}`)
 	require.Equal(t, http.StatusCreated, status, string(body))
+}
+
+// goInternals are words a client-facing message must never hold: Go's types and the decoder's
+// or the driver's own wording.
+var goInternals = regexp.MustCompile(`(?i)go (value|struct)|struct \{|json\.|unmarshal|reflect|sqlstate|pgx|pgconn|invalid url escape`)
+
+// The messages of refusals are for people: which member has the wrong kind of value, in JSON's
+// words, never the decoder's (cannot unmarshal array into Go value of type struct { Total
+// json.RawMessage }); the console's refusal of a form it cannot read likewise.
+func TestMessagesQuoteNoGoTypes(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := start(t, nil, true, serveArgs(w.db.URL, "--gateway-url", w.simURL, "--log-level", "off")...)
+	as := bearer(apiKey(t, w.db.URL, "t1", "alice").Secret, "")
+	for _, c := range []struct{ path, body, want string }{
+		{"/orders", `[1, 2]`, "the body must be a JSON object, not an array"},
+		{"/invoices", `"5000 USD"`, "the body must be a JSON object, not a string"},
+		{"/invoices", `{"amount": 5000, "currency": 840}`, "currency must be a string, not a number"},
+		{"/invoices", `{"amount": 5000, "currency": ["USD"]}`, "currency must be a string, not an array"},
+		{"/payments", `{"invoice_id": {"id": "inv_1"}, "amount": 1}`, "invoice_id must be a string, not an object"},
+		{"/payments", `{"invoice_id": true, "amount": 1}`, "invoice_id must be a string, not true or false"},
+		{"/orders", `{"total": [1200]}`, "total must be a number"},
+		{"/orders/ord_1/complete", `[]`, "body must be a JSON object"},
+	} {
+		status, _, body := httpDo(t, "POST", p.url+c.path, with(as, "Idempotency-Key", uuid.NewString()), c.body)
+		require.Equal(t, http.StatusBadRequest, status, "%s %s: %s", c.path, c.body, body)
+		require.Equal(t, "invalid_request", jsonString(t, body, "error"), "%s %s", c.path, c.body)
+		require.Equal(t, c.want, jsonString(t, body, "message"), "%s %s", c.path, c.body)
+		require.NotRegexp(t, goInternals, string(body))
+	}
+
+	r := pgsaga(t, nil, "operator", "add", "ana", "--database-url", w.db.URL)
+	require.Equal(t, 0, r.code, r.String())
+	con := start(t, nil, true, "console", "--addr", "127.0.0.1:0", "--insecure-http", "--database-url", w.db.URL, "--gateway-url", w.simURL)
+	status, _, body := httpDo(t, "POST", con.url+"/login",
+		map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}, "token=%zz")
+	require.Equal(t, http.StatusBadRequest, status, string(body))
+	require.Equal(t, "The login form could not be read: the body is not a form (application/x-www-form-urlencoded) that could be read",
+		jsonString(t, body, "message"))
+	require.NotRegexp(t, goInternals, string(body))
 }

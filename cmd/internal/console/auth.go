@@ -397,7 +397,7 @@ func parseForm(r *http.Request) error {
 		var fields map[string]any
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxFormBytes+1))
 		if err != nil {
-			return err
+			return errBadForm
 		}
 		if len(body) > maxFormBytes {
 			return errBodyTooLarge
@@ -416,7 +416,14 @@ func parseForm(r *http.Request) error {
 		return nil
 	}
 	r.Body = http.MaxBytesReader(nil, r.Body, maxFormBytes)
-	return r.ParseForm()
+	if err := r.ParseForm(); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return errBodyTooLarge
+		}
+		return errBadForm
+	}
+	return nil
 }
 
 func safeMethod(m string) bool {

@@ -9,9 +9,11 @@ import (
 	"github.com/pgsaga/pgsaga/internal/operator"
 )
 
+// What parseForm refuses, in words for people (never the decoder's).
 var (
 	errBodyTooLarge = errors.New("the body is over 64 KiB")
 	errBadJSON      = errors.New("the body is not a JSON object")
+	errBadForm      = errors.New("the body is not a form (application/x-www-form-urlencoded) that could be read")
 )
 
 func contextWith(r *http.Request, p *principal) context.Context {
