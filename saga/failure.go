@@ -29,6 +29,7 @@ func (e *execution) fail(ctx context.Context, i int, err error) (*Result, error)
 		return e.leaseLost(ctx)
 	}
 	if msg, ok := dataError(err); ok {
+		e.c.cfg.Logger.WarnContext(ctx, "request refused by the database as data", "operation", e.op.Name, "key", e.req.Key, "error", err)
 		if !e.persisted {
 			return nil, &InvalidRequestError{Err: errors.New(msg)}
 		}
@@ -50,7 +51,8 @@ func (e *execution) fail(ctx context.Context, i int, err error) (*Result, error)
 // dataError reports whether err is the database refusing the request's data for what it is (a
 // string with NUL or invalid for its type, a number out of range, a CHECK or foreign key
 // violated by business SQL): retrying the same request cannot succeed, so it is the client's
-// error, with a message for people.
+// error, with a message for people. The message never quotes the database's own (which names
+// tables and constraints): that goes to the log.
 func dataError(err error) (string, bool) {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
@@ -58,11 +60,11 @@ func dataError(err error) (string, bool) {
 	}
 	switch {
 	case len(pgErr.Code) == 5 && pgErr.Code[:2] == "22":
-		return "the request holds data the database cannot store: " + pgErr.Message, true
+		return "the request holds data the database cannot store (such as a NUL character in a string, or a number out of range)", true
 	case pgErr.Code == "23514":
-		return "the request breaks a rule of the data: " + pgErr.Message, true
+		return "the request breaks a rule of the data", true
 	case pgErr.Code == "23503":
-		return "the request refers to something that does not exist: " + pgErr.Message, true
+		return "the request refers to something that does not exist", true
 	}
 	return "", false
 }
