@@ -62,11 +62,7 @@ func openPool(ctx context.Context, url string, tracer pgx.QueryTracer, checkPool
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	err = ping(pingCtx, pool)
-	if err == nil && checkPooler {
-		err = refuseTransactionPooler(pingCtx, pool)
-	}
-	if err != nil {
+	if err := ping(pingCtx, pool, checkPooler); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -114,12 +110,25 @@ func writable(conn *pgx.Conn) bool {
 	return pg.ParameterStatus("in_hot_standby") != "on" && pg.ParameterStatus("default_transaction_read_only") != "on"
 }
 
-// ping checks that the server answers, naming its host when it does not.
-func ping(ctx context.Context, pool *pgxpool.Pool) error {
-	if err := pool.Ping(ctx); err != nil {
+// ping checks that the server answers, naming its host when it does not, and with checkPooler
+// that the connection does not go through an undeclared transaction pooler
+// (refuseTransactionPooler), on the same connection: a second one would cost a second connect.
+func ping(ctx context.Context, pool *pgxpool.Pool, checkPooler bool) error {
+	conn, err := pool.Acquire(ctx)
+	if err == nil {
+		err = conn.Ping(ctx)
+	}
+	if err != nil {
+		if conn != nil {
+			conn.Release()
+		}
 		return fmt.Errorf("error connecting to the database at %s: %w", pool.Config().ConnConfig.Host, err)
 	}
-	return nil
+	defer conn.Release()
+	if !checkPooler {
+		return nil
+	}
+	return refuseTransactionPooler(ctx, pool, conn)
 }
 
 func redactParseError(err error) string {
@@ -172,10 +181,7 @@ func (c *cli) connectMigratedWaiting(ctx context.Context, wait time.Duration, lo
 		return nil, err
 	}
 	check := func(ctx context.Context) error {
-		if err := ping(ctx, pool); err != nil {
-			return err
-		}
-		if err := refuseTransactionPooler(ctx, pool); err != nil {
+		if err := ping(ctx, pool, true); err != nil {
 			return err
 		}
 		if err := migrations.Validate(ctx, pool, c.migrateOpts()); err != nil {

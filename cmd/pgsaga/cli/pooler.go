@@ -33,15 +33,12 @@ const poolerProbeTimeout = 2 * time.Second
 // transaction open takes the first client's server connection, and the first client's next
 // statement runs on another one. A probe that cannot tell (a pooler handing connections out in
 // turn) lets the pool through.
-func refuseTransactionPooler(ctx context.Context, pool *pgxpool.Pool) error {
+//
+// first is a connection of pool the caller holds (and releases).
+func refuseTransactionPooler(ctx context.Context, pool *pgxpool.Pool, first *pgxpool.Conn) error {
 	if pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheDescribe {
 		return nil
 	}
-	first, err := pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer first.Release()
 	pid, err := backendPID(ctx, first.Conn())
 	if err != nil {
 		return err
