@@ -3,6 +3,7 @@ package payments
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -26,17 +27,16 @@ func possibleID(id string) bool {
 const maxStoredPath = 2048
 
 // storablePath hands an operation whose path carries an id (POST /orders/{id}/complete) a path
-// the key table can store: one that is not valid UTF-8 or holds a control character is given in
-// its escaped form (%00, %FF), which names no row, so the operation answers (and stores) its
-// 404 like for any unknown id, after the idempotency checks, in their order. A path too long to
-// store names no row either: once the request is authenticated it is answered 404 at once,
-// storing nothing.
+// the key table can store: one that is not valid UTF-8 or holds a NUL is given in its escaped
+// form (%00, %FF), which names no row, so the operation answers (and stores) its 404 like for
+// any unknown id, after the idempotency checks, in their order. A path too long to store names
+// no row either: once the request is authenticated it is answered 404 at once, storing nothing.
 func storablePath(scope saga.ScopeFunc, next http.Handler) http.Handler {
 	tooLong := authenticated(scope, func(w http.ResponseWriter, _ *http.Request, _ saga.Scope) {
 		saga.WriteError(w, http.StatusNotFound, CodeNotFound, "no such resource")
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !storableText(r.URL.Path) {
+		if !utf8.ValidString(r.URL.Path) || strings.ContainsRune(r.URL.Path, 0) {
 			u := *r.URL
 			u.Path, u.RawPath = r.URL.EscapedPath(), ""
 			r2 := *r

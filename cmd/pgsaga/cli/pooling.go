@@ -97,6 +97,7 @@ func withParam(conn, name, value string) string {
 // listenURL is serve's --listen-database-url, else $PGSAGA_LISTEN_DATABASE_URL; "" for none.
 func (c *cli) listenURL(flag string) string {
 	if u := strings.TrimSpace(flag); u != "" {
+		c.warnPassword("--listen-database-url", u)
 		return u
 	}
 	return strings.TrimSpace(c.env.Getenv(envListenDatabaseURL))

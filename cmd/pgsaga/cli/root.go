@@ -243,7 +243,8 @@ func readURLFile(path string) (string, error) {
 	return u, nil
 }
 
-// warnPassword prints, once, a warning on stderr when the URL given in flag carries a password.
+// warnPassword prints a warning on stderr when the URL given in flag carries a password, once a
+// command run.
 func (c *cli) warnPassword(flag, url string) {
 	if c.warnedPassword || !hasPassword(url) {
 		return
