@@ -28,6 +28,9 @@ type ClientOpts struct {
 	// (gateway.Capabilities.RequestTimeout): gateway.Execute gives up a request that takes
 	// longer and goes on to resolve it within the call. Defaults to DefaultRequestTimeout (5s).
 	RequestTimeout time.Duration
+	// ControlToken is the simulator's control token (Config.ControlToken, gateway-sim
+	// --control-token), sent as a Bearer token with GET /_sim/info. Defaults to none.
+	ControlToken string
 }
 
 // Client is a gateway.Gateway speaking the simulator's wire format over HTTP. It is safe for
@@ -42,8 +45,9 @@ type ClientOpts struct {
 // parameters: it may have charged, and refusing this one as permanent would let the engine
 // compensate after money moved); any other 4xx is a gateway.PermanentError.
 type Client struct {
-	base *url.URL
-	http *http.Client
+	base         *url.URL
+	http         *http.Client
+	controlToken string
 	// live is true when the capabilities come from the simulator (not ClientOpts): they are
 	// read again on every Capabilities call, since /_sim/faults can change them at run time.
 	live bool
@@ -74,6 +78,9 @@ func NewClient(baseURL string, opts *ClientOpts) (*Client, error) {
 	}
 	if opts != nil && opts.RequestTimeout > 0 {
 		c.requestTimeout = opts.RequestTimeout
+	}
+	if opts != nil {
+		c.controlToken = opts.ControlToken
 	}
 	if opts != nil && opts.Capabilities != nil {
 		c.caps = *opts.Capabilities
@@ -263,6 +270,9 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, idemp
 	}
 	if idempotencyKey != "" {
 		req.Header.Set("Idempotency-Key", idempotencyKey)
+	}
+	if c.controlToken != "" && strings.HasPrefix(path, "/_sim/") {
+		req.Header.Set("Authorization", "Bearer "+c.controlToken)
 	}
 	return c.http.Do(req)
 }

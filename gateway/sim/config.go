@@ -27,6 +27,12 @@ type Config struct {
 	// (gateway.Capabilities.RequestTimeout): gateway.Execute gives up a charge, an inquiry or a
 	// read back that takes longer (a Latency fault) and goes on to resolve it. Defaults to 5s.
 	RequestTimeout time.Duration
+	// ControlToken, when set, guards the control endpoints over HTTP (GET /_sim/ledger,
+	// GET /_sim/info, POST /_sim/faults): a request must carry "Authorization: Bearer
+	// <ControlToken>", or it is answered 401 unauthenticated. The wire format (/charges) stays
+	// open, as a provider's API is to its clients. Defaults to "": anyone who reaches the port
+	// may change the faults.
+	ControlToken string
 }
 
 // Faults are the faults and delays a simulator injects: set from the start by Config, changed at

@@ -19,6 +19,9 @@
 //	GET  /_sim/info          → 200 {"idempotency":bool,"inquiry":bool,"max_in_flight_ms":n}
 //	POST /_sim/faults        → 200 the new settings; body is any subset of them
 //
+// With Config.ControlToken the /_sim/ paths answer 401 {"error":"unauthenticated"} to a request
+// without "Authorization: Bearer <token>"; /charges stays open.
+//
 // Errors are {"error":code,"message":text}; a malformed query (a since that is not an RFC 3339
 // time, reference and since together, neither) is 400 invalid_request. Every charge carries
 // created_at, when it landed (RFC 3339 in UTC, to the nanosecond), and the list is ordered by

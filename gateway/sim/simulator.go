@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -31,6 +32,8 @@ type Simulator struct {
 	longestHold time.Duration
 	// requestTimeout is the in-process Gateway's per-request timeout (Config.RequestTimeout).
 	requestTimeout time.Duration
+	// controlSum is Config.ControlToken's SHA-256, nil without one.
+	controlSum []byte
 }
 
 // record is one charge in the ledger: when it lands, as created, and when and how a pending
@@ -74,8 +77,13 @@ func New(cfg *Config) *Simulator {
 		panic(fmt.Sprintf("sim.New: %v", err))
 	}
 	var seed uint64
+	var controlSum []byte
 	if cfg != nil {
 		seed = cfg.Seed
+		if cfg.ControlToken != "" {
+			sum := sha256.Sum256([]byte(cfg.ControlToken))
+			controlSum = sum[:]
+		}
 	}
 	return &Simulator{
 		settings:       cfg.WithDefaults(),
@@ -83,6 +91,7 @@ func New(cfg *Config) *Simulator {
 		rng:            rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
 		byID:           make(map[string]int),
 		byKey:          make(map[string]keyed),
+		controlSum:     controlSum,
 	}
 }
 
