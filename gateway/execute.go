@@ -4,164 +4,104 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/pgsaga/pgsaga/phases"
 )
 
-// Journal is the engine's record of a call's attempts; *phases.Run implements it for a call step.
-type Journal interface {
-	// PriorCalls returns the earlier attempts of this call, oldest first, on this process's
-	// clock.
-	PriorCalls() []phases.CallRecord
-	// DeclareInFlight journals, before a request is sent, the provider's in-flight window in
-	// force (Capabilities.MaxInFlight); when it returns an error, nothing may be sent.
-	DeclareInFlight(ctx context.Context, window time.Duration) error
-	// RecordCall records what this attempt came to, and the provider's id for its charge when
-	// it knows one.
-	RecordCall(outcome phases.CallOutcome, providerID string)
-}
-
-// ExecuteOpts are the optional settings of one Execute call.
-type ExecuteOpts struct {
-	// MayHaveReached says an earlier attempt may have reached the provider, for a caller that
-	// has no journal (Execute given a nil Journal) and resumes a call. With a journal, Execute
-	// reads this from the prior calls and the field only adds to them. Defaults to false.
-	MayHaveReached bool
-	// KeyCreatedAt is when the downstream key was first sent, compared with
-	// Capabilities.KeyRetention before the key is re-sent; the start of the oldest prior call in
-	// the journal is used when it is earlier. Defaults to that start, or to the zero time (no
-	// check) when there is no prior call.
-	KeyCreatedAt time.Time
-	// PendingWindow is how long a charge may stay pending, counted from the first attempt that
-	// found it pending, before Execute gives up on it with ErrPendingTooLong (an outcome nothing
-	// can resolve: the engine parks the key). Defaults to 24h.
-	PendingWindow time.Duration
-	// Retries is how many more rounds Execute makes in-process after the first one before it
-	// leaves the call to the engine's next attempt; a round is a send, an inquiry or a read of a
-	// pending charge. Defaults to 4; a negative value means none.
-	Retries int
-	// RetryDelay returns the pause before retry n (1 for the first). Defaults to 100ms doubling
-	// up to 2s, each drawn uniformly from its upper half (jitter).
-	RetryDelay func(n int) time.Duration
-	// Now returns the current time, for key windows, pending windows and in-flight windows
-	// (pauses themselves run on real timers). Defaults to time.Now.
-	Now func() time.Time
-}
-
-func (o *ExecuteOpts) withDefaults() ExecuteOpts {
-	var out ExecuteOpts
-	if o != nil {
-		out = *o
-	}
-	if out.PendingWindow == 0 {
-		out.PendingWindow = 24 * time.Hour
-	}
-	switch {
-	case out.Retries == 0:
-		out.Retries = 4
-	case out.Retries < 0:
-		out.Retries = 0
-	}
-	if out.RetryDelay == nil {
-		out.RetryDelay = defaultRetryDelay
-	}
-	if out.Now == nil {
-		out.Now = time.Now
-	}
-	return out
-}
-
-// defaultRetryDelay is ExecuteOpts.RetryDelay's default: 100ms doubling up to 2s for retry n
-// (1-based), each drawn uniformly from its upper half so that callers retrying together spread
-// out.
-func defaultRetryDelay(n int) time.Duration {
-	d := 2 * time.Second
-	if n < 6 {
-		d = min(d, 100*time.Millisecond<<max(n-1, 0))
-	}
-	return d/2 + rand.N(d/2+1)
-}
-
-// Execute makes one charge exactly once on gw, retrying in-process while that is safe, and
-// records in j (when not nil) what this attempt came to, exactly once on every return path.
+// ExecuteEffect makes one effect exactly once through e, retrying in-process while that is
+// safe, and records in j (when not nil) what this attempt came to, exactly once on every return
+// path. It is the one implementation of the engine's rules for an external call; Execute is it
+// for payments.
 //
-// It returns the provider's final Charge, succeeded or declined (a decline is a result, not an
+// It returns the provider's final record, succeeded or declined (a decline is a result, not an
 // error), or an error the engine acts on by behaviour:
 //
-//   - A charge the journal knows by id (recorded pending) is never sent again: it is read back
+//   - An effect the journal knows by id (recorded pending) is never sent again: it is read back
 //     (Get, else inquiry) until it is final. Still pending when the rounds or ctx run out: an
 //     ErrPending in phases.RetryAfter; pending past opts.PendingWindow: ErrPendingTooLong.
 //   - When an earlier attempt may have reached the provider (a prior call not recorded as
 //     certainly not done, or opts.MayHaveReached) and the provider has inquiry, it asks by
 //     reference first. So it does before the first send to a provider with inquiry that cannot
-//     de-duplicate the charge by its idempotency key: a re-execution after a failover that lost
-//     the key's commits (and its journal) finds the charge the first execution made. A charge
-//     found is taken only if it matches the intent (amount, currency, reference; ErrMismatch
-//     otherwise), a pending one is followed as above. An empty answer
-//     counts only once every earlier attempt (and every send of this one) that may have
-//     reached the provider has been quiet for the longer of the in-flight window it was sent
-//     under and Capabilities.MaxInFlight now: before that it waits when the wait fits in ctx
-//     (at most half of the time left), else returns ErrInFlight in phases.RetryAfter.
+//     de-duplicate the request by its idempotency key: a re-execution after a failover that
+//     lost the key's commits (and its journal) finds the effect the first execution made. A
+//     record found is taken only if it matches the intent (Kind.Match; ErrMismatch otherwise),
+//     a pending one is followed as above. An empty answer counts only once every earlier
+//     attempt (and every send of this one) that may have reached the provider has been quiet
+//     for the longer of the in-flight window it was sent under and Capabilities.MaxInFlight
+//     now: before that it waits when the wait fits in ctx (at most half of the time left), else
+//     returns ErrInFlight in phases.RetryAfter.
 //   - Before every send it journals the in-flight window in force (j.DeclareInFlight); when
 //     that fails it sends nothing.
 //   - Without inquiry it re-sends the same key only if the provider honours keys
 //     (ErrCannotResolve otherwise) and the key is within Capabilities.KeyRetention
 //     (ErrKeyExpired otherwise). Both satisfy phases.IsOutcomeUnknown: park, never compensate.
+//   - Every request to the provider is cut at Capabilities.RequestTimeout: a send without an
+//     answer by then is unknown, and is resolved in the next round like a lost answer.
 //   - A send that certainly did not act is retried; one whose outcome is unknown is resolved
 //     the same way (inquiry, measured from when that send stopped, or the same key), never by
-//     guessing. A charge answered pending is never sent again.
+//     guessing. An effect answered pending is never sent again.
 //   - When the rounds or ctx run out, it returns the last failure, an UnknownError when this
-//     attempt may have charged.
+//     attempt may have acted.
 //
-// What it records: succeeded, declined or pending (with the charge's id) when it saw the charge;
-// unknown when a send of this attempt may have acted unresolved; failed_before when this attempt
-// certainly charged nothing (its sends failed before acting, or it sent nothing: it only waited,
-// or learnt nothing new).
-func Execute(ctx context.Context, j Journal, gw Gateway, params ChargeParams, opts *ExecuteOpts) (*Charge, error) {
-	x := newExecution(j, gw, params, opts.withDefaults())
-	charge, err := x.run(ctx)
+// What it records: succeeded, declined or pending (with the provider's id) when it saw the
+// effect; unknown when a send of this attempt may have acted unresolved; failed_before when this
+// attempt certainly did nothing (its sends failed before acting, or it sent nothing: it only
+// waited, or learnt nothing new).
+func ExecuteEffect[P, R any](ctx context.Context, j Journal, e Effect[P, R], params P, opts *ExecuteOpts) (*R, error) {
+	kind := e.Kind()
+	if err := kind.validate(); err != nil {
+		if j != nil {
+			j.RecordCall(phases.CallOutcomeFailedBefore, "")
+		}
+		return nil, &PermanentError{Err: err}
+	}
+	x := newExecution(j, e, kind, params, opts.withDefaults())
+	r, err := x.run(ctx)
 	if j != nil {
 		j.RecordCall(x.outcome, x.providerID)
 	}
-	return charge, err
+	return r, err
 }
 
-// execution is the state of one Execute call across its rounds.
-type execution struct {
-	gw     Gateway
+// execution is the state of one ExecuteEffect call across its rounds.
+type execution[P, R any] struct {
+	e      Effect[P, R]
+	kind   *Kind[P, R]
 	caps   Capabilities
-	params ChargeParams
-	opts   ExecuteOpts
+	params P
+	// ref and key are the params' reference and idempotency key (Kind.Keys).
+	ref, key string
+	opts     ExecuteOpts
 
-	// j is the call's journal; nil when Execute was given none.
+	// j is the call's journal; nil when ExecuteEffect was given none.
 	j Journal
 	// attempts are the earlier attempts and this attempt's own sends whose outcome is unknown,
 	// each with the window it sent under: what an empty inquiry must outwait
 	// (emptyInquiryConclusiveAt).
 	attempts []phases.CallRecord
-	// unresolved is true while some attempt may have charged and nothing has told.
+	// unresolved is true while some attempt may have acted and nothing has told.
 	unresolved bool
-	// pendingID is the provider's id of a charge known to be pending, read back, never re-sent.
+	// pendingID is the provider's id of an effect known to be pending, read back, never re-sent.
 	pendingID string
-	// pendingSince is when the charge was first seen pending.
+	// pendingSince is when the effect was first seen pending.
 	pendingSince time.Time
-	// known is a final charge the journal already holds.
-	known *Charge
+	// known is a final record the journal already holds.
+	known *R
 
-	// outcome and providerID are what this attempt came to so far (see Execute).
+	// outcome and providerID are what this attempt came to so far (see ExecuteEffect).
 	outcome    phases.CallOutcome
 	providerID string
 	// lastErr is the last failure of a round that may be retried.
 	lastErr error
 }
 
-func newExecution(j Journal, gw Gateway, params ChargeParams, o ExecuteOpts) *execution {
-	x := &execution{j: j, gw: gw, caps: gw.Capabilities(), params: params, opts: o, outcome: phases.CallOutcomeFailedBefore}
-	// A provider that cannot tell a repeated charge by its key is asked before the first send
+func newExecution[P, R any](j Journal, e Effect[P, R], kind *Kind[P, R], params P, o ExecuteOpts) *execution[P, R] {
+	x := &execution[P, R]{j: j, e: e, kind: kind, caps: e.Capabilities(), params: params, opts: o, outcome: phases.CallOutcomeFailedBefore}
+	x.ref, x.key = kind.Keys(params)
+	// A provider that cannot tell a repeated request by its key is asked before the first send
 	// too: a failover that lost acknowledged commits loses the journal with them, and an earlier
-	// execution of the same intent may have charged under the same reference.
+	// execution of the same intent may have acted under the same reference.
 	x.unresolved = o.MayHaveReached || x.caps.Inquiry && !x.keyed()
 	if j == nil {
 		return x
@@ -183,7 +123,7 @@ func newExecution(j Journal, gw Gateway, params ChargeParams, o ExecuteOpts) *ex
 			}
 		}
 	}
-	// The latest attempt that saw the charge itself decides: it is never sent again.
+	// The latest attempt that saw the effect itself decides: it is never sent again.
 	for i := len(prior) - 1; i >= 0; i-- {
 		c := prior[i]
 		if c.ProviderID == "" {
@@ -192,12 +132,10 @@ func newExecution(j Journal, gw Gateway, params ChargeParams, o ExecuteOpts) *ex
 		switch c.Outcome {
 		case phases.CallOutcomePending:
 			x.pendingID = c.ProviderID
-		case phases.CallOutcomeSucceeded, phases.CallOutcomeDeclined:
-			status := ChargeStatusSucceeded
-			if c.Outcome == phases.CallOutcomeDeclined {
-				status = ChargeStatusDeclined
-			}
-			x.known = &Charge{ID: c.ProviderID, Amount: params.Amount, Currency: params.Currency, Reference: params.Reference, Status: status}
+		case phases.CallOutcomeSucceeded:
+			x.known = kind.Recorded(params, c.ProviderID, StatusSucceeded)
+		case phases.CallOutcomeDeclined:
+			x.known = kind.Recorded(params, c.ProviderID, StatusDeclined)
 		default:
 			continue
 		}
@@ -206,25 +144,30 @@ func newExecution(j Journal, gw Gateway, params ChargeParams, o ExecuteOpts) *ex
 	return x
 }
 
-// keyed reports whether the provider de-duplicates this charge by its idempotency key.
-func (x *execution) keyed() bool { return x.caps.IdempotencyKeys && x.params.IdempotencyKey != "" }
+// keyed reports whether the provider de-duplicates this request by its idempotency key.
+func (x *execution[P, R]) keyed() bool { return x.caps.IdempotencyKeys && x.key != "" }
 
-// result is what one step of a round came to: a charge (final or pending), or an error that
-// the next round may retry (retry) or that ends Execute.
-type result struct {
-	charge *Charge
+// verdict is the provider's id for r and its status.
+func (x *execution[P, R]) verdict(r *R) (string, Status) { return x.kind.Verdict(r) }
+
+// result is what one step of a round came to: a record (final or pending), or an error that the
+// next round may retry (retry) or that ends the call.
+type result[R any] struct {
+	record *R
 	err    error
 	retry  bool
 }
 
-func done(c *Charge) result       { return result{charge: c} }
-func failed(err error) result     { return result{err: err} }
-func retryable(err error) result  { return result{err: err, retry: phases.IsRetryable(err)} }
-func retryLater(err error) result { return result{err: err, retry: true} }
+func done[R any](r *R) result[R]        { return result[R]{record: r} }
+func failed[R any](err error) result[R] { return result[R]{err: err} }
+func retryable[R any](err error) result[R] {
+	return result[R]{err: err, retry: phases.IsRetryable(err)}
+}
+func retryLater[R any](err error) result[R] { return result[R]{err: err, retry: true} }
 
-// run makes rounds until a final charge, a failure that must not be retried here, or the end
+// run makes rounds until a final record, a failure that must not be retried here, or the end
 // of the rounds or of ctx.
-func (x *execution) run(ctx context.Context) (*Charge, error) {
+func (x *execution[P, R]) run(ctx context.Context) (*R, error) {
 	if x.known != nil {
 		// The journal holds the final answer: nothing to send or ask.
 		x.saw(x.known)
@@ -234,7 +177,7 @@ func (x *execution) run(ctx context.Context) (*Charge, error) {
 		if round > 0 && !x.pause(ctx, round) {
 			return nil, x.gaveUp(ctx)
 		}
-		var r result
+		var r result[R]
 		switch {
 		case x.pendingID != "":
 			r = x.readBack(ctx)
@@ -243,83 +186,103 @@ func (x *execution) run(ctx context.Context) (*Charge, error) {
 		default:
 			r = x.send(ctx)
 		}
-		switch {
-		case r.err != nil && !r.retry:
+		if r.err != nil && !r.retry {
 			return nil, r.err
-		case r.err != nil:
+		}
+		if r.err != nil {
 			x.lastErr = r.err
-		case r.charge.Status.Final():
-			return r.charge, nil
-		default: // pending: follow it
-			if err := x.followPending(r.charge); err != nil {
-				return nil, err
-			}
+			continue
+		}
+		if _, status := x.verdict(r.record); status.Final() {
+			return r.record, nil
+		}
+		// Pending: follow it.
+		if err := x.followPending(r.record); err != nil {
+			return nil, err
 		}
 	}
 }
 
-// saw notes a charge this attempt saw (sent, found or read back).
-func (x *execution) saw(c *Charge) {
-	x.outcome, x.providerID = Classify(c, nil), c.ID
+// saw notes a record this attempt saw (sent, found or read back).
+func (x *execution[P, R]) saw(r *R) {
+	id, status := x.verdict(r)
+	x.outcome, x.providerID = status.outcome(), id
 }
 
-// followPending notes that charge is pending: from now on it is read back, never re-sent,
-// until it is final or pending longer than the window.
-func (x *execution) followPending(charge *Charge) error {
-	if charge.ID == "" {
-		// Nothing to read it back by, and sending again could be a second charge.
-		return fmt.Errorf("charge for %q is pending without an id: %w", x.params.Reference, ErrCannotResolve)
+// followPending notes that r is pending: from now on it is read back, never re-sent, until it
+// is final or pending longer than the window.
+func (x *execution[P, R]) followPending(r *R) error {
+	id, _ := x.verdict(r)
+	if id == "" {
+		// Nothing to read it back by, and sending again could be a second effect.
+		return fmt.Errorf("%s for %q is pending without an id: %w", x.kind.Name, x.ref, ErrCannotResolve)
 	}
 	now := x.opts.Now()
-	x.pendingID, x.unresolved = charge.ID, false
+	x.pendingID, x.unresolved = id, false
 	if x.pendingSince.IsZero() {
 		x.pendingSince = now
 	}
 	if since := now.Sub(x.pendingSince); since > x.opts.PendingWindow {
-		return fmt.Errorf("charge %s for %q pending for %s (window %s): %w",
-			charge.ID, x.params.Reference, since.Round(time.Second), x.opts.PendingWindow, ErrPendingTooLong)
+		return fmt.Errorf("%s %s for %q pending for %s (window %s): %w",
+			x.kind.Name, id, x.ref, since.Round(time.Second), x.opts.PendingWindow, ErrPendingTooLong)
 	}
 	return nil
 }
 
-// send sends the charge once, after journaling the in-flight window it is sent under.
-func (x *execution) send(ctx context.Context) result {
+// request returns the context one request to the provider runs under: ctx, cut at the
+// adapter's per-request timeout, so that a lost answer leaves the rest of the call's time to
+// resolve it.
+func (x *execution[P, R]) request(ctx context.Context) (context.Context, context.CancelFunc) {
+	if x.caps.RequestTimeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, x.caps.RequestTimeout)
+}
+
+// send sends the request once, after journaling the in-flight window it is sent under.
+func (x *execution[P, R]) send(ctx context.Context) result[R] {
 	window := x.caps.MaxInFlight
 	if x.j != nil {
 		if err := x.j.DeclareInFlight(ctx, window); err != nil {
-			// Unjournaled, a request that lands late could be taken for no charge: not sent.
-			return failed(x.classed(fmt.Errorf("error journaling the in-flight window of charge %q, not sent: %w", x.params.Reference, err)))
+			// Unjournaled, a request that lands late could be taken for no effect: not sent.
+			return failed[R](x.classed(fmt.Errorf("error journaling the in-flight window of %s %q, not sent: %w", x.kind.Name, x.ref, err)))
 		}
 	}
-	charge, err := x.gw.Charge(ctx, x.params)
-	switch Classify(charge, err) {
+	rctx, cancel := x.request(ctx)
+	r, err := x.e.Send(rctx, x.params)
+	cancel()
+	switch x.kind.Classify(r, err) {
 	case phases.CallOutcomeSucceeded, phases.CallOutcomeDeclined, phases.CallOutcomePending:
-		x.saw(charge)
-		return done(charge)
+		x.saw(r)
+		return done(r)
 	case phases.CallOutcomeFailedBefore:
-		return retryable(fmt.Errorf("error charging %q: %w", x.params.Reference, err))
+		return retryable[R](fmt.Errorf("error sending %s %q: %w", x.kind.Name, x.ref, err))
 	}
-	// It may have charged, and may still land until it has been quiet for its window.
+	// It may have acted, and may still land until it has been quiet for its window.
 	x.outcome, x.unresolved = phases.CallOutcomeUnknown, true
 	now := x.opts.Now()
 	x.attempts = append(x.attempts, phases.CallRecord{StartedAt: now, EndedAt: &now, MaxInFlight: window})
-	if err == nil {
-		err = &UnknownError{Err: fmt.Errorf("charge %s has status %q", charge.ID, charge.Status)}
+	switch {
+	case err == nil && r == nil:
+		err = &UnknownError{Err: errors.New("the provider answered neither a record nor an error")}
+	case err == nil:
+		id, status := x.verdict(r)
+		err = &UnknownError{Err: fmt.Errorf("%s %s has status %q", x.kind.Name, id, status)}
 	}
-	err = fmt.Errorf("error charging %q: %w", x.params.Reference, err)
+	err = fmt.Errorf("error sending %s %q: %w", x.kind.Name, x.ref, err)
 	if phases.IsOutcomeUnknown(err) {
-		return failed(err)
+		return failed[R](err)
 	}
 	if !x.caps.Inquiry && !x.keyed() {
-		// Neither inquiry nor keys: another send could be a second charge. Never guess.
-		return failed(fmt.Errorf("%w (%w)", ErrCannotResolve, err))
+		// Neither inquiry nor keys: another send could be a second effect. Never guess.
+		return failed[R](fmt.Errorf("%w (%w)", ErrCannotResolve, err))
 	}
-	return retryLater(err)
+	return retryLater[R](err)
 }
 
 // resolve settles what an earlier attempt did before anything is sent again: by inquiry when
 // the provider has it (then sends when nothing can have landed), else by re-sending the key.
-func (x *execution) resolve(ctx context.Context) result {
+func (x *execution[P, R]) resolve(ctx context.Context) result[R] {
 	if !x.caps.Inquiry {
 		return x.resendKey(ctx)
 	}
@@ -329,36 +292,36 @@ func (x *execution) resolve(ctx context.Context) result {
 	}
 	if wait := emptyInquiryConclusiveAt(x.attempts, x.caps.MaxInFlight).Sub(x.opts.Now()); wait > 0 {
 		// Nothing found yet, and an earlier request may still land: ask again after the window.
-		inFlight := fmt.Errorf("charge %q: %w (%s left)", x.params.Reference, ErrInFlight, wait.Round(time.Millisecond))
+		inFlight := fmt.Errorf("%s %q: %w (%s left)", x.kind.Name, x.ref, ErrInFlight, wait.Round(time.Millisecond))
 		if !fits(ctx, wait) {
-			return failed(phases.RetryAfter(wait, x.classed(inFlight)))
+			return failed[R](phases.RetryAfter(wait, x.classed(inFlight)))
 		}
 		if !sleep(ctx, wait) {
-			return failed(x.classed(fmt.Errorf("%w (gave up: %w)", inFlight, ctx.Err())))
+			return failed[R](x.classed(fmt.Errorf("%w (gave up: %w)", inFlight, ctx.Err())))
 		}
 		if r, held = x.inquire(ctx); held || r.err != nil {
 			return x.unlessUnsupported(ctx, r)
 		}
 	}
-	// Authoritative, and nothing can still land: no attempt charged.
+	// Authoritative, and nothing can still land: no attempt acted.
 	x.unresolved, x.outcome = false, phases.CallOutcomeFailedBefore
 	return x.send(ctx)
 }
 
 // unlessUnsupported returns r, or when the provider stopped answering inquiries, resolves by
 // key instead.
-func (x *execution) unlessUnsupported(ctx context.Context, r result) result {
+func (x *execution[P, R]) unlessUnsupported(ctx context.Context, r result[R]) result[R] {
 	if !errors.Is(r.err, ErrUnsupported) {
 		return r
 	}
-	x.caps = x.gw.Capabilities()
+	x.caps = x.e.Capabilities()
 	x.caps.Inquiry = false
 	return x.resendKey(ctx)
 }
 
 // classed wraps err, a failure of this attempt to resolve an earlier one, so that it tells
-// what this attempt came to: unknown when one of its own sends may have charged, else not done.
-func (x *execution) classed(err error) error {
+// what this attempt came to: unknown when one of its own sends may have acted, else not done.
+func (x *execution[P, R]) classed(err error) error {
 	if x.outcome == phases.CallOutcomeUnknown {
 		return &UnknownError{Err: err}
 	}
@@ -367,119 +330,113 @@ func (x *execution) classed(err error) error {
 
 // inquire asks the provider what it holds for the reference: held is false when it holds
 // nothing (and r is empty). An error wrapping ErrUnsupported is returned as is.
-func (x *execution) inquire(ctx context.Context) (r result, held bool) {
-	found, err := x.gw.Inquire(ctx, x.params.Reference)
+func (x *execution[P, R]) inquire(ctx context.Context) (r result[R], held bool) {
+	rctx, cancel := x.request(ctx)
+	found, err := x.e.Inquire(rctx, x.ref)
+	cancel()
 	switch {
 	case errors.Is(err, ErrUnsupported):
-		return failed(err), false
+		return failed[R](err), false
 	case err != nil:
-		err = fmt.Errorf("error inquiring about charge %q: %w", x.params.Reference, err)
+		err = fmt.Errorf("error inquiring about %s %q: %w", x.kind.Name, x.ref, err)
 		if !phases.IsRetryable(err) {
 			// Nothing else can tell what the earlier attempt did.
-			return failed(phases.OutcomeUnknown(err)), false
+			return failed[R](phases.OutcomeUnknown(err)), false
 		}
-		return retryLater(x.classed(err)), false
+		return retryLater[R](x.classed(err)), false
 	}
-	charge, err := x.pick(found)
+	record, err := x.pick(found)
 	switch {
 	case err != nil:
-		return failed(err), false
-	case charge == nil:
-		return result{}, false
+		return failed[R](err), false
+	case record == nil:
+		return result[R]{}, false
 	}
-	x.saw(charge)
-	return done(charge), true
+	x.saw(record)
+	return done(record), true
 }
 
-// pick returns the charge an inquiry settles on: a succeeded one in preference to a pending
-// one, and a pending one to a declined one; nil when there is none. A charge that does not
+// pick returns the record an inquiry settles on: a succeeded one in preference to a pending
+// one, and a pending one to a declined one; nil when there is none. A record that does not
 // match the intent is never taken for it: ErrMismatch.
-func (x *execution) pick(charges []Charge) (*Charge, error) {
-	var best *Charge
-	for i := range charges {
-		c := &charges[i]
-		if err := x.check(c); err != nil {
+func (x *execution[P, R]) pick(records []R) (*R, error) {
+	var best *R
+	bestRank := 0
+	for i := range records {
+		r := &records[i]
+		if err := x.check(r); err != nil {
 			return nil, err
 		}
-		if best == nil || rank(c.Status) > rank(best.Status) {
-			best = c
+		if _, status := x.verdict(r); best == nil || status.rank() > bestRank {
+			best, bestRank = r, status.rank()
 		}
 	}
 	return best, nil
 }
 
-// rank orders the statuses an inquiry may find by what they settle: money moved, money may
-// move, nothing moved.
-func rank(s ChargeStatus) int {
-	switch s {
-	case ChargeStatusSucceeded:
-		return 3
-	case ChargeStatusPending:
-		return 2
-	case ChargeStatusDeclined:
-		return 1
+// check refuses a record found or read back that is not the intent's (Kind.Match), or whose
+// status is none of ours.
+func (x *execution[P, R]) check(r *R) error {
+	id, status := x.verdict(r)
+	if status.rank() == 0 {
+		return fmt.Errorf("%s %s for %q has status %q: %w", x.kind.Name, id, x.ref, status, ErrMismatch)
 	}
-	return 0
-}
-
-// check refuses a charge found or read back that is not the intent's: another amount,
-// currency or reference, or a status that is none of ours.
-func (x *execution) check(c *Charge) error {
-	if c.matches(x.params) && rank(c.Status) > 0 {
-		return nil
+	if err := x.kind.Match(x.params, r); err != nil {
+		return fmt.Errorf("%s %s for %q: %v: %w", x.kind.Name, id, x.ref, err, ErrMismatch)
 	}
-	return fmt.Errorf("charge %s for %q is %d %s %q %q, the intent %d %s: %w", c.ID, x.params.Reference,
-		c.Amount, c.Currency, c.Reference, c.Status, x.params.Amount, x.params.Currency, ErrMismatch)
+	return nil
 }
 
 // resendKey re-sends the same key to a provider that cannot be asked: the provider answers
-// the first charge instead of making a second one, while it remembers the key.
-func (x *execution) resendKey(ctx context.Context) result {
+// the first request instead of acting again, while it remembers the key.
+func (x *execution[P, R]) resendKey(ctx context.Context) result[R] {
 	if !x.keyed() {
-		return failed(fmt.Errorf("error resolving charge %q: %w", x.params.Reference, ErrCannotResolve))
+		return failed[R](fmt.Errorf("error resolving %s %q: %w", x.kind.Name, x.ref, ErrCannotResolve))
 	}
 	created := x.opts.KeyCreatedAt
 	if x.caps.KeyRetention > 0 && !created.IsZero() && created.Before(x.opts.Now().Add(-x.caps.KeyRetention)) {
-		return failed(fmt.Errorf("error resolving charge %q: key %q first sent at %s, provider keeps keys for %s: %w",
-			x.params.Reference, x.params.IdempotencyKey, created.Format(time.RFC3339), x.caps.KeyRetention, ErrKeyExpired))
+		return failed[R](fmt.Errorf("error resolving %s %q: key %q first sent at %s, provider keeps keys for %s: %w",
+			x.kind.Name, x.ref, x.key, created.Format(time.RFC3339), x.caps.KeyRetention, ErrKeyExpired))
 	}
 	return x.send(ctx)
 }
 
-// readBack reads a pending charge as it stands now: by id, else by inquiry. It never sends.
-func (x *execution) readBack(ctx context.Context) result {
-	charge, err := x.gw.Get(ctx, x.pendingID)
+// readBack reads a pending effect as it stands now: by id, else by inquiry. It never sends.
+func (x *execution[P, R]) readBack(ctx context.Context) result[R] {
+	rctx, cancel := x.request(ctx)
+	record, err := x.e.Get(rctx, x.pendingID)
+	cancel()
 	if errors.Is(err, ErrUnsupported) {
-		r, held := failed(err), false
+		r, held := failed[R](err), false
 		if x.caps.Inquiry {
 			r, held = x.inquire(ctx)
 		}
 		switch {
 		case errors.Is(r.err, ErrUnsupported):
-			return failed(fmt.Errorf("charge %s for %q is pending and can be read back neither by id nor by reference: %w",
-				x.pendingID, x.params.Reference, ErrCannotResolve))
+			return failed[R](fmt.Errorf("%s %s for %q is pending and can be read back neither by id nor by reference: %w",
+				x.kind.Name, x.pendingID, x.ref, ErrCannotResolve))
 		case !held && r.err == nil:
-			return failed(phases.OutcomeUnknown(fmt.Errorf("pending charge %s for %q is no longer listed: %w",
-				x.pendingID, x.params.Reference, ErrNotFound)))
+			return failed[R](phases.OutcomeUnknown(fmt.Errorf("pending %s %s for %q is no longer listed: %w",
+				x.kind.Name, x.pendingID, x.ref, ErrNotFound)))
 		}
 		return r
 	}
 	if err != nil {
-		err = fmt.Errorf("error reading back charge %s for %q: %w", x.pendingID, x.params.Reference, err)
+		err = fmt.Errorf("error reading back %s %s for %q: %w", x.kind.Name, x.pendingID, x.ref, err)
 		if errors.Is(err, ErrNotFound) || !phases.IsRetryable(err) {
-			return failed(phases.OutcomeUnknown(err))
+			return failed[R](phases.OutcomeUnknown(err))
 		}
-		return retryLater(err)
+		return retryLater[R](err)
 	}
-	if err := x.check(charge); err != nil {
-		return failed(err)
+	if err := x.check(record); err != nil {
+		return failed[R](err)
 	}
-	x.saw(charge)
-	return done(charge)
+	x.saw(record)
+	return done(record)
 }
 
 // pause waits before round n, if the rounds allow another and the wait fits in ctx.
-func (x *execution) pause(ctx context.Context, n int) bool {
+func (x *execution[P, R]) pause(ctx context.Context, n int) bool {
 	if n > x.opts.Retries {
 		return false
 	}
@@ -487,26 +444,26 @@ func (x *execution) pause(ctx context.Context, n int) bool {
 	return fits(ctx, d) && sleep(ctx, d)
 }
 
-// gaveUp is the error when no round is left: the charge still pending, or the last failure,
-// unknown when one of this attempt's sends may have charged.
-func (x *execution) gaveUp(ctx context.Context) error {
+// gaveUp is the error when no round is left: the effect still pending, or the last failure,
+// unknown when one of this attempt's sends may have acted.
+func (x *execution[P, R]) gaveUp(ctx context.Context) error {
 	if x.pendingID != "" {
 		since := x.opts.Now().Sub(x.pendingSince)
-		return phases.RetryAfter(pendingPoll(since), fmt.Errorf("charge %s for %q pending for %s: %w",
-			x.pendingID, x.params.Reference, since.Round(time.Millisecond), ErrPending))
+		return phases.RetryAfter(pendingPoll(since), fmt.Errorf("%s %s for %q pending for %s: %w",
+			x.kind.Name, x.pendingID, x.ref, since.Round(time.Millisecond), ErrPending))
 	}
 	err := x.lastErr
 	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 		err = fmt.Errorf("%w (gave up: %w)", err, ctxErr)
 	}
-	if x.outcome == phases.CallOutcomeUnknown && Classify(nil, err) != phases.CallOutcomeUnknown {
+	if x.outcome == phases.CallOutcomeUnknown && ClassifyError(err) != phases.CallOutcomeUnknown {
 		return &UnknownError{Err: err}
 	}
 	return err
 }
 
-// pendingPoll is how long the engine waits before reading a pending charge again: half the
-// time it has been pending, between 1s and 10m, so a charge pending for a day costs a few
+// pendingPoll is how long the engine waits before reading a pending effect again: half the
+// time it has been pending, between 1s and 10m, so an effect pending for a day costs a few
 // dozen reads, not thousands.
 func pendingPoll(since time.Duration) time.Duration {
 	return min(max(since/2, time.Second), 10*time.Minute)

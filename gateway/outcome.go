@@ -35,60 +35,44 @@ func (e *PermanentError) Error() string   { return "gateway: refused: " + e.Err.
 func (e *PermanentError) Unwrap() error   { return e.Err }
 func (e *PermanentError) Retryable() bool { return false }
 
-// ErrKeyExpired means an earlier attempt may have charged, the provider cannot be asked (no
+// ErrKeyExpired means an earlier attempt may have acted, the provider cannot be asked (no
 // inquiry), and the idempotency key is older than the provider's key window: re-sending it
-// could charge twice. It satisfies phases.IsOutcomeUnknown: the engine parks the key for an
-// operator and compensates nothing (money may have moved).
+// could act twice. It satisfies phases.IsOutcomeUnknown: the engine parks the key for an
+// operator and compensates nothing (money may have moved, a message may have gone out).
 var ErrKeyExpired error = phases.OutcomeUnknown(errors.New("gateway: idempotency key is older than the provider's key retention window"))
 
-// ErrCannotResolve means an earlier attempt may have charged and nothing can tell whether it
-// did: the provider supports neither inquiry nor idempotency keys, or a pending charge can be
+// ErrCannotResolve means an earlier attempt may have acted and nothing can tell whether it
+// did: the provider supports neither inquiry nor idempotency keys, or a pending effect can be
 // read back neither by id nor by reference. It satisfies phases.IsOutcomeUnknown.
-var ErrCannotResolve error = phases.OutcomeUnknown(errors.New("gateway: an earlier attempt may have charged and the provider has neither inquiry nor idempotency keys"))
+var ErrCannotResolve error = phases.OutcomeUnknown(errors.New("gateway: an earlier attempt may have acted and the provider has neither inquiry nor idempotency keys"))
 
-// ErrMismatch means the provider holds a charge for the reference whose amount, currency or
-// reference differs from the intent. It is never taken as the intent's charge; it satisfies
-// phases.IsOutcomeUnknown.
-var ErrMismatch error = phases.OutcomeUnknown(errors.New("gateway: the provider's charge does not match the intent (amount, currency or reference)"))
+// ErrMismatch means the provider holds a record for the reference that is not the intent's
+// effect (a charge of another amount or currency; see Kind.Match). It is never taken as the
+// intent's; it satisfies phases.IsOutcomeUnknown.
+var ErrMismatch error = phases.OutcomeUnknown(errors.New("gateway: the provider's record does not match the intent"))
 
-// ErrPendingTooLong means a charge stayed pending past ExecuteOpts.PendingWindow. It satisfies
-// phases.IsOutcomeUnknown.
-var ErrPendingTooLong error = phases.OutcomeUnknown(errors.New("gateway: the charge is still pending past its settle window"))
+// ErrPendingTooLong means an effect stayed pending past ExecuteOpts.PendingWindow. It
+// satisfies phases.IsOutcomeUnknown.
+var ErrPendingTooLong error = phases.OutcomeUnknown(errors.New("gateway: the effect is still pending past its settle window"))
 
-// ErrPending means the charge was made and the provider has not decided it yet. Execute
-// returns it wrapped in phases.RetryAfter (transient): the charge is never sent again, only
+// ErrPending means the effect was made and the provider has not decided it yet. ExecuteEffect
+// returns it wrapped in phases.RetryAfter (transient): the effect is never sent again, only
 // read back until it is final.
-var ErrPending = errors.New("gateway: the charge is pending at the provider")
+var ErrPending = errors.New("gateway: the effect is pending at the provider")
 
 // ErrInFlight means an earlier attempt may have reached the provider and may still land: an
 // empty inquiry proves nothing until Capabilities.MaxInFlight has passed since every earlier
-// attempt went quiet. Execute returns it wrapped in phases.RetryAfter with the time left.
+// attempt went quiet. ExecuteEffect returns it wrapped in phases.RetryAfter with the time left.
 var ErrInFlight = errors.New("gateway: an earlier attempt may still land; an empty inquiry proves nothing yet")
 
-// Classify tells what one charge attempt (a Charge call's result, or Execute's) came to:
+// ClassifyError tells what an attempt that failed with err came to, by behaviour:
 //
-//   - a charge with status succeeded, declined or pending: that class; any other status, or
-//     neither a charge nor an error: unknown (never a decline);
 //   - an error that says its outcome is unknown (UnknownError, phases.IsOutcomeUnknown):
 //     unknown; an error wrapping ErrPending: pending;
 //   - a NotDoneError, or any error whose Retryable method reports false (PermanentError): the
 //     provider certainly did not act, failed_before;
 //   - any other error: unknown. When in doubt, the provider may have acted.
-func Classify(charge *Charge, err error) phases.CallOutcome {
-	if err == nil {
-		if charge == nil {
-			return phases.CallOutcomeUnknown
-		}
-		switch charge.Status {
-		case ChargeStatusSucceeded:
-			return phases.CallOutcomeSucceeded
-		case ChargeStatusDeclined:
-			return phases.CallOutcomeDeclined
-		case ChargeStatusPending:
-			return phases.CallOutcomePending
-		}
-		return phases.CallOutcomeUnknown
-	}
+func ClassifyError(err error) phases.CallOutcome {
 	var unknown *UnknownError
 	if errors.As(err, &unknown) || phases.IsOutcomeUnknown(err) {
 		return phases.CallOutcomeUnknown

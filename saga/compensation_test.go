@@ -117,7 +117,8 @@ func TestCompensationOfARejection(t *testing.T) {
 			res, err := h.client.Run(t.Context(), opReserve, h.req(key, `{}`))
 			require.NoError(t, err)
 			require.Equal(t, http.StatusPaymentRequired, res.Response.Status)
-			require.JSONEq(t, `{"error": "card_declined", "message": "the card was declined"}`, string(res.Response.Body))
+			require.JSONEq(t, `{"type": "urn:pgsaga:error:card_declined", "title": "Card declined", "status": 402,
+				"detail": "the card was declined", "error": "card_declined", "message": "the card was declined"}`, string(res.Response.Body))
 			requireReleasedOnce(t, h, key)
 			requireReleaseOrder(t, h, key)
 

@@ -83,6 +83,7 @@ func TestDataTheDatabaseRefusesIsAClientError(t *testing.T) {
 				rec := serve(handler, key, tc.body)
 				require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
 				require.JSONEq(t, `"invalid_request"`, jsonField(t, rec.Body.Bytes(), "error"))
+				require.NotContains(t, rec.Body.String(), "test_note", "the message names no table or constraint")
 				require.Equal(t, tc.stored, rec.Header().Get(saga.HeaderReplayed) == "true" || h.key(key) != nil)
 			}
 			k := h.key(key)

@@ -2,7 +2,6 @@ package saga
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -28,6 +27,8 @@ func (e *execution) fail(ctx context.Context, i int, err error) (*Result, error)
 		return e.leaseLost(ctx)
 	}
 	if answer, stored := refusal(err); answer != nil {
+		e.c.cfg.Logger.WarnContext(ctx, "request refused by the database", "operation", e.op.Name, "key", e.req.Key,
+			"status", answer.Status, "error", err)
 		if !e.persisted && !stored {
 			return nil, &InvalidRequestError{Err: errors.New(answer.Message)}
 		}
@@ -48,8 +49,8 @@ func (e *execution) fail(ctx context.Context, i int, err error) (*Result, error)
 
 // rejectResponse is the stored answer of a business rejection.
 func rejectResponse(r *phases.RejectError) *storedResponse {
-	return &storedResponse{Status: r.Status, Header: map[string][]string{"Content-Type": {"application/json"}},
-		Body: errorBody(r.Code, r.Message)}
+	return &storedResponse{Status: r.Status, Header: map[string][]string{"Content-Type": {ContentTypeProblem}},
+		Body: errorBody(r.Status, r.Code, r.Message)}
 }
 
 // transient handles a failure a retry may fix. A key this execution holds gets its lease back
@@ -139,8 +140,8 @@ func (e *execution) park(ctx context.Context, reason ParkedReason, msg string) (
 	return nil, &ParkedError{Reason: reason, LastError: msg}
 }
 
-// errorBody is the JSON body of every error pgsaga answers or stores: {"error","message"}.
-func errorBody(code, message string) []byte {
-	body, _ := json.Marshal(map[string]string{"error": code, "message": message})
-	return body
+// errorBody is the body of every error pgsaga answers or stores: the problem details of
+// ProblemBody, without extension members of the caller's.
+func errorBody(status int, code, message string) []byte {
+	return ProblemBody(status, code, message, nil)
 }

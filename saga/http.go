@@ -163,10 +163,10 @@ func (h *handler) reject(w http.ResponseWriter, status int, code, message string
 	WriteError(w, status, code, message)
 }
 
-// WriteError answers a JSON error object {"error": code, "message": message}, the shape of every
-// error pgsaga answers and stores, for handlers that sit beside pgsaga's.
+// WriteError answers an error as problem details (see ProblemBody), the shape of every error
+// pgsaga answers and stores, for handlers that sit beside pgsaga's.
 func WriteError(w http.ResponseWriter, status int, code, message string) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", ContentTypeProblem)
 	w.WriteHeader(status)
-	_, _ = w.Write(errorBody(code, message))
+	_, _ = w.Write(errorBody(status, code, message))
 }

@@ -32,7 +32,9 @@ const CodeConflict = "conflict"
 // claimed the key first, and the request is answered from that key.
 
 // refusal is the answer the database's refusal err gives, if it is one; stored tells whether
-// it is stored even when no phase committed.
+// it is stored even when no phase committed. A 400's message never quotes the database's own,
+// which names tables and columns (the caller logs it); a conflict names the constraint, which is
+// what a client can act on.
 func refusal(err error) (answer *phases.RejectError, stored bool) {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
@@ -43,13 +45,13 @@ func refusal(err error) (answer *phases.RejectError, stored bool) {
 	}
 	switch code := pgErr.Code; {
 	case len(code) == 5 && code[:2] == "22":
-		return invalid("the request holds data the database cannot store: " + pgErr.Message), false
+		return invalid("the request holds data the database cannot store (such as a NUL character in a string, or a number out of range)"), false
 	case code == "23502":
-		return invalid("the request lacks a value the data requires: " + pgErr.Message), false
+		return invalid("the request lacks a value the data requires"), false
 	case code == "23514":
-		return invalid("the request breaks a rule of the data: " + pgErr.Message), false
+		return invalid("the request breaks a rule of the data"), false
 	case code == "23503":
-		return invalid("the request refers to something that does not exist: " + pgErr.Message), false
+		return invalid("the request refers to something that does not exist"), false
 	case (code == "23505" && pgErr.ConstraintName != keyPrimaryKey) || code == "23P01":
 		return &phases.RejectError{Status: http.StatusConflict, Code: CodeConflict,
 			Message: fmt.Sprintf("the request conflicts with data already stored (constraint %q)", pgErr.ConstraintName)}, true

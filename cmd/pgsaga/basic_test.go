@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -201,4 +202,35 @@ func TestServeRefusesAnUnmigratedDatabase(t *testing.T) {
 	require.NoError(t, err)
 	r := pgsaga(t, nil, "serve", "--addr", "127.0.0.1:0", "--database-url", db.URL)
 	requireFailure(t, r, "migrate")
+}
+
+// Every command reads the URL from --database-url-file (or $DATABASE_URL), which keeps a
+// password out of the process list; a password in --database-url itself is taken with a warning
+// on stderr that never repeats it.
+func TestDatabaseURLFile(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	file := filepath.Join(t.TempDir(), "url")
+	require.NoError(t, os.WriteFile(file, []byte("  "+db.URL+"\n"), 0o600))
+	r := pgsaga(t, nil, "keys", "--json", "--database-url-file", file)
+	require.Equal(t, 0, r.code, r.String())
+	require.Empty(t, r.stderr)
+	r = pgsaga(t, nil, "apikey", "create", "--tenant", "t1", "--actor", "alice", "--database-url-file", file)
+	require.Equal(t, 0, r.code, r.String())
+
+	requireUsage(t, pgsaga(t, nil, "keys", "--database-url", db.URL, "--database-url-file", file), "not both")
+	empty := filepath.Join(t.TempDir(), "empty")
+	require.NoError(t, os.WriteFile(empty, []byte("\n"), 0o600))
+	requireUsage(t, pgsaga(t, nil, "keys", "--database-url-file", empty), "is empty")
+	requireUsage(t, pgsaga(t, nil, "keys", "--database-url-file", filepath.Join(t.TempDir(), "none")), "cannot read --database-url-file")
+
+	r = pgsaga(t, nil, "keys", "--database-url", "postgres://app:hunter2-secret@127.0.0.1:1/app?connect_timeout=1")
+	require.Equal(t, 1, r.code, r.String())
+	lines := r.stderrLines()
+	require.Len(t, lines, 2, r.String())
+	require.Equal(t, "pgsaga: warning: --database-url carries a password, which any user of this machine can read in the process list; "+
+		"give the URL in $DATABASE_URL or --database-url-file instead", lines[0])
+	require.NotContains(t, r.stderr, "hunter2", "the warning never repeats the password")
+	r = pgsaga(t, []string{"DATABASE_URL=postgres://app:hunter2-secret@127.0.0.1:1/app?connect_timeout=1"}, "keys")
+	require.NotContains(t, r.stderr, "warning", "a password in the environment is not on the command line")
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -12,6 +13,10 @@ import (
 
 	"github.com/pgsaga/pgsaga/gateway/sim"
 )
+
+// envSimControlToken is the gateway simulator's control token: gateway-sim --control-token's
+// default, and what --gateway-url's client sends to the simulator's control endpoints.
+const envSimControlToken = "PGSAGA_SIM_CONTROL_TOKEN"
 
 func (c *cli) gatewaySimCmd() *cobra.Command {
 	var (
@@ -22,6 +27,7 @@ func (c *cli) gatewaySimCmd() *cobra.Command {
 		failBefore, loseRespone, pendingPct float64
 		declineOver                         int64
 		seed                                uint64
+		controlToken                        string
 	)
 	cmd := &cobra.Command{
 		Use:   "gateway-sim",
@@ -32,7 +38,13 @@ GET /charges?reference=R (inquiry), GET /charges?since=RFC3339 (the list of char
 first; served with --inquiry=false too), GET /charges/{id}, GET /_sim/ledger, GET /_sim/info,
 POST /_sim/faults. Prints "<name> gateway-sim: listening on http://ADDR" on stdout once it
 accepts connections (--addr 127.0.0.1:0 picks a free port). --fail-before, --lose-response and
---pending are probabilities in [0, 1]. It needs no database.`,
+--pending are probabilities in [0, 1]. It needs no database.
+
+Anyone who reaches its port may change its faults, unless --control-token (default
+$` + envSimControlToken + `, which keeps it out of the process list) is set: then GET /_sim/ledger,
+GET /_sim/info and POST /_sim/faults need "Authorization: Bearer <token>" (401 otherwise), and
+the commands that charge through it with --gateway-url send the token they find in
+$` + envSimControlToken + `.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := &sim.Config{
@@ -47,8 +59,12 @@ accepts connections (--addr 127.0.0.1:0 picks a free port). --fail-before, --los
 					LatencyBefore: latencyBefore,
 					Pending:       pendingPct,
 				},
-				PendingFor: pendingFor,
-				Seed:       seed,
+				PendingFor:   pendingFor,
+				Seed:         seed,
+				ControlToken: controlToken,
+			}
+			if controlToken == "" {
+				cfg.ControlToken = strings.TrimSpace(c.env.Getenv(envSimControlToken))
 			}
 			if err := cfg.Validate(); err != nil {
 				return usageErrorf("%v", err)
@@ -76,5 +92,6 @@ accepts connections (--addr 127.0.0.1:0 picks a free port). --fail-before, --los
 	fl.DurationVar(&pendingFor, "pending-for", 2*time.Second, "how long a pending charge stays pending")
 	fl.DurationVar(&latencyBefore, "latency-before", 0, "hold every charge request this long before the charge is created (reported as max_in_flight_ms)")
 	fl.Uint64Var(&seed, "seed", 0, "seed of the fault probabilities, to replay the same faults")
+	fl.StringVar(&controlToken, "control-token", "", "require Authorization: Bearer <token> on /_sim/* (default $"+envSimControlToken+"; none: open)")
 	return cmd
 }

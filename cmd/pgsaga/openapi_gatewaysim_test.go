@@ -116,6 +116,27 @@ func TestGatewaySimMatchesDocument(t *testing.T) {
 		requireError(t, c.do(t, apiCall{Method: "POST", Path: "/_sim/faults", Body: `{"latency": "1s"}`, Invalid: true}), http.StatusBadRequest, "invalid_json")
 	})
 
+	t.Run("with a control token", func(t *testing.T) {
+		const token = "sim-control-token-0123456789"
+		guarded := start(t, []string{"PGSAGA_SIM_CONTROL_TOKEN=" + token}, true, "gateway-sim", "--addr", "127.0.0.1:0")
+		gc := spec.client(guarded.url)
+		bearer := map[string]string{"Authorization": "Bearer " + token}
+		for _, call := range []apiCall{
+			{Method: "GET", Path: "/_sim/ledger"}, {Method: "GET", Path: "/_sim/info"},
+			{Method: "POST", Path: "/_sim/faults", Body: `{"fail_before": 1}`},
+			{Method: "POST", Path: "/_sim/faults", Body: `{"fail_before": 1}`, Header: map[string]string{"Authorization": "Bearer guess"}},
+		} {
+			requireError(t, gc.do(t, call), http.StatusUnauthorized, "unauthenticated")
+		}
+		a := gc.do(t, apiCall{Method: "POST", Path: "/charges", Body: `{"amount": 500, "currency": "USD", "reference": "r-9"}`})
+		require.Equal(t, http.StatusCreated, a.Status, "the faults are unchanged, and /charges needs no token: %s", a.Body)
+		a = gc.do(t, apiCall{Method: "GET", Path: "/_sim/info", Header: bearer})
+		require.Equal(t, http.StatusOK, a.Status, string(a.Body))
+		a = gc.do(t, apiCall{Method: "GET", Path: "/_sim/ledger", Header: bearer})
+		require.JSONEq(t, `{"r-9": 1}`, string(mustField(t, a.Body, "by_reference")))
+		require.Equal(t, 0, guarded.stop(syscall.SIGTERM), guarded.stderr.String())
+	})
+
 	require.Equal(t, 0, p.stop(syscall.SIGTERM), p.stderr.String())
 	spec.requireCovered(nil)
 }

@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -255,6 +256,8 @@ func TestPaymentsAPIMatchesDocument(t *testing.T) {
 		requireError(t, hook("shop", event, signed(event, time.Now().Add(-time.Hour)), false), http.StatusUnauthorized, "signature_expired")
 		requireError(t, hook("shop", "[1]", signed("[1]", time.Now()), true), http.StatusBadRequest, "invalid_json")
 		requireError(t, hook("shop", `{"type": "x"}`, signed(`{"type": "x"}`, time.Now()), true), http.StatusBadRequest, "invalid_request")
+		nul := `{"id": "evt\u0000", "type": "x"}`
+		requireError(t, hook("shop", nul, signed(nul, time.Now()), false), http.StatusBadRequest, "invalid_event_id")
 		mismatched := with(signed(event, time.Now()), "X-Event-ID", "evt_9")
 		requireError(t, hook("shop", event, mismatched, false), http.StatusBadRequest, "invalid_request")
 		huge := `{"id": "evt_3", "payload": "` + strings.Repeat("x", 1<<20) + `"}`
@@ -273,6 +276,71 @@ func TestPaymentsAPIMatchesDocument(t *testing.T) {
 			status, _, _ = httpDo(t, "GET", p.url+path, alice, "")
 			require.Equal(t, http.StatusNotFound, status, "%s is on the operations address only", path)
 		}
+	})
+
+	t.Run("a tenant at its share of the slots gets 429 on every route", func(t *testing.T) {
+		q := start(t, []string{"PGSAGA_WEBHOOK_SECRET_SHOP=" + webhookSecret}, true,
+			serveArgs(d.url, "--gateway-url", d.simURL, "--max-in-flight-per-tenant", "1", "--log-level", "off")...)
+		qc := spec.client(q.url)
+		inv := qc.do(t, apiCall{Method: "POST", Path: "/invoices", Header: with(alice, "Idempotency-Key", uuid.NewString()),
+			Body: `{"amount": 100, "currency": "USD"}`})
+		require.Equal(t, http.StatusCreated, inv.Status, string(inv.Body))
+		invoiceID := jsonString(t, inv.Body, "id")
+
+		// One payment waiting on the gateway holds alice's tenant's only slot.
+		setFaults(func(s *sim.Settings) { s.Latency = 3 * time.Second })
+		charges := d.sim.TotalCharges()
+		held := make(chan apiAnswer, 1)
+		go func() {
+			held <- qc.do(t, apiCall{Method: "POST", Path: "/payments", Header: with(alice, "Idempotency-Key", uuid.NewString()),
+				Body: `{"invoice_id": "` + invoiceID + `", "amount": 10}`})
+		}()
+		waitUntil(t, 10*time.Second, "the held payment to be at the gateway", func() bool { return d.sim.TotalCharges() > charges })
+		for _, call := range []apiCall{
+			{Method: "GET", Path: "/invoices/" + invoiceID},
+			{Method: "GET", Path: "/payments?invoice_id=" + invoiceID},
+			{Method: "GET", Path: "/sales?order_id=ord_x"},
+			{Method: "POST", Path: "/invoices", Body: `{"amount": 1, "currency": "USD"}`},
+			{Method: "POST", Path: "/payments", Body: `{"invoice_id": "` + invoiceID + `", "amount": 1}`},
+			{Method: "POST", Path: "/orders", Body: `{"total": 1}`},
+			{Method: "POST", Path: "/orders/ord_x/complete", Body: `{}`},
+		} {
+			call.Header = alice
+			if call.Method == "POST" {
+				call.Header = with(alice, "Idempotency-Key", uuid.NewString())
+			}
+			a := qc.do(t, call)
+			requireError(t, a, http.StatusTooManyRequests, "too_many_requests")
+			require.Equal(t, "1", a.Header.Get("Retry-After"), call.Path)
+		}
+		a := qc.do(t, apiCall{Method: "GET", Path: "/invoices/inv_x", Header: bob})
+		requireError(t, a, http.StatusNotFound, "not_found") // another tenant is served meanwhile
+		setFaults(func(s *sim.Settings) { s.Latency = 0 })
+		require.Equal(t, http.StatusCreated, (<-held).Status)
+
+		// A delivery waiting on the inbox (a row another transaction holds) holds its source's
+		// only slot: the source's next delivery is 429.
+		tx, err := d.pool.Begin(t.Context())
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(context.WithoutCancel(t.Context())) }()
+		_, err = tx.Exec(t.Context(), `INSERT INTO pgsaga_inbox (source, event_id) VALUES ('shop', 'evt_held')`)
+		require.NoError(t, err)
+		deliver := func(id string) apiAnswer {
+			body := `{"id": "` + id + `", "type": "t"}`
+			return qc.do(t, apiCall{Method: "POST", Path: "/webhooks/shop", Body: body,
+				Header: map[string]string{"Pgsaga-Signature": worker.SignWebhook(time.Now(), []byte(body), []byte(webhookSecret))}})
+		}
+		waiting := make(chan apiAnswer, 1)
+		go func() { waiting <- deliver("evt_held") }()
+		waitUntil(t, 10*time.Second, "the delivery to wait on the inbox row", func() bool {
+			var n int
+			require.NoError(t, d.pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&n))
+			return n > 0
+		})
+		a = deliver("evt_next")
+		requireError(t, a, http.StatusTooManyRequests, "too_many_requests")
+		require.NoError(t, tx.Rollback(t.Context()))
+		require.Equal(t, http.StatusOK, (<-waiting).Status)
 	})
 
 	t.Run("the operations endpoints", func(t *testing.T) {

@@ -48,6 +48,7 @@ var routeAllowances = map[string]routeAllowance{
 	`../internal/console/console.go: riverPrefix+"/"`: {operation: "GET /river/", why: "riverui and its API, one subtree"},
 	`../internal/console/console.go: riverPrefix`:     {why: "a redirect to /river/"},
 	`../internal/console/console.go: "/"`:             {why: "the authenticated routes, then the 404 not_found of every other path"},
+	`cli/requestid.go: ctx`:                           {why: "a log handler's Handle (slog.Handler), not a route"},
 }
 
 // methodPattern is a ServeMux pattern with a method and no host.

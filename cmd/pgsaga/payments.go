@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
@@ -30,7 +31,7 @@ func buildPayments(ctx context.Context, p *sagacli.BuildParams) (*sagacli.Servic
 	if err != nil {
 		return nil, err
 	}
-	gw, err := paymentsGateway(url)
+	gw, err := paymentsGateway(url, strings.TrimSpace(p.Getenv(envSimControlToken)))
 	if err != nil {
 		return nil, err
 	}
@@ -48,8 +49,10 @@ func buildPayments(ctx context.Context, p *sagacli.BuildParams) (*sagacli.Servic
 		// Every succeeded payment emits payment.succeeded in the transaction that records
 		// it; `worker --webhook-url` delivers it.
 		PaymentHooks: []payments.PaymentHook{payments.PaymentSucceededHook(p.Outbox)},
-		// POST /webhooks/{source} verifies each sender's signature with its secret.
+		// POST /webhooks/{source} verifies each sender's signature with its secret; serve counts
+		// and logs the refusals.
 		WebhookSecrets: webhookSecrets(p.Getenv, os.Environ()),
+		WebhookRefused: func(r *http.Request, code string) { p.AuthRefused(r, "webhook", code) },
 		// Its saga client's spans (the OpenTelemetry environment turns them on).
 		TracerProvider: p.TracerProvider,
 	})
@@ -62,7 +65,14 @@ func buildPayments(ctx context.Context, p *sagacli.BuildParams) (*sagacli.Servic
 	}
 	// A gateway that can list its charges is reconciled (pgsaga reconcile, the worker's job).
 	lister, _ := gw.(gateway.Lister)
-	return &sagacli.Service{Client: svc.Client(), Handler: h, Lister: lister}, nil
+	return &sagacli.Service{Client: svc.Client(), Handler: h, Lister: lister,
+		// A webhook whose signature verifies counts against its source's share of serve's slots.
+		Party: func(r *http.Request, body []byte) string {
+			if source := svc.WebhookSender(r, body); source != "" {
+				return "webhook:" + source
+			}
+			return ""
+		}}, nil
 }
 
 // envWebhookSecretPrefix names the variables holding the receivers' secrets:
@@ -87,13 +97,13 @@ func webhookSecrets(getenv func(string) string, environ []string) map[string][]b
 	return out
 }
 
-// paymentsGateway is the gateway simulator over HTTP at url, or an in-process one when url is
-// empty.
-func paymentsGateway(url string) (gateway.Gateway, error) {
+// paymentsGateway is the gateway simulator over HTTP at url (its control endpoints guarded by
+// controlToken, when not empty), or an in-process one when url is empty.
+func paymentsGateway(url, controlToken string) (gateway.Gateway, error) {
 	if url == "" {
 		return sim.New(nil).Gateway(), nil
 	}
-	gw, err := sim.NewClient(url, nil)
+	gw, err := sim.NewClient(url, &sim.ClientOpts{ControlToken: controlToken})
 	if err != nil {
 		return nil, fmt.Errorf("error connecting to the gateway at %s: %w", url, err)
 	}

@@ -115,3 +115,36 @@ func TestPgBouncerRefusals(t *testing.T) {
 		})
 	}
 }
+
+// A PgBouncer URL in pgx's default mode without --database-pooling transaction stops every
+// command before it runs anything of its own, with one line naming the flag, instead of a
+// prepared statement collision (42P05) or a half-done command.
+func TestPgBouncerUndeclaredStopsEveryCommand(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	pooled := w.db.PooledURL(t)
+	for _, args := range [][]string{
+		{"migrate"},
+		{"keys"},
+		{"show", "--tenant", "t1", "--actor", "alice", "some-key-1"},
+		{"resume", "--tenant", "t1", "--actor", "alice", "--gateway-url", w.simURL, "some-key-1"},
+		{"settle", "--tenant", "t1", "--actor", "alice", "--outcome", "failed", "--note", "n", "--gateway-url", w.simURL, "some-key-1"},
+		{"gc", "--dry-run"},
+		{"reconcile", "--since", "1h", "--gateway-url", w.simURL},
+		{"apikey", "list"},
+		{"apikey", "create", "--tenant", "t1", "--actor", "alice"},
+		{"operator", "list"},
+		{"serve", "--addr", "127.0.0.1:0", "--ops-addr", "", "--gateway-url", w.simURL},
+		{"worker", "--gateway-url", w.simURL},
+		{"console", "--addr", "127.0.0.1:0", "--gateway-url", w.simURL},
+		{"demo"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			t.Parallel()
+			r := pgsaga(t, []string{"PGSAGA_CONSOLE_TOKEN=" + consoleToken}, append(args, "--database-url", pooled, "--log-level", "off")...)
+			requireFailure(t, r, "declare it with --database-pooling=transaction")
+			require.Contains(t, r.stderr, "through a pooler in transaction pooling mode", r.String())
+		})
+	}
+	require.Zero(t, w.count(`SELECT count(*) FROM pgsaga_api_key`), "apikey create stopped before writing")
+}

@@ -20,18 +20,25 @@ func TestServeAnswersOverloadWith503(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	p := start(t, nil, true, serveArgs(w.db.URL, "--gateway-url", w.simURL, "--max-in-flight", "2", "--log-level", "off")...)
-	secret := apiKey(t, w.db.URL, "t1", "alice").Secret
+	secret, other := apiKey(t, w.db.URL, "t1", "alice").Secret, apiKey(t, w.db.URL, "t2", "bob").Secret
 	as := func(key string) map[string]string { return bearer(secret, key) }
-	invoice := w.invoice("t1", 5000)
+	invoice, otherInvoice := w.invoice("t1", 5000), w.invoice("t2", 5000)
 	payment := `{"invoice_id": "` + invoice + `", "amount": 1000}`
+	// Each tenant's key authenticates once, so that its requests count as its tenant's.
+	for _, s := range []string{secret, other} {
+		status, _, body := httpDo(t, "GET", p.url+"/invoices/"+invoice, bearer(s, ""), "")
+		require.Contains(t, []int{http.StatusOK, http.StatusNotFound}, status, string(body))
+	}
 
-	// Two payments held in the gateway's answer keep both slots.
+	// Two payments held in the gateway's answer keep both slots, one of each tenant: the
+	// server is full, and neither tenant is over its share.
 	_, err := w.sim.SetFaults(func(s *sim.Settings) { s.Latency = 3 * time.Second })
 	require.NoError(t, err)
 	var wg sync.WaitGroup
-	for range 2 {
+	for _, held := range []struct{ secret, invoice string }{{secret, invoice}, {other, otherInvoice}} {
 		wg.Go(func() {
-			status, _, body := httpDo(t, "POST", p.url+"/payments", as(uuid.NewString()), payment)
+			status, _, body := httpDo(t, "POST", p.url+"/payments", bearer(held.secret, uuid.NewString()),
+				`{"invoice_id": "`+held.invoice+`", "amount": 1000}`)
 			require.Equal(t, http.StatusCreated, status, string(body))
 		})
 	}

@@ -77,15 +77,19 @@ func createInvoice() *phases.Operation {
 }
 
 func (s *Service) getInvoice(w http.ResponseWriter, r *http.Request, scope saga.Scope) {
+	if !possibleID(r.PathValue("id")) {
+		saga.WriteError(w, http.StatusNotFound, CodeNotFound, "no such invoice")
+		return
+	}
 	var inv Invoice
 	err := s.cfg.Pool.QueryRow(r.Context(), `SELECT id, amount, currency, paid, status FROM invoices WHERE id = $1 AND tenant_id = $2`,
 		r.PathValue("id"), scope.Tenant).Scan(&inv.ID, &inv.Amount, &inv.Currency, &inv.Paid, &inv.Status)
 	if errors.Is(err, pgx.ErrNoRows) {
-		saga.WriteError(w, http.StatusNotFound, "not_found", "no such invoice")
+		saga.WriteError(w, http.StatusNotFound, CodeNotFound, "no such invoice")
 		return
 	}
 	if err != nil {
-		unavailable(w)
+		s.unavailable(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, inv)
@@ -103,6 +107,13 @@ func unavailable(w http.ResponseWriter) {
 	saga.WriteError(w, http.StatusServiceUnavailable, saga.CodeTemporarilyUnavailable, "the database is unavailable; retry")
 }
 
+// unavailable answers a read the database did not serve, logging why with the request's
+// context (its id): the client is told only to retry.
+func (s *Service) unavailable(w http.ResponseWriter, r *http.Request, err error) {
+	s.logger().ErrorContext(r.Context(), "payments: reading", "path", r.URL.Path, "error", err)
+	unavailable(w)
+}
+
 // listUnder answers a GET of the rows under one parent (the payments of an invoice, the sales of
 // an order) in one query: 400 without the parent's id in param, 404 not_found when the tenant has
 // no such parent, otherwise 200 {field: [...]}. query selects the parent ($1, tenant $2) LEFT
@@ -114,9 +125,13 @@ func listUnder[T any](s *Service, w http.ResponseWriter, r *http.Request, scope 
 		saga.WriteError(w, http.StatusBadRequest, saga.CodeInvalidRequest, param+" is required")
 		return
 	}
+	if !possibleID(id) {
+		saga.WriteError(w, http.StatusNotFound, CodeNotFound, "no such "+parent)
+		return
+	}
 	rows, err := s.cfg.Pool.Query(r.Context(), query, id, scope.Tenant)
 	if err != nil {
-		unavailable(w)
+		s.unavailable(w, r, err)
 		return
 	}
 	defer rows.Close()
@@ -125,19 +140,19 @@ func listUnder[T any](s *Service, w http.ResponseWriter, r *http.Request, scope 
 		found = true
 		v, ok, err := scan(rows)
 		if err != nil {
-			unavailable(w)
+			s.unavailable(w, r, err)
 			return
 		}
 		if ok {
 			list = append(list, v)
 		}
 	}
-	if rows.Err() != nil {
-		unavailable(w)
+	if err := rows.Err(); err != nil {
+		s.unavailable(w, r, err)
 		return
 	}
 	if !found {
-		saga.WriteError(w, http.StatusNotFound, "not_found", "no such "+parent)
+		saga.WriteError(w, http.StatusNotFound, CodeNotFound, "no such "+parent)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string][]T{field: list})

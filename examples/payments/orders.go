@@ -106,12 +106,12 @@ func CompleteOrderTx(ctx context.Context, tx pgx.Tx, tenant, saleID, orderID str
 		var status string
 		err := tx.QueryRow(ctx, `SELECT status FROM orders WHERE id = $1 AND tenant_id = $2`, orderID, tenant).Scan(&status)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, phases.Reject(http.StatusNotFound, "not_found", "no such order")
+			return nil, phases.Reject(http.StatusNotFound, CodeNotFound, "no such order")
 		}
 		if err != nil {
 			return nil, err
 		}
-		return nil, phases.Reject(http.StatusConflict, "order_already_completed", "the order was already completed")
+		return nil, phases.Reject(http.StatusConflict, CodeOrderAlreadyCompleted, "the order was already completed")
 	}
 	if err != nil {
 		return nil, err

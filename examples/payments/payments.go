@@ -101,13 +101,27 @@ func answerSettled(run *phases.Run, p *Payment) error {
 	case "succeeded":
 		return run.Respond(http.StatusCreated, p)
 	case "declined":
-		return run.Respond(http.StatusPaymentRequired, map[string]string{
-			"error": "card_declined", "message": "the gateway declined the charge", "payment_id": p.ID,
-		})
+		return respondDeclined(run, p.ID)
 	}
-	return run.Respond(http.StatusPaymentRequired, map[string]string{
-		"error": "payment_failed", "message": "the payment failed", "payment_id": p.ID,
-	})
+	return respondPaymentFailed(run, p.ID, "the payment failed")
+}
+
+// respondDeclined answers a declined payment: 402 card_declined with the payment's id.
+func respondDeclined(run *phases.Run, paymentID string) error {
+	return respondPaymentError(run, CodeCardDeclined, "the gateway declined the charge", paymentID)
+}
+
+// respondPaymentFailed answers a failed payment: 402 payment_failed with the payment's id.
+func respondPaymentFailed(run *phases.Run, paymentID, message string) error {
+	return respondPaymentError(run, CodePaymentFailed, message, paymentID)
+}
+
+// respondPaymentError stores a 402 problem whose payment_id names the payment kept with its
+// status, so a client can look it up.
+func respondPaymentError(run *phases.Run, code, message, paymentID string) error {
+	run.RespondRaw(http.StatusPaymentRequired, saga.ContentTypeProblem,
+		saga.ProblemBody(http.StatusPaymentRequired, code, message, map[string]any{"payment_id": paymentID}))
+	return nil
 }
 
 // paymentReference is the downstream key and reference of a payment's charge: payment:<id>,
@@ -198,12 +212,12 @@ func refusePayment(ctx context.Context, tx pgx.Tx, tenant, invoiceID string, amo
 	var outstanding int64
 	err := tx.QueryRow(ctx, `SELECT amount - reserved FROM invoices WHERE id = $1 AND tenant_id = $2`, invoiceID, tenant).Scan(&outstanding)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return phases.Reject(http.StatusNotFound, "not_found", "no such invoice")
+		return phases.Reject(http.StatusNotFound, CodeNotFound, "no such invoice")
 	}
 	if err != nil {
 		return err
 	}
-	return phases.Reject(http.StatusUnprocessableEntity, "amount_exceeds_balance",
+	return phases.Reject(http.StatusUnprocessableEntity, CodeAmountExceedsBalance,
 		fmt.Sprintf("the amount %d exceeds the outstanding balance %d", amount, outstanding))
 }
 
@@ -276,9 +290,7 @@ func (s *Service) recordResult(ctx context.Context, tx pgx.Tx, run *phases.Run) 
 		return err
 	}
 	if status == "declined" {
-		return run.Respond(http.StatusPaymentRequired, map[string]string{
-			"error": "card_declined", "message": "the gateway declined the charge", "payment_id": p.ID,
-		})
+		return respondDeclined(run, p.ID)
 	}
 	return run.Respond(http.StatusCreated, payment)
 }
@@ -309,9 +321,7 @@ func (s *Service) settlePayment(ctx context.Context, tx pgx.Tx, run *phases.Run,
 		if err := SettlePaymentTx(ctx, tx, p.ID, "failed", ""); err != nil {
 			return err
 		}
-		return run.Respond(http.StatusPaymentRequired, map[string]string{
-			"error": "payment_failed", "message": "the payment failed: " + d.Note, "payment_id": p.ID,
-		})
+		return respondPaymentFailed(run, p.ID, "the payment failed: "+d.Note)
 	}
 }
 

@@ -62,6 +62,9 @@ type Config struct {
 	// WebhookTolerance is how far a webhook signature's timestamp may be from now; older
 	// deliveries are refused as replays. Defaults to worker.DefaultWebhookTolerance (5 minutes).
 	WebhookTolerance time.Duration
+	// WebhookRefused is told of every webhook delivery refused for its sender (WebhookOpts.Refused).
+	// Defaults to none.
+	WebhookRefused func(r *http.Request, code string)
 	// TracerProvider receives the saga client's spans (saga.Config.TracerProvider). Defaults to
 	// none: no spans.
 	TracerProvider trace.TracerProvider
@@ -146,13 +149,21 @@ func (s *Service) Handler(scope saga.ScopeFunc) (http.Handler, error) {
 		if err != nil {
 			return nil, err
 		}
-		mux.Handle(pattern, h)
+		mux.Handle(pattern, storablePath(scope, h))
 	}
 	mux.Handle("GET /invoices/{id}", authenticated(scope, s.getInvoice))
 	mux.Handle("GET /payments", authenticated(scope, s.listPayments))
 	mux.Handle("GET /sales", authenticated(scope, s.listSales))
-	mux.Handle("POST /webhooks/{source}", WebhookHandler(s.cfg.Pool, &WebhookOpts{Secrets: s.cfg.WebhookSecrets, Tolerance: s.cfg.WebhookTolerance}))
+	mux.Handle("POST /webhooks/{source}", WebhookHandler(s.cfg.Pool, &WebhookOpts{Secrets: s.cfg.WebhookSecrets,
+		Tolerance: s.cfg.WebhookTolerance, Refused: s.cfg.WebhookRefused, Logger: s.cfg.Logger}))
 	return jsonErrors(mux), nil
+}
+
+// WebhookSender is the source of a request to the service's webhook receiver whose signature
+// verifies over body, its whole body, or "" for any other request (see the function
+// WebhookSender): a server's admission can count a verified delivery against its source.
+func (s *Service) WebhookSender(r *http.Request, body []byte) string {
+	return WebhookSender(r, body, s.cfg.WebhookSecrets, s.cfg.WebhookTolerance)
 }
 
 // jsonErrors answers requests no route matches with the API's JSON error shape (404 not_found,
@@ -167,10 +178,10 @@ func jsonErrors(mux *http.ServeMux) http.Handler {
 		mux.ServeHTTP(probe, r)
 		if probe.status == http.StatusMethodNotAllowed {
 			w.Header().Set("Allow", probe.header.Get("Allow"))
-			saga.WriteError(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed on "+r.URL.Path)
+			saga.WriteError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path)
 			return
 		}
-		saga.WriteError(w, http.StatusNotFound, "not_found", "no such resource: "+r.URL.Path)
+		saga.WriteError(w, http.StatusNotFound, CodeNotFound, "no such resource: "+r.URL.Path)
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,9 +17,55 @@ func decodeStrict(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("body does not match the expected shape: %v", err)
+		return shapeError(err)
 	}
 	return nil
+}
+
+// shapeError says for people what is wrong with a body's shape: which member has the wrong kind
+// of value, in JSON's words, never the decoder's (which names Go's types).
+func shapeError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	if !errors.As(err, &typeErr) {
+		return errors.New("the body must be a JSON object")
+	}
+	got, _, _ := strings.Cut(typeErr.Value, " ") // "number 1.5" is a number
+	if typeErr.Field == "" {
+		return fmt.Errorf("the body must be a JSON object, not %s", withArticle(got))
+	}
+	return fmt.Errorf("%s must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type), withArticle(got))
+}
+
+// jsonKind is what JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	if t == reflect.TypeFor[json.Number]() {
+		return "a number"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
+}
+
+func withArticle(kind string) string {
+	switch kind {
+	case "array", "object":
+		return "an " + kind
+	case "bool":
+		return "true or false"
+	case "":
+		return "that"
+	}
+	return "a " + kind
 }
 
 // positiveAmount checks a JSON value is a number (not a string), a whole number of minor units

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -52,9 +55,17 @@ type WebhookOpts struct {
 	// the inbox, so the effect and the record commit together. source is the authenticated
 	// source. Defaults to recording only.
 	Apply func(ctx context.Context, tx pgx.Tx, source string, e *worker.Event) error
+	// Refused is told of every delivery refused because its sender is not authenticated (401),
+	// with the refusal's code (CodeUnknownWebhookSource, CodeSignatureMissing,
+	// CodeInvalidSignature or CodeSignatureExpired): to count and log guessing. Defaults to none.
+	Refused func(r *http.Request, code string)
+	// Logger receives the receiver's errors (the database did not answer), with the request's
+	// context, never an event's body. Defaults to discarding.
+	Logger *slog.Logger
 }
 
-// Error codes of the webhook receiver, stable for senders; each answers 401.
+// Error codes of the webhook receiver's refusals of a sender, stable for senders; each answers
+// 401.
 const (
 	CodeUnknownWebhookSource = "unknown_webhook_source"
 	CodeSignatureMissing     = "signature_missing"
@@ -65,6 +76,9 @@ const (
 // maxWebhookBody caps a received event's body.
 const maxWebhookBody = 1 << 20
 
+// maxEventID is the longest event id the inbox keeps, in bytes.
+const maxEventID = 255
+
 // WebhookHandler receives events POSTed to /webhooks/{source} by a pgsaga worker or a provider
 // and applies each once.
 //
@@ -72,7 +86,11 @@ const maxWebhookBody = 1 << 20
 // must carry an HMAC-SHA256 of the raw body under the source's secret, made within the
 // tolerance (see worker.SignWebhook); otherwise 401 with unknown_webhook_source, signature_missing,
 // invalid_signature or signature_expired. The event's id and type are read from the signed
-// body (an X-Event-ID header, unsigned, must agree with it or the delivery is refused).
+// body (an X-Event-ID header, unsigned, must agree with it or the delivery is refused). An id
+// must be 1-255 bytes of valid UTF-8 without control characters (400 invalid_event_id
+// otherwise): invalid UTF-8 would reach the inbox as U+FFFD, so two ids that differ only there
+// would be one event, and the second silently skipped; for that reason an id holding U+FFFD is
+// refused too.
 //
 // The event is recorded in pgsaga_inbox under (source, id) in the same transaction as its
 // effect, so a redelivery (a lost acknowledgement, a retry after a 5xx, a captured delivery
@@ -87,21 +105,26 @@ func WebhookHandler(pool *pgxpool.Pool, opts *WebhookOpts) http.Handler {
 	if tolerance <= 0 {
 		tolerance = worker.DefaultWebhookTolerance
 	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	refuse := func(w http.ResponseWriter, r *http.Request, code, message string) {
+		if opts.Refused != nil {
+			opts.Refused(r, code)
+		}
+		saga.WriteError(w, http.StatusUnauthorized, code, message)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		source := r.PathValue("source")
 		secret, known := opts.Secrets[source]
 		if !known {
-			saga.WriteError(w, http.StatusUnauthorized, CodeUnknownWebhookSource, "no webhook secret is configured for this source")
+			refuse(w, r, CodeUnknownWebhookSource, "no webhook secret is configured for this source")
 			return
 		}
-		header := r.Header.Values(worker.HeaderWebhookSignature)
-		if len(header) > 1 {
-			refuseSignature(w, worker.ErrWebhookSignatureInvalid)
-			return
-		}
-		sig, err := worker.ReadWebhookSignature(strings.Join(header, ""), time.Now(), tolerance)
+		sig, code, err := readSignature(r, tolerance)
 		if err != nil {
-			refuseSignature(w, err)
+			refuse(w, r, code, err.Error())
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
@@ -115,7 +138,7 @@ func WebhookHandler(pool *pgxpool.Pool, opts *WebhookOpts) http.Handler {
 			return
 		}
 		if err := sig.Verify(body, secret); err != nil {
-			refuseSignature(w, err)
+			refuse(w, r, signatureCode(err), err.Error())
 			return
 		}
 		var e worker.Event
@@ -123,8 +146,13 @@ func WebhookHandler(pool *pgxpool.Pool, opts *WebhookOpts) http.Handler {
 			saga.WriteError(w, http.StatusBadRequest, saga.CodeInvalidJSON, "the event body is not a JSON event")
 			return
 		}
-		if e.ID == "" || len(e.ID) > 255 {
+		if e.ID == "" || len(e.ID) > maxEventID {
 			saga.WriteError(w, http.StatusBadRequest, saga.CodeInvalidRequest, "the event needs an id of 1-255 characters")
+			return
+		}
+		if !validEventID(e.ID) {
+			saga.WriteError(w, http.StatusBadRequest, CodeInvalidEventID,
+				"the event's id must be valid UTF-8 without control characters")
 			return
 		}
 		if id := r.Header.Get("X-Event-ID"); id != "" && id != e.ID {
@@ -144,6 +172,7 @@ func WebhookHandler(pool *pgxpool.Pool, opts *WebhookOpts) http.Handler {
 			return nil
 		})
 		if err != nil {
+			logger.ErrorContext(r.Context(), "webhook: recording the event", "source", source, "error", err)
 			unavailable(w)
 			return
 		}
@@ -151,13 +180,69 @@ func WebhookHandler(pool *pgxpool.Pool, opts *WebhookOpts) http.Handler {
 	})
 }
 
-func refuseSignature(w http.ResponseWriter, err error) {
-	code := CodeInvalidSignature
+// WebhookSender is the source of a delivery to POST /webhooks/{source} that is authenticated:
+// its signature verifies over body, its whole body, with the source's secret in secrets, within
+// tolerance (worker.DefaultWebhookTolerance when 0). Any other request is "". It reads nothing
+// but its arguments (and r's method, path and headers), for a server that admits a request
+// before handing it to WebhookHandler: serve counts a verified delivery against its source's
+// share of the slots.
+func WebhookSender(r *http.Request, body []byte, secrets map[string][]byte, tolerance time.Duration) string {
+	if r.Method != http.MethodPost {
+		return ""
+	}
+	source, ok := strings.CutPrefix(r.URL.Path, "/webhooks/")
+	if !ok || source == "" || strings.Contains(source, "/") {
+		return ""
+	}
+	secret, known := secrets[source]
+	if !known {
+		return ""
+	}
+	if tolerance <= 0 {
+		tolerance = worker.DefaultWebhookTolerance
+	}
+	sig, _, err := readSignature(r, tolerance)
+	if err != nil || sig.Verify(body, secret) != nil {
+		return ""
+	}
+	return source
+}
+
+// readSignature reads r's one Pgsaga-Signature header, checking its form and its age; the code
+// names a refusal.
+func readSignature(r *http.Request, tolerance time.Duration) (*worker.WebhookSignature, string, error) {
+	header := r.Header.Values(worker.HeaderWebhookSignature)
+	if len(header) > 1 {
+		return nil, CodeInvalidSignature, worker.ErrWebhookSignatureInvalid
+	}
+	sig, err := worker.ReadWebhookSignature(strings.Join(header, ""), time.Now(), tolerance)
+	if err != nil {
+		return nil, signatureCode(err), err
+	}
+	return sig, "", nil
+}
+
+func signatureCode(err error) string {
 	switch {
 	case errors.Is(err, worker.ErrWebhookSignatureMissing):
-		code = CodeSignatureMissing
+		return CodeSignatureMissing
 	case errors.Is(err, worker.ErrWebhookSignatureExpired):
-		code = CodeSignatureExpired
+		return CodeSignatureExpired
 	}
-	saga.WriteError(w, http.StatusUnauthorized, code, err.Error())
+	return CodeInvalidSignature
+}
+
+// validEventID reports whether id, as decoded from JSON, can be recorded as itself: valid
+// UTF-8, no control character (NUL would be refused by the database for ever), and no U+FFFD,
+// which is what decoding made of invalid UTF-8 or a lone surrogate escape.
+func validEventID(id string) bool {
+	if !utf8.ValidString(id) {
+		return false
+	}
+	for _, r := range id {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }

@@ -20,9 +20,17 @@ type ClientOpts struct {
 	// HTTPClient sends the requests. Its Timeout bounds each call; a call that times out
 	// after sending is ambiguous. Defaults to a client with a 10s timeout.
 	HTTPClient *http.Client
-	// Capabilities, when set, is used as is instead of asking GET /_sim/info, for a gateway
-	// that speaks the wire format without the simulator's control endpoints. Defaults to nil.
+	// Capabilities, when set, is used instead of asking GET /_sim/info, for a gateway that
+	// speaks the wire format without the simulator's control endpoints; its RequestTimeout is
+	// RequestTimeout's. Defaults to nil.
 	Capabilities *gateway.Capabilities
+	// RequestTimeout is the per-request timeout the client declares
+	// (gateway.Capabilities.RequestTimeout): gateway.Execute gives up a request that takes
+	// longer and goes on to resolve it within the call. Defaults to DefaultRequestTimeout (5s).
+	RequestTimeout time.Duration
+	// ControlToken is the simulator's control token (Config.ControlToken, gateway-sim
+	// --control-token), sent as a Bearer token with GET /_sim/info. Defaults to none.
+	ControlToken string
 }
 
 // Client is a gateway.Gateway speaking the simulator's wire format over HTTP. It is safe for
@@ -37,11 +45,14 @@ type ClientOpts struct {
 // parameters: it may have charged, and refusing this one as permanent would let the engine
 // compensate after money moved); any other 4xx is a gateway.PermanentError.
 type Client struct {
-	base *url.URL
-	http *http.Client
+	base         *url.URL
+	http         *http.Client
+	controlToken string
 	// live is true when the capabilities come from the simulator (not ClientOpts): they are
 	// read again on every Capabilities call, since /_sim/faults can change them at run time.
 	live bool
+	// requestTimeout is ClientOpts.RequestTimeout, declared in every Capabilities.
+	requestTimeout time.Duration
 
 	mu   sync.Mutex
 	caps gateway.Capabilities
@@ -58,12 +69,22 @@ func NewClient(baseURL string, opts *ClientOpts) (*Client, error) {
 	if base.Scheme != "http" && base.Scheme != "https" || base.Host == "" {
 		return nil, fmt.Errorf("gateway URL %q must be http(s)://host[:port]", baseURL)
 	}
-	c := &Client{base: base, http: &http.Client{Timeout: 10 * time.Second}}
+	c := &Client{base: base, http: &http.Client{Timeout: 10 * time.Second}, requestTimeout: DefaultRequestTimeout}
 	if opts != nil && opts.HTTPClient != nil {
 		c.http = opts.HTTPClient
 	}
+	if opts != nil && opts.RequestTimeout < 0 {
+		return nil, fmt.Errorf("ClientOpts.RequestTimeout must be >= 0, got %s", opts.RequestTimeout)
+	}
+	if opts != nil && opts.RequestTimeout > 0 {
+		c.requestTimeout = opts.RequestTimeout
+	}
+	if opts != nil {
+		c.controlToken = opts.ControlToken
+	}
 	if opts != nil && opts.Capabilities != nil {
 		c.caps = *opts.Capabilities
+		c.caps.RequestTimeout = c.requestTimeout
 		return c, nil
 	}
 	if err := c.Refresh(context.Background()); err != nil {
@@ -93,6 +114,7 @@ func (c *Client) Refresh(ctx context.Context) error {
 		IdempotencyKeys: in.Idempotency,
 		Inquiry:         in.Inquiry,
 		MaxInFlight:     time.Duration(in.MaxInFlightMS) * time.Millisecond,
+		RequestTimeout:  c.requestTimeout,
 	}
 	c.mu.Unlock()
 	return nil
@@ -248,6 +270,9 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, idemp
 	}
 	if idempotencyKey != "" {
 		req.Header.Set("Idempotency-Key", idempotencyKey)
+	}
+	if c.controlToken != "" && strings.HasPrefix(path, "/_sim/") {
+		req.Header.Set("Authorization", "Bearer "+c.controlToken)
 	}
 	return c.http.Do(req)
 }

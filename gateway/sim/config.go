@@ -23,6 +23,16 @@ type Config struct {
 	// Seed seeds the random source behind the fault probabilities and jitter, so a test can
 	// replay the same faults. Defaults to 0 (still deterministic).
 	Seed uint64
+	// RequestTimeout is the per-request timeout the in-process Gateway declares
+	// (gateway.Capabilities.RequestTimeout): gateway.Execute gives up a charge, an inquiry or a
+	// read back that takes longer (a Latency fault) and goes on to resolve it. Defaults to 5s.
+	RequestTimeout time.Duration
+	// ControlToken, when set, guards the control endpoints over HTTP (GET /_sim/ledger,
+	// GET /_sim/info, POST /_sim/faults): a request must carry "Authorization: Bearer
+	// <ControlToken>", or it is answered 401 unauthenticated. The wire format (/charges) stays
+	// open, as a provider's API is to its clients. Defaults to "": anyone who reaches the port
+	// may change the faults.
+	ControlToken string
 }
 
 // Faults are the faults and delays a simulator injects: set from the start by Config, changed at
@@ -67,6 +77,19 @@ type Settings struct {
 
 // defaultPendingFor is Config.PendingFor's default.
 const defaultPendingFor = 2 * time.Second
+
+// DefaultRequestTimeout is the per-request timeout of the in-process Gateway and of Client unless
+// configured: far longer than the simulator takes without faults, and well under half of the
+// engine's default call timeout (20s), so that a lost answer leaves time to resolve it.
+const DefaultRequestTimeout = 5 * time.Second
+
+// requestTimeout is cfg's RequestTimeout with its default applied.
+func (cfg *Config) requestTimeout() time.Duration {
+	if cfg == nil || cfg.RequestTimeout == 0 {
+		return DefaultRequestTimeout
+	}
+	return cfg.RequestTimeout
+}
 
 // MaxInFlight is the longest a charge request may be held before its charge is created:
 // LatencyBefore plus LatencyJitter when LatencyBefore is set, 0 otherwise.

@@ -22,14 +22,20 @@ func newServer(t *testing.T, s *sim.Simulator) *httptest.Server {
 
 func newClient(t *testing.T, s *sim.Simulator) *sim.Client {
 	t.Helper()
-	c, err := sim.NewClient(newServer(t, s).URL, nil)
+	return newClientWith(t, s, nil)
+}
+
+func newClientWith(t *testing.T, s *sim.Simulator, opts *sim.ClientOpts) *sim.Client {
+	t.Helper()
+	c, err := sim.NewClient(newServer(t, s).URL, opts)
 	require.NoError(t, err)
 	return c
 }
 
 // conformance returns the suite's options for simulators reached through adapt: every fault
-// the suite can use, each on a simulator of its own with the features cfg sets.
-func conformance(cfg sim.Config, adapt func(*testing.T, *sim.Simulator) gateway.Gateway) *gatewaytest.Opts {
+// the suite can use, each on a simulator of its own with the features cfg sets. adapt declares
+// requestTimeout as the gateway's per-request timeout, or its default when zero.
+func conformance(cfg sim.Config, adapt func(t *testing.T, s *sim.Simulator, requestTimeout time.Duration) gateway.Gateway) *gatewaytest.Opts {
 	with := func(change func(*sim.Config)) *sim.Simulator {
 		c := cfg
 		change(&c)
@@ -37,30 +43,41 @@ func conformance(cfg sim.Config, adapt func(*testing.T, *sim.Simulator) gateway.
 	}
 	return &gatewaytest.Opts{
 		Declining: func(t *testing.T) (gateway.Gateway, int64) {
-			return adapt(t, with(func(c *sim.Config) { c.DeclineOver = 1000 })), 1001
+			return adapt(t, with(func(c *sim.Config) { c.DeclineOver = 1000 }), 0), 1001
 		},
 		Slow: func(t *testing.T) gateway.Gateway {
-			return adapt(t, with(func(c *sim.Config) { c.Latency = time.Minute }))
+			return adapt(t, with(func(c *sim.Config) { c.Latency = time.Minute }), 0)
 		},
 		Pending: func(t *testing.T) (gateway.Gateway, func(string) int) {
 			s := with(func(c *sim.Config) { c.PendingFor = 300 * time.Millisecond })
 			s.PendingNext(1)
-			return adapt(t, s), s.ChargesFor
+			return adapt(t, s, 0), s.ChargesFor
 		},
 		Lossy: func(t *testing.T) (gateway.Gateway, func(string) int) {
 			s := with(func(*sim.Config) {})
 			s.LoseNext(1)
-			return adapt(t, s), s.ChargesFor
+			return adapt(t, s, 0), s.ChargesFor
+		},
+		Hanging: func(t *testing.T) (gateway.Gateway, func(string) int) {
+			const timeout = 200 * time.Millisecond
+			s := with(func(c *sim.Config) { c.RequestTimeout = timeout })
+			s.HangNext(1)
+			return adapt(t, s, timeout), s.ChargesFor
 		},
 		InFlight: func(t *testing.T, hold time.Duration) (gateway.Gateway, func(string) int) {
 			s := with(func(c *sim.Config) { c.LatencyBefore = hold })
-			return adapt(t, s), s.ChargesFor
+			return adapt(t, s, 0), s.ChargesFor
 		},
 	}
 }
 
-func inProcess(_ *testing.T, s *sim.Simulator) gateway.Gateway { return s.Gateway() }
-func overHTTP(t *testing.T, s *sim.Simulator) gateway.Gateway  { return newClient(t, s) }
+// inProcess is s's in-process gateway, whose per-request timeout is s's Config.RequestTimeout.
+func inProcess(_ *testing.T, s *sim.Simulator, _ time.Duration) gateway.Gateway { return s.Gateway() }
+
+// overHTTP is a client on s over loopback, declaring requestTimeout (its default when zero).
+func overHTTP(t *testing.T, s *sim.Simulator, requestTimeout time.Duration) gateway.Gateway {
+	return newClientWith(t, s, &sim.ClientOpts{RequestTimeout: requestTimeout})
+}
 
 func TestConformanceInProcess(t *testing.T) {
 	t.Parallel()
@@ -100,7 +117,7 @@ func TestConformanceHTTPWithoutFeatures(t *testing.T) {
 	off := false
 	cfg := sim.Config{Idempotency: &off, Inquiry: &off}
 	c := newClient(t, sim.New(&cfg))
-	require.Equal(t, gateway.Capabilities{}, c.Capabilities())
+	require.Equal(t, gateway.Capabilities{RequestTimeout: sim.DefaultRequestTimeout}, c.Capabilities())
 	gatewaytest.Run(t, func(*testing.T) gateway.Gateway { return c }, conformance(cfg, overHTTP))
 }
 

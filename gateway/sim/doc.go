@@ -19,6 +19,9 @@
 //	GET  /_sim/info          → 200 {"idempotency":bool,"inquiry":bool,"max_in_flight_ms":n}
 //	POST /_sim/faults        → 200 the new settings; body is any subset of them
 //
+// With Config.ControlToken the /_sim/ paths answer 401 {"error":"unauthenticated"} to a request
+// without "Authorization: Bearer <token>"; /charges stays open.
+//
 // Errors are {"error":code,"message":text}; a malformed query (a since that is not an RFC 3339
 // time, reference and since together, neither) is 400 invalid_request. Every charge carries
 // created_at, when it landed (RFC 3339 in UTC, to the nanosecond), and the list is ordered by
@@ -36,5 +39,10 @@
 // charged), then the charge is created (pending with probability Pending, final after
 // PendingFor) or the first answer replayed for a known idempotency key (a pending answer is
 // replayed pending, as Stripe does), then latency, then lose-response (the connection is closed
-// with no answer; in-process a gateway.UnknownError).
+// with no answer; in-process a gateway.UnknownError). A request HangNext picked gets no answer
+// at all until its caller gives up: only a per-request timeout ends it.
+//
+// The in-process Gateway declares Config.RequestTimeout as its per-request timeout, Client
+// ClientOpts.RequestTimeout (both 5s unless set): gateway.Execute gives up a request that takes
+// longer and resolves it within the same call.
 package sim

@@ -223,7 +223,7 @@ func TestFaultsEndpoint(t *testing.T) {
 	srv := newServer(t, s)
 	c, err := sim.NewClient(srv.URL, nil)
 	require.NoError(t, err)
-	require.Equal(t, gateway.Capabilities{IdempotencyKeys: true, Inquiry: true}, c.Capabilities())
+	require.Equal(t, gateway.Capabilities{IdempotencyKeys: true, Inquiry: true, RequestTimeout: sim.DefaultRequestTimeout}, c.Capabilities())
 
 	status, body, err := post(t, srv.URL+"/_sim/faults", `{"fail_before":1,"latency_ms":5,"latency_jitter_ms":2,"idempotency":false}`, nil)
 	require.NoError(t, err)
@@ -235,7 +235,7 @@ func TestFaultsEndpoint(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	require.JSONEq(t, `{"idempotency":false,"inquiry":true,"max_in_flight_ms":0}`, string(body))
 	require.NoError(t, c.Refresh(context.Background()))
-	require.Equal(t, gateway.Capabilities{Inquiry: true}, c.Capabilities())
+	require.Equal(t, gateway.Capabilities{Inquiry: true, RequestTimeout: sim.DefaultRequestTimeout}, c.Capabilities())
 
 	status, body, err = post(t, srv.URL+"/_sim/faults", `{"latency_before_ms":300,"pending":0.5,"pending_ms":750}`, nil)
 	require.NoError(t, err)
@@ -247,7 +247,7 @@ func TestFaultsEndpoint(t *testing.T) {
 	status, body = get(t, srv.URL+"/_sim/info")
 	require.Equal(t, http.StatusOK, status)
 	require.JSONEq(t, `{"idempotency":false,"inquiry":true,"max_in_flight_ms":302}`, string(body), "the hold plus its jitter")
-	require.Equal(t, gateway.Capabilities{Inquiry: true, MaxInFlight: 302 * time.Millisecond}, c.Capabilities())
+	require.Equal(t, gateway.Capabilities{Inquiry: true, MaxInFlight: 302 * time.Millisecond, RequestTimeout: sim.DefaultRequestTimeout}, c.Capabilities())
 	_, err = s.SetFaults(func(st *sim.Settings) { st.LatencyBefore, st.Pending = 0, 0 })
 	require.NoError(t, err)
 

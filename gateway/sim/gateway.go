@@ -49,6 +49,10 @@ func (g inProcess) Charge(ctx context.Context, params gateway.ChargeParams) (*ga
 	case v.err != nil:
 		return nil, &gateway.PermanentError{Err: v.err}
 	}
+	if v.hang {
+		<-ctx.Done()
+		return nil, &gateway.UnknownError{Err: fmt.Errorf("no answer to the charge: %w", ctx.Err())}
+	}
 	if v.delay > 0 {
 		t := time.NewTimer(v.delay)
 		defer t.Stop()

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,10 +25,32 @@ func (s *Simulator) Handler() http.Handler {
 	mux.HandleFunc("POST /charges", s.handleCharge)
 	mux.HandleFunc("GET /charges", s.handleCharges)
 	mux.HandleFunc("GET /charges/{id}", s.handleGet)
-	mux.HandleFunc("GET /_sim/ledger", s.handleLedger)
-	mux.HandleFunc("GET /_sim/info", s.handleInfo)
-	mux.HandleFunc("POST /_sim/faults", s.handleFaults)
+	mux.Handle("GET /_sim/ledger", s.control(s.handleLedger))
+	mux.Handle("GET /_sim/info", s.control(s.handleInfo))
+	mux.Handle("POST /_sim/faults", s.control(s.handleFaults))
 	return mux
+}
+
+// codeUnauthenticated is the error of a control request without the control token.
+const codeUnauthenticated = "unauthenticated"
+
+// control guards a control endpoint with Config.ControlToken, when there is one: the Bearer
+// token's digest is compared in constant time, so neither the comparison nor its length tells
+// how much of a guess was right.
+func (s *Simulator) control(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.controlSum != nil {
+			scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+			sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+			if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], s.controlSum) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="gateway-sim control"`)
+				writeError(w, http.StatusUnauthorized, codeUnauthenticated,
+					"the simulator's control endpoints need Authorization: Bearer <control token>")
+				return
+			}
+		}
+		h(w, r)
+	})
 }
 
 // chargeRequest is the body of POST /charges.
@@ -65,6 +89,12 @@ func (s *Simulator) handleCharge(w http.ResponseWriter, r *http.Request) {
 		return
 	case v.err != nil:
 		writeError(w, http.StatusBadRequest, "invalid_request", v.err.Error())
+		return
+	}
+	if v.hang {
+		// No answer, until the client goes away or the server stops.
+		<-r.Context().Done()
+		loseResponse(w)
 		return
 	}
 	if v.delay > 0 {

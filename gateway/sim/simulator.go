@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -24,10 +25,15 @@ type Simulator struct {
 	byKey       map[string]keyed
 	failNext    int
 	loseNext    int
+	hangNext    int
 	pendingNext int
 	// longestHold is the longest latency-before hold any charge request got: no request that
 	// arrived longer ago than that is still on its way.
 	longestHold time.Duration
+	// requestTimeout is the in-process Gateway's per-request timeout (Config.RequestTimeout).
+	requestTimeout time.Duration
+	// controlSum is Config.ControlToken's SHA-256, nil without one.
+	controlSum []byte
 }
 
 // record is one charge in the ledger: when it lands, as created, and when and how a pending
@@ -71,29 +77,42 @@ func New(cfg *Config) *Simulator {
 		panic(fmt.Sprintf("sim.New: %v", err))
 	}
 	var seed uint64
+	var controlSum []byte
 	if cfg != nil {
 		seed = cfg.Seed
+		if cfg.ControlToken != "" {
+			sum := sha256.Sum256([]byte(cfg.ControlToken))
+			controlSum = sum[:]
+		}
 	}
 	return &Simulator{
-		settings: cfg.WithDefaults(),
-		rng:      rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
-		byID:     make(map[string]int),
-		byKey:    make(map[string]keyed),
+		settings:       cfg.WithDefaults(),
+		requestTimeout: cfg.requestTimeout(),
+		rng:            rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
+		byID:           make(map[string]int),
+		byKey:          make(map[string]keyed),
+		controlSum:     controlSum,
 	}
 }
 
 // Validate reports every setting of cfg that is out of range, naming it.
 func (cfg *Config) Validate() error {
-	return cfg.WithDefaults().validate()
+	err := cfg.WithDefaults().validate()
+	if cfg != nil && cfg.RequestTimeout < 0 {
+		err = errors.Join(err, fmt.Errorf("request timeout must be >= 0, got %s", cfg.RequestTimeout))
+	}
+	return err
 }
 
 // Capabilities returns what the simulator supports now. Its MaxInFlight is never less than what
 // a charge request already sent may still take to land: the current setting's hold, or, when a
-// request held under an earlier, longer setting is still on its way, that request's hold.
+// request held under an earlier, longer setting is still on its way, that request's hold. Its
+// RequestTimeout is the in-process Gateway's (Config.RequestTimeout).
 func (s *Simulator) Capabilities() gateway.Capabilities {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	caps := s.settings.capabilities()
+	caps.RequestTimeout = s.requestTimeout
 	now := time.Now()
 	for i := len(s.charges) - 1; i >= 0; i-- {
 		r := s.charges[i]
@@ -143,6 +162,16 @@ func (s *Simulator) LoseNext(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.loseNext = n
+}
+
+// HangNext makes the next n charge requests that reach the ledger (new or replayed) get no
+// answer at all, whatever the other faults say: the charge is made and its caller waits until
+// it gives up, as behind a network path that silently drops the answer. Only the caller's
+// deadline ends such a request: it is what a per-request timeout is for.
+func (s *Simulator) HangNext(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hangNext = n
 }
 
 // PendingNext makes the next n charges created pending, whatever Pending says.
@@ -241,6 +270,8 @@ type verdict struct {
 	delay time.Duration
 	// lose closes the connection instead of answering.
 	lose bool
+	// hang holds the answer until the caller gives up, then closes the connection.
+	hang bool
 }
 
 // jitter draws a uniform 0..max; s.mu is held.
@@ -296,6 +327,9 @@ func (s *Simulator) charge(p gateway.ChargeParams) verdict {
 
 	v.charge, v.delay = &charge, st.Latency+s.jitter(st.LatencyJitter)
 	switch {
+	case s.hangNext > 0:
+		s.hangNext--
+		v.hang = true
 	case s.loseNext > 0:
 		s.loseNext--
 		v.lose = true

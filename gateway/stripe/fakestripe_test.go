@@ -35,7 +35,7 @@ type fakeStripe struct {
 	// requests.
 	posts, lists int
 	// faults for the next creations (each decremented as it applies), and for list requests.
-	pendingNext, fail500BeforeNext, fail500AfterNext, loseNext, failListAfter int
+	pendingNext, fail500BeforeNext, fail500AfterNext, loseNext, hangNext, failListAfter int
 	// pendingFor is how long a pending (processing) PaymentIntent stays so. Defaults to 300ms.
 	pendingFor time.Duration
 	// declineOver declines amounts above it (402 card_error); 0 is off.
@@ -64,6 +64,8 @@ type savedAnswer struct {
 	status int
 	body   []byte
 	lose   bool
+	// hang withholds the answer until the client gives up.
+	hang bool
 }
 
 func newFakeStripe(t *testing.T) *fakeStripe {
@@ -162,6 +164,10 @@ func (f *fakeStripe) create(w http.ResponseWriter, r *http.Request) {
 		case <-time.After(latency):
 		}
 	}
+	if a.hang {
+		<-r.Context().Done()
+		return
+	}
 	if a.lose {
 		conn, _, err := http.NewResponseController(w).Hijack()
 		if err != nil {
@@ -180,7 +186,7 @@ func (f *fakeStripe) answer(key string, form url.Values) (savedAnswer, time.Dura
 	defer f.mu.Unlock()
 	f.posts++
 	if a, ok := f.answers[key]; ok && key != "" {
-		a.lose = false
+		a.lose, a.hang = false, false
 		return a, f.latency
 	}
 	a := f.decide(form)
@@ -227,7 +233,11 @@ func (f *fakeStripe) decide(form url.Values) savedAnswer {
 		return apiError(402, "card_error", "card_declined", "Your card was declined.", "", f.intentJSON(pi))
 	}
 	a := savedAnswer{status: 200, body: f.intentJSON(pi)}
-	if f.loseNext > 0 {
+	switch {
+	case f.hangNext > 0:
+		f.hangNext--
+		a.hang = true
+	case f.loseNext > 0:
 		f.loseNext--
 		a.lose = true
 	}

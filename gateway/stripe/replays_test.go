@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/gateway/gatewaytest"
+	"github.com/pgsaga/pgsaga/gateway/stripe"
 	"github.com/pgsaga/pgsaga/phases"
 )
 
@@ -182,6 +183,11 @@ func TestConformanceFakeStripe(t *testing.T) {
 		Lossy: func(t *testing.T) (gateway.Gateway, func(string) int) {
 			f, gw := fake(t, func(f *fakeStripe) { f.loseNext = 1 })
 			return gw, f.chargesFor
+		},
+		Hanging: func(t *testing.T) (gateway.Gateway, func(string) int) {
+			f := newFakeStripe(t)
+			f.set(func(f *fakeStripe) { f.hangNext = 1 })
+			return newGatewayWith(t, &stripe.Config{BackendURL: f.url(), RequestTimeout: 200 * time.Millisecond}), f.chargesFor
 		},
 	})
 }

@@ -22,8 +22,15 @@ type Config struct {
 	// stripe-mock. Defaults to Stripe's production API.
 	BackendURL string
 	// HTTPClient sends the requests; its Timeout bounds each call, and a call that times
-	// out is ambiguous. Defaults to a client with a 30s timeout.
+	// out is ambiguous. Defaults to a client whose Timeout is RequestTimeout.
 	HTTPClient *http.Client
+	// RequestTimeout is the per-request timeout the gateway declares
+	// (gateway.Capabilities.RequestTimeout): gateway.Execute gives up a request to Stripe that
+	// takes longer, as unknown, and resolves it within the call (the same key again, which
+	// Stripe answers with the first request's result once it has one). A card charge usually
+	// answers within a few seconds; the default leaves room for a slow one and stays under half
+	// of the engine's default call timeout (20s). Defaults to 10s.
+	RequestTimeout time.Duration
 	// PaymentMethod is the PaymentMethod every charge is confirmed with (pm_…). Defaults to
 	// "pm_card_visa", Stripe's test card.
 	PaymentMethod string
@@ -50,8 +57,11 @@ func (cfg *Config) WithDefaults() Config {
 	if cfg != nil {
 		out = *cfg
 	}
+	if out.RequestTimeout == 0 {
+		out.RequestTimeout = 10 * time.Second
+	}
 	if out.HTTPClient == nil {
-		out.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+		out.HTTPClient = &http.Client{Timeout: out.RequestTimeout}
 	}
 	if out.PaymentMethod == "" {
 		out.PaymentMethod = "pm_card_visa"
@@ -68,6 +78,9 @@ func (cfg Config) validate() error {
 	}
 	if cfg.KeyRetention < 0 {
 		return fmt.Errorf("KeyRetention must be >= 0, got %s", cfg.KeyRetention)
+	}
+	if cfg.RequestTimeout < 0 {
+		return fmt.Errorf("RequestTimeout must be >= 0, got %s", cfg.RequestTimeout)
 	}
 	return nil
 }
@@ -102,9 +115,9 @@ func New(cfg *Config) (*Gateway, error) {
 }
 
 // Capabilities: idempotency keys kept for Config.KeyRetention, no inquiry (see the package
-// documentation), so MaxInFlight is not used.
+// documentation), so MaxInFlight is not used, and Config.RequestTimeout.
 func (g *Gateway) Capabilities() gateway.Capabilities {
-	return gateway.Capabilities{IdempotencyKeys: true, KeyRetention: g.cfg.KeyRetention}
+	return gateway.Capabilities{IdempotencyKeys: true, KeyRetention: g.cfg.KeyRetention, RequestTimeout: g.cfg.RequestTimeout}
 }
 
 // Charge creates and confirms a PaymentIntent for params, with params.Reference in its

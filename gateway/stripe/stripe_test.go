@@ -63,7 +63,7 @@ func TestChargeStripeMock(t *testing.T) {
 		"off session": {BackendURL: base, Customer: "cus_123", OffSession: true, StatementDescriptorSuffix: "ORDER"},
 	} {
 		gw := newGatewayWith(t, cfg)
-		require.Equal(t, gateway.Capabilities{IdempotencyKeys: true, KeyRetention: 24 * time.Hour}, gw.Capabilities())
+		require.Equal(t, gateway.Capabilities{IdempotencyKeys: true, KeyRetention: 24 * time.Hour, RequestTimeout: 10 * time.Second}, gw.Capabilities())
 
 		charge, err := gw.Charge(context.Background(), params("payment:stripe-mock", 2000))
 		require.NoError(t, err, name)

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -244,8 +243,8 @@ func (c *Console) authenticate(next http.Handler) http.Handler {
 func (c *Console) principal(w http.ResponseWriter, r *http.Request) (*principal, bool) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, token, _ := strings.Cut(h, " ")
-		addr := remoteAddr(r)
-		if wait := c.limiter.blocked(addr, ""); wait > 0 {
+		addr := c.cfg.ClientAddr(r)
+		if wait, _ := c.limiter.blocked(addr, ""); wait > 0 {
 			c.tooManyAttempts(w, r, addr, "", "bearer", wait)
 			return nil, false
 		}
@@ -279,32 +278,60 @@ func (c *Console) principal(w http.ResponseWriter, r *http.Request) (*principal,
 		}
 		if !active {
 			c.auth.end(ck.Value)
-			c.cfg.Logger.InfoContext(r.Context(), "console: session of a revoked operator ended", "operator", s.operator, "remote", remoteAddr(r))
+			c.cfg.Logger.InfoContext(r.Context(), "console: session of a revoked operator ended", "operator", s.operator, "client", c.cfg.ClientAddr(r))
 			return nil, true
 		}
 	}
 	return &principal{operator: s.operator, session: s, sessionID: ck.Value}, true
 }
 
-// signInFailed counts and logs a failed sign-in from addr (naming name, when not empty) by way
-// ("form" or "bearer").
-func (c *Console) signInFailed(r *http.Request, addr, name, way string) {
+// Reasons of a refused sign-in, as pgsaga_auth_failures_total{surface="console"} counts them.
+const (
+	// reasonUnknownToken: a token no operator has (or, by a form naming an operator, not theirs).
+	reasonUnknownToken = "unknown_token"
+	// reasonTooManyAttempts: refused unread while the address (or the name) is throttled.
+	reasonTooManyAttempts = "too_many_attempts"
+)
+
+// signInFailed counts a failed sign-in from addr against the limiter and records it (counted,
+// logged at a rate) by way ("form" or "bearer"). named is what a form typed as the operator's
+// name: it is counted and logged only when it is an operator's, for a token typed into the
+// name field must not reach the log.
+func (c *Console) signInFailed(r *http.Request, addr, named, way string) {
+	name := c.operatorName(r.Context(), named)
 	c.limiter.failed(addr, name)
-	attrs := []any{"remote", addr, "via", way}
+	attrs := []any{"via", way}
 	if name != "" {
 		attrs = append(attrs, "operator", name)
 	}
-	c.cfg.Logger.WarnContext(r.Context(), "console: failed sign-in", attrs...)
+	c.refusals.Refused(r.Context(), "console", reasonUnknownToken, addr, attrs...)
+}
+
+// operatorName is named when it names an operator who can sign in, else "".
+func (c *Console) operatorName(ctx context.Context, named string) string {
+	switch {
+	case named == "":
+		return ""
+	case c.tokenSum != nil && named == c.cfg.TokenOperator:
+		return named
+	case c.cfg.Operators == nil:
+		return ""
+	}
+	active, err := c.cfg.Operators.Active(ctx, named)
+	if err != nil || !active {
+		return ""
+	}
+	return named
 }
 
 // tooManyAttempts refuses a sign-in while its address or name is throttled: 429 with
-// Retry-After, logged.
+// Retry-After, recorded. name is an operator's name the limiter has locked, or "".
 func (c *Console) tooManyAttempts(w http.ResponseWriter, r *http.Request, addr, name, way string, wait time.Duration) {
-	attrs := []any{"remote", addr, "via", way, "retry_after", wait.Round(time.Second)}
+	attrs := []any{"via", way, "retry_after", wait.Round(time.Second)}
 	if name != "" {
 		attrs = append(attrs, "operator", name)
 	}
-	c.cfg.Logger.WarnContext(r.Context(), "console: sign-in refused: too many failed attempts", attrs...)
+	c.refusals.Refused(r.Context(), "console", reasonTooManyAttempts, addr, attrs...)
 	secs := max(int(math.Ceil(wait.Seconds())), 1)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	msg := fmt.Sprintf("Too many failed sign-ins: try again in %d seconds.", secs)
@@ -321,16 +348,6 @@ func (c *Console) unavailable(w http.ResponseWriter, r *http.Request, err error)
 	c.cfg.Logger.ErrorContext(r.Context(), "console: checking an operator", "error", err)
 	w.Header().Set("Retry-After", "1")
 	c.fail(w, r, http.StatusServiceUnavailable, codeTemporarilyUnavailable, "The operators could not be checked now: try again in a moment.")
-}
-
-// remoteAddr is the address a request came from, without its port: what sign-ins are counted
-// by. Behind a proxy it is the proxy's.
-func remoteAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 func (c *Console) unauthenticated(w http.ResponseWriter, r *http.Request) {
@@ -380,7 +397,7 @@ func parseForm(r *http.Request) error {
 		var fields map[string]any
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxFormBytes+1))
 		if err != nil {
-			return err
+			return errBadForm
 		}
 		if len(body) > maxFormBytes {
 			return errBodyTooLarge
@@ -399,7 +416,14 @@ func parseForm(r *http.Request) error {
 		return nil
 	}
 	r.Body = http.MaxBytesReader(nil, r.Body, maxFormBytes)
-	return r.ParseForm()
+	if err := r.ParseForm(); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return errBodyTooLarge
+		}
+		return errBadForm
+	}
+	return nil
 }
 
 func safeMethod(m string) bool {

@@ -187,8 +187,8 @@ func TestBrowserOperators(t *testing.T) {
 	)
 	require.Contains(t, ben.text(`.flash.bad`), "Too many failed sign-ins")
 	require.Contains(t, ben.location(), "/login")
-	require.Equal(t, 10, strings.Count(logs.String(), `msg="console: failed sign-in" remote=127.0.0.1 via=form`), logs.String())
-	require.Equal(t, 11, strings.Count(logs.String(), `msg="console: sign-in refused: too many failed attempts" remote=127.0.0.1 via=form`), logs.String())
+	require.Equal(t, 10, strings.Count(logs.String(), `msg="authentication refused" surface=console reason=unknown_token client=127.0.0.1 via=form`), logs.String())
+	require.Equal(t, 11, strings.Count(logs.String(), `msg="authentication refused" surface=console reason=too_many_attempts client=127.0.0.1 via=form`), logs.String())
 	ben.requireNoProblems()
 	ana.requireNoProblems()
 }

@@ -13,9 +13,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"riverqueue.com/riverui"
 
+	"github.com/pgsaga/pgsaga/cmd/internal/clientaddr"
+	"github.com/pgsaga/pgsaga/cmd/internal/refusal"
 	"github.com/pgsaga/pgsaga/internal/operator"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -54,12 +57,20 @@ type Config struct {
 	// Logger receives the console's errors (never a token or a request body). Defaults to
 	// discarding.
 	Logger *slog.Logger
+	// Registerer receives the console's metrics: refused sign-ins in
+	// pgsaga_auth_failures_total{surface="console",reason}. Defaults to none.
+	Registerer prometheus.Registerer
+	// ClientAddr is the address a request comes from, without its port: what sign-ins are
+	// throttled by and logged with. Behind a reverse proxy, give the client the proxy names
+	// (clientaddr.Resolver.Of with the proxies trusted), or every client has the proxy's address
+	// and one client's failures lock out all. Defaults to the TCP peer's address.
+	ClientAddr func(r *http.Request) string
 	// SessionTTL is how long a login lasts, from the login. Defaults to 12h.
 	SessionTTL time.Duration
 	// SessionIdle ends a session that makes no request for this long. Defaults to 1h.
 	SessionIdle time.Duration
 	// MaxFailedSignIns is how many failed sign-ins (a login or a Bearer request with a wrong
-	// token) one address may make within SignInWindow; further attempts from it, a right token
+	// token) one client address (ClientAddr) may make within SignInWindow; further attempts from it, a right token
 	// included, are answered 429 too_many_attempts until the window passes. Defaults to 10.
 	MaxFailedSignIns int
 	// SignInWindow is the window of MaxFailedSignIns. Defaults to 1m.
@@ -109,6 +120,9 @@ func (cfg *Config) WithDefaults() *Config {
 	if out.Now == nil {
 		out.Now = time.Now
 	}
+	if out.ClientAddr == nil {
+		out.ClientAddr = (*clientaddr.Resolver)(nil).Of
+	}
 	return &out
 }
 
@@ -150,6 +164,8 @@ type Console struct {
 	cfg     *Config
 	auth    *authenticator
 	limiter *signInLimiter
+	// refusals counts and logs (at a rate) the refused sign-ins.
+	refusals *refusal.Recorder
 	// tokenSum is Config.Token's SHA-256, nil without one.
 	tokenSum []byte
 	pages    map[string]*template.Template
@@ -178,6 +194,9 @@ func New(cfg *Config) (*Console, error) {
 	if cfg.Token != "" {
 		sum := sha256.Sum256([]byte(cfg.Token))
 		c.tokenSum = sum[:]
+	}
+	if c.refusals, err = refusal.New(&refusal.Config{Logger: cfg.Logger, Registerer: cfg.Registerer, Now: cfg.Now}); err != nil {
+		return nil, fmt.Errorf("error registering the console's metrics: %w", err)
 	}
 	if cfg.River != nil {
 		c.river, err = riverui.NewHandler(&riverui.HandlerOpts{

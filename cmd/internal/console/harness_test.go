@@ -230,7 +230,11 @@ type reply struct {
 
 func (r *reply) json(t testing.TB) map[string]any {
 	t.Helper()
-	require.Equal(t, "application/json", r.header.Get("Content-Type"), "body: %s", r.body)
+	want := "application/json"
+	if r.status >= 400 {
+		want = "application/problem+json" // every error is RFC 9457 problem details
+	}
+	require.Equal(t, want, r.header.Get("Content-Type"), "body: %s", r.body)
 	return decode(t, r.body)
 }
 

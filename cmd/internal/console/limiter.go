@@ -9,16 +9,19 @@ import (
 // are there to make a guessing run loud and slow, not to make tokens safe. Two limits, both in
 // this process's memory:
 //
-//   - Per address: after MaxFailedSignIns failed sign-ins (a login form or a Bearer request with
-//     a wrong token) from one address within SignInWindow, every further attempt from it (a
-//     right token included) is answered 429 until the oldest of those failures is older than the
-//     window. Refused attempts are not evaluated, so they do not extend the block: an address gets
-//     at most MaxFailedSignIns guesses per window.
-//   - Per operator name, when a login form names one: after nameFreeFailures failures naming it,
-//     each further failure locks the name for twice as long as the last (1s, 2s, 4s, … up to
-//     nameMaxLock), from any address; a success clears it. This slows a guessing run spread over
-//     many addresses against one operator. A form need not name anyone, so a locked name does not
-//     lock its operator out: signing in with the token alone still works.
+//   - Per client address (Config.ClientAddr: the peer, or behind a trusted proxy the client it
+//     names): after MaxFailedSignIns failed sign-ins (a login form or a Bearer request with a
+//     wrong token) from one address within SignInWindow, every further attempt from it (a right
+//     token included) is answered 429 until the oldest of those failures is older than the
+//     window. Refused attempts are not evaluated, so they do not extend the block: an address
+//     gets at most MaxFailedSignIns guesses per window, and locks out nobody but itself.
+//   - Per operator name, when a login form names an operator who can sign in (a name that is
+//     no operator's is not counted: it may be a token typed into the wrong field): after
+//     nameFreeFailures failures naming it, each further failure locks the name for twice as
+//     long as the last (1s, 2s, 4s, … up to nameMaxLock), from any address; a success clears
+//     it. This slows a guessing run spread over many addresses against one operator. A form
+//     need not name anyone, so a locked name does not lock its operator out: signing in with
+//     the token alone still works.
 //
 // Both maps are bounded: entries whose time has passed are dropped, and when a map is full the
 // entry that would free soonest goes first.
@@ -58,19 +61,19 @@ func newSignInLimiter(max int, window time.Duration, now func() time.Time) *sign
 }
 
 // blocked reports how long sign-ins from addr (and, when not empty, naming name) must wait; 0
-// lets the attempt be evaluated.
-func (l *signInLimiter) blocked(addr, name string) time.Duration {
+// lets the attempt be evaluated. locked is name when the name is locked (it was counted, so it
+// is an operator's), else "".
+func (l *signInLimiter) blocked(addr, name string) (wait time.Duration, locked string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	var wait time.Duration
 	if times := l.recentLocked(addr, now); len(times) >= l.max {
 		wait = times[0].Add(l.window).Sub(now)
 	}
 	if n := l.byName[name]; name != "" && n != nil && now.Before(n.until) {
-		wait = max(wait, n.until.Sub(now))
+		wait, locked = max(wait, n.until.Sub(now)), name
 	}
-	return wait
+	return wait, locked
 }
 
 // failed records a failed sign-in from addr, naming name when it is not empty.

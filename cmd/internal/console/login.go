@@ -9,9 +9,11 @@ import (
 	"github.com/pgsaga/pgsaga/internal/operator"
 )
 
+// What parseForm refuses, in words for people (never the decoder's).
 var (
 	errBodyTooLarge = errors.New("the body is over 64 KiB")
 	errBadJSON      = errors.New("the body is not a JSON object")
+	errBadForm      = errors.New("the body is not a form (application/x-www-form-urlencoded) that could be read")
 )
 
 func contextWith(r *http.Request, p *principal) context.Context {
@@ -40,7 +42,7 @@ const operatorField = "operator"
 // __Host- prefixed unless Config.InsecureHTTP, for the session's lifetime. A browser is sent on
 // (303); a script gets the session's CSRF token. It needs no CSRF token: a forged login would
 // need the token itself. From an address (or naming an operator) with too many failures it
-// answers 429 whatever the token; every failure is counted and logged with the address.
+// answers 429 whatever the token; every failure is counted and recorded with the address.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if err := parseForm(r); err != nil {
 		c.fail(w, r, http.StatusBadRequest, codeInvalidRequest, "The login form could not be read: "+err.Error())
@@ -53,9 +55,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if badName {
 		named = ""
 	}
-	addr := remoteAddr(r)
-	if wait := c.limiter.blocked(addr, named); wait > 0 {
-		c.tooManyAttempts(w, r, addr, named, "form", wait)
+	addr := c.cfg.ClientAddr(r)
+	if wait, locked := c.limiter.blocked(addr, named); wait > 0 {
+		c.tooManyAttempts(w, r, addr, locked, "form", wait)
 		return
 	}
 	name, stored, err := c.operatorOf(r.Context(), r.PostForm.Get("token"))
@@ -90,7 +92,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		Secure:   !c.cfg.InsecureHTTP,
 		SameSite: http.SameSiteStrictMode,
 	})
-	c.cfg.Logger.InfoContext(r.Context(), "console: operator signed in", "operator", name, "remote", addr)
+	c.cfg.Logger.InfoContext(r.Context(), "console: operator signed in", "operator", name, "client", addr)
 	if wantsHTML(r) {
 		if next == "" {
 			next = "/"

@@ -114,12 +114,12 @@ func TestSignInThrottle(t *testing.T) {
 	var failed, refused int
 	for _, l := range lines {
 		switch {
-		case strings.Contains(l, `msg="console: failed sign-in"`):
+		case strings.Contains(l, `msg="authentication refused" surface=console reason=unknown_token`):
 			failed++
-			require.Contains(t, l, "remote=127.0.0.1")
-		case strings.Contains(l, `msg="console: sign-in refused: too many failed attempts"`):
+			require.Contains(t, l, "client=127.0.0.1")
+		case strings.Contains(l, `msg="authentication refused" surface=console reason=too_many_attempts`):
 			refused++
-			require.Contains(t, l, "remote=127.0.0.1")
+			require.Contains(t, l, "client=127.0.0.1")
 		}
 	}
 	require.Equal(t, 10, failed, logs.String())
@@ -253,4 +253,25 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestSignInNeverLogsATokenTypedAsTheName: a login form whose name field holds a token (typed
+// into the wrong field) fails, and the log keeps neither that text nor any name that is no
+// operator's; a failure naming a real operator is logged with the name.
+func TestSignInNeverLogsATokenTypedAsTheName(t *testing.T) {
+	t.Parallel()
+	logs := &syncBuffer{}
+	e := newEnv(t, &envOpts{noRiver: true, logs: logs})
+	ana := e.addOperator("ana")
+	for _, named := range []string{ana, "nobody"} {
+		r := e.do(req{method: "POST", path: "/login", form: url.Values{"token": {"pgso_wrong"}, "operator": {named}}})
+		require.Equal(t, http.StatusUnauthorized, r.status)
+	}
+	r := e.do(req{method: "POST", path: "/login", form: url.Values{"token": {"pgso_wrong"}, "operator": {"ana"}}})
+	require.Equal(t, http.StatusUnauthorized, r.status)
+
+	require.Equal(t, 3, strings.Count(logs.String(), `reason=unknown_token`), logs.String())
+	require.NotContains(t, logs.String(), ana, "the token typed as the name")
+	require.NotContains(t, logs.String(), "nobody")
+	require.Equal(t, 1, strings.Count(logs.String(), "operator=ana"), logs.String())
 }

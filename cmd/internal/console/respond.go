@@ -13,7 +13,7 @@ import (
 	"github.com/pgsaga/pgsaga/saga"
 )
 
-// Error codes of the console's JSON errors, {"error","message"}.
+// Error codes of the console's JSON errors, problem details (saga.WriteError).
 const (
 	codeUnauthenticated = "unauthenticated"
 	codeCSRF            = "csrf_token_invalid"
@@ -99,7 +99,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-// fail answers an error: {"error","message"} for a script, a page for a browser.
+// fail answers an error: problem details for a script, a page for a browser.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, status int, code, message string) {
 	if !wantsHTML(r) {
 		saga.WriteError(w, status, code, message)

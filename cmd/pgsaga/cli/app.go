@@ -94,6 +94,12 @@ type BuildParams struct {
 	// for a request in flight listens; nil without it (and for the other commands). Pass it to
 	// saga.Config.ListenDB.
 	ListenPool *pgxpool.Pool
+	// AuthRefused reports a request the application's own routes refused to authenticate (a
+	// webhook whose signature does not verify) on surface (such as "webhook") for reason (a
+	// stable code, from a small fixed set: it is a metric label). serve counts it in
+	// pgsaga_auth_failures_total{surface,reason} and logs it, at a bounded rate, with the
+	// client's address; never pass it a secret. Never nil.
+	AuthRefused func(r *http.Request, surface, reason string)
 }
 
 // Service is an application's service as the commands run it.
@@ -106,6 +112,13 @@ type Service struct {
 	// `reconcile` reads it, and the worker's periodic reconciliation runs when it is set.
 	// Defaults to nil: reconcile fails, and the worker does not reconcile.
 	Lister gateway.Lister
+	// Party names the party a request of Handler belongs to for serve's fair share of its
+	// in-flight slots, when Handler authenticates that request itself (a webhook's source,
+	// once its signature verifies). serve calls it once the request's whole body is read (body;
+	// the handler reads it again from r.Body), before the request takes a slot, so make it
+	// cheap and let it read nothing else. "" leaves the request to serve: the tenant of its API
+	// key, else the anonymous party. Defaults to nil: serve's rule for every request.
+	Party func(r *http.Request, body []byte) string
 }
 
 func (a *App) withDefaults() *App {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgsaga/pgsaga/cmd/internal/clientaddr"
 	"github.com/pgsaga/pgsaga/cmd/internal/console"
 	"github.com/pgsaga/pgsaga/internal/operator"
 	"github.com/pgsaga/pgsaga/worker"
@@ -27,10 +28,11 @@ const (
 )
 
 type consoleFlags struct {
-	addr         string
-	opsAddr      string
-	lease        time.Duration
-	insecureHTTP bool
+	addr           string
+	opsAddr        string
+	lease          time.Duration
+	insecureHTTP   bool
+	trustedProxies string
 }
 
 func (c *cli) consoleCmd() *cobra.Command {
@@ -49,8 +51,15 @@ Bearer <token>", people log in with it once and get a session cookie, which ends
 after 1h without a request, on logout, and when the operator is revoked. ` + envConsoleToken + `,
 when set (at least 32 bytes), is one more operator's token, named by ` + envConsoleOperator + `
 (default admin). With no operator and no ` + envConsoleToken + ` it refuses to start (exit 2).
-After 10 failed sign-ins from one address within a minute, further attempts from it are
-answered 429 until the minute has passed; each failure is logged with the address.
+After 10 failed sign-ins from one client address within a minute, further attempts from it are
+answered 429 until the minute has passed; a login form naming an operator slows further
+failures naming them too. Each refusal is counted in
+pgsaga_auth_failures_total{surface="console",reason} (on --ops-addr) and logged with the
+client's address, at most 30 lines at once and one a second beyond; a name is logged only when
+it is an operator's, never a token. Behind a reverse proxy, --trusted-proxies names the
+proxies (CIDR prefixes or addresses, comma-separated) whose X-Forwarded-For gives the client's
+address (the rightmost hop that is not a trusted proxy): without it every client has the
+proxy's address, and one client's failures lock out all.
 
 The session cookie is Secure and __Host- prefixed, for a console reached over TLS (directly or
 through a proxy); --insecure-http serves plain HTTP instead, and is refused with an --addr that
@@ -68,6 +77,7 @@ to 10s).`,
 	fl.StringVar(&f.opsAddr, "ops-addr", "", "serve /metrics and /healthz on this address (default: none)")
 	fl.DurationVar(&f.lease, "lease", 30*time.Second, "the lease a resume from the console holds on a key")
 	fl.BoolVar(&f.insecureHTTP, "insecure-http", false, "serve plain HTTP: the session cookie is not Secure (loopback --addr only)")
+	fl.StringVar(&f.trustedProxies, "trusted-proxies", "", "reverse proxies (CIDR prefixes or addresses, comma-separated) whose X-Forwarded-For names the client (default: none, the peer is the client)")
 	c.appFlags(cmd)
 	return cmd
 }
@@ -92,6 +102,10 @@ func (c *cli) console(cmd *cobra.Command, f *consoleFlags) error {
 	}
 	if err := checkLease(f.lease); err != nil {
 		return err
+	}
+	clients, err := clientaddr.Parse(f.trustedProxies)
+	if err != nil {
+		return usageErrorf("invalid --trusted-proxies: %v", err)
 	}
 	logger, err := c.logger(logDaemon)
 	if err != nil {
@@ -141,7 +155,8 @@ func (c *cli) console(cmd *cobra.Command, f *consoleFlags) error {
 		return err
 	}
 	con, err := console.New(&console.Config{Client: svc.Client, River: river, Operators: operators, Token: token,
-		TokenOperator: tokenOperator, InsecureHTTP: f.insecureHTTP, Name: c.app.Name, Logger: logger})
+		TokenOperator: tokenOperator, InsecureHTTP: f.insecureHTTP, Name: c.app.Name, Logger: logger,
+		Registerer: reg, ClientAddr: clients.Of})
 	if err != nil {
 		return err
 	}
@@ -164,13 +179,13 @@ func (c *cli) console(cmd *cobra.Command, f *consoleFlags) error {
 	}
 	// An answer may take as long as a resume can (a phase, a call cut at two thirds of the
 	// lease, the next phase).
-	srv := newHTTPServer(con, &serverOpts{WriteTimeout: max(time.Minute, 2*f.lease), Logger: logger})
+	srv := newHTTPServer(withRequestIDs(con), &serverOpts{WriteTimeout: max(time.Minute, 2*f.lease), Logger: logger})
 	if ops != nil {
 		fmt.Fprintf(c.env.Stdout, "%s console: metrics and health on http://%s\n", c.app.Name, ops.addr)
 	}
 	fmt.Fprintf(c.env.Stdout, "%s console: listening on http://%s\n", c.app.Name, ln.Addr())
 	logger.Info("console serving", "addr", ln.Addr().String(), "operators", active, "token_operator", token != "",
-		"insecure_http", f.insecureHTTP)
+		"insecure_http", f.insecureHTTP, "trusted_proxies", clients.Trusted())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/worker"
 )
 
@@ -66,9 +65,9 @@ type daemon struct {
 }
 
 // startDaemon waits for the database (up to --db-wait), checks the schema and builds the
-// application's service for the long-running command cmd (serve or worker). scope, when not
-// nil, makes the BuildParams.Scope the service's API authenticates with, from the pool.
-func (c *cli) startDaemon(cmd *cobra.Command, f *daemonFlags, scope func(*pgxpool.Pool) saga.ScopeFunc) (*daemon, error) {
+// application's service for the long-running command cmd (serve or worker). api, when not nil,
+// completes the BuildParams with how the service's API authenticates (Scope, AuthRefused).
+func (c *cli) startDaemon(cmd *cobra.Command, f *daemonFlags, api func(*BuildParams) error) (*daemon, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
@@ -89,26 +88,27 @@ func (c *cli) startDaemon(cmd *cobra.Command, f *daemonFlags, scope func(*pgxpoo
 	}
 	d := &daemon{ctx: ctx, logger: logger, pool: pool, reg: newRegistry(), tracing: tr,
 		close: func() { pool.Close(); stop(); tr.shutdown() }}
-	var scopeFunc saga.ScopeFunc
-	if scope != nil {
-		scopeFunc = scope(pool)
-	}
-	if err := d.start(c, cmd, f, scopeFunc); err != nil {
+	if err := d.start(c, cmd, f, api); err != nil {
 		d.close()
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *daemon) start(c *cli, cmd *cobra.Command, f *daemonFlags, scope saga.ScopeFunc) error {
+func (d *daemon) start(c *cli, cmd *cobra.Command, f *daemonFlags, api func(*BuildParams) error) error {
 	var err error
 	if f.listens {
 		if err := d.openListen(c, f.listenURL); err != nil {
 			return err
 		}
 	}
-	d.svc, err = c.build(d.ctx, cmd, &BuildParams{Pool: d.pool, ListenPool: d.listen, Lease: f.lease, Logger: d.logger,
-		Registerer: d.reg, Scope: scope})
+	p := &BuildParams{Pool: d.pool, ListenPool: d.listen, Lease: f.lease, Logger: d.logger, Registerer: d.reg}
+	if api != nil {
+		if err := api(p); err != nil {
+			return err
+		}
+	}
+	d.svc, err = c.build(d.ctx, cmd, p)
 	if err != nil {
 		return err
 	}

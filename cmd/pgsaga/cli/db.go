@@ -45,17 +45,24 @@ const defaultPingTimeout = 2 * time.Second
 // ping within 10s. url may name several hosts with target_session_attrs=read-write (a
 // replicated pair under a failover manager): connections go to whichever is the primary. A malformed URL is bad usage (UsageErrorf), reported without the
 // URL, so its password is never printed.
-func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) { return openPool(ctx, url, nil) }
+//
+// Before any other statement it checks that a URL in a mode that needs sessions of its own (any
+// but pgx's cache_describe) does not reach a pooler in transaction pooling mode, and refuses
+// one that does with an error naming --database-pooling (see refuseTransactionPooler).
+func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	return openPool(ctx, url, nil, true)
+}
 
-// openPool connects to url and checks that the server answers.
-func openPool(ctx context.Context, url string, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
+// openPool connects to url and checks that the server answers, and with checkPooler that it is
+// not reached through an undeclared transaction pooler.
+func openPool(ctx context.Context, url string, tracer pgx.QueryTracer, checkPooler bool) (*pgxpool.Pool, error) {
 	pool, err := newPool(ctx, url, tracer)
 	if err != nil {
 		return nil, err
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	if err := ping(pingCtx, pool); err != nil {
+	if err := ping(pingCtx, pool, checkPooler); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -103,12 +110,25 @@ func writable(conn *pgx.Conn) bool {
 	return pg.ParameterStatus("in_hot_standby") != "on" && pg.ParameterStatus("default_transaction_read_only") != "on"
 }
 
-// ping checks that the server answers, naming its host when it does not.
-func ping(ctx context.Context, pool *pgxpool.Pool) error {
-	if err := pool.Ping(ctx); err != nil {
+// ping checks that the server answers, naming its host when it does not, and with checkPooler
+// that the connection does not go through an undeclared transaction pooler
+// (refuseTransactionPooler), on the same connection: a second one would cost a second connect.
+func ping(ctx context.Context, pool *pgxpool.Pool, checkPooler bool) error {
+	conn, err := pool.Acquire(ctx)
+	if err == nil {
+		err = conn.Ping(ctx)
+	}
+	if err != nil {
+		if conn != nil {
+			conn.Release()
+		}
 		return fmt.Errorf("error connecting to the database at %s: %w", pool.Config().ConnConfig.Host, err)
 	}
-	return nil
+	defer conn.Release()
+	if !checkPooler {
+		return nil
+	}
+	return refuseTransactionPooler(ctx, pool, conn)
 }
 
 func redactParseError(err error) string {
@@ -126,7 +146,7 @@ func (c *cli) connect(ctx context.Context) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openPool(ctx, url, c.tracing.pgxTracer())
+	return openPool(ctx, url, c.tracing.pgxTracer(), true)
 }
 
 // connectMigrated opens the database and checks that it carries every migration this binary
@@ -161,7 +181,7 @@ func (c *cli) connectMigratedWaiting(ctx context.Context, wait time.Duration, lo
 		return nil, err
 	}
 	check := func(ctx context.Context) error {
-		if err := ping(ctx, pool); err != nil {
+		if err := ping(ctx, pool, true); err != nil {
 			return err
 		}
 		if err := migrations.Validate(ctx, pool, c.migrateOpts()); err != nil {

@@ -17,8 +17,17 @@
 //     saga). It refuses to start on a database that lacks a migration. On SIGINT or SIGTERM it
 //     stops accepting, lets requests in flight finish (up to 10s), then stops the worker. A
 //     request cut short by a crash (kill -9) leaves its key started; a retry after the lease
-//     expires, the worker or `resume` continues it from its recovery point. A request over
-//     --max-in-flight is answered 503 before it reaches the handler, so nothing of it is stored.
+//     expires, the worker or `resume` continues it from its recovery point.
+//   - serve takes a request into one of its --max-in-flight slots only once its body is read
+//     (at most 1 MiB, within 30s, or the connection is cut), and no tenant or webhook source
+//     holds more than --max-in-flight-per-tenant of them: over its share a request is answered
+//     429 too_many_requests, beyond every slot 503 temporarily_unavailable, both with
+//     Retry-After and before the handler, so nothing of either is stored (see admission.go).
+//   - Every refused authentication (serve's API keys and webhook signatures, the console's
+//     sign-ins) is counted in pgsaga_auth_failures_total{surface,reason} and logged at a
+//     bounded rate with the client's address (--trusted-proxies: the one a trusted proxy
+//     names), never a secret. Every answer of serve and the console carries X-Request-ID, which
+//     the request's log lines carry too.
 //   - serve hands the application BuildParams.Scope, which authenticates a request by its API
 //     key: a request without a valid one is 401 before anything is read or stored, and a revoke
 //     (apikey revoke) applies to the next request in every process, since each request reads

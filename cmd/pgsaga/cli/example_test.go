@@ -110,6 +110,6 @@ func ExampleRun_noDatabase() {
 	code := cli.Run(context.Background(), &cli.App{}, []string{"keys", "--stuck"}, env)
 	fmt.Println("exit status", code)
 	// Output:
-	// pgsaga keys: no database: set --database-url or DATABASE_URL (see pgsaga keys --help)
+	// pgsaga keys: no database: set --database-url, --database-url-file or DATABASE_URL (see pgsaga keys --help)
 	// exit status 2
 }

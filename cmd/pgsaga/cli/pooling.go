@@ -97,6 +97,7 @@ func withParam(conn, name, value string) string {
 // listenURL is serve's --listen-database-url, else $PGSAGA_LISTEN_DATABASE_URL; "" for none.
 func (c *cli) listenURL(flag string) string {
 	if u := strings.TrimSpace(flag); u != "" {
+		c.warnPassword("--listen-database-url", u)
 		return u
 	}
 	return strings.TrimSpace(c.env.Getenv(envListenDatabaseURL))
@@ -148,7 +149,7 @@ func (c *cli) openListenPool(ctx context.Context, flag string) (*pgxpool.Pool, e
 	if url == "" {
 		return nil, nil
 	}
-	pool, err := openPool(ctx, url, nil)
+	pool, err := openPool(ctx, url, nil, false) // checkListen judges it, by listening
 	if err != nil {
 		return nil, fmt.Errorf("--listen-database-url: %w", err)
 	}
@@ -156,8 +157,8 @@ func (c *cli) openListenPool(ctx context.Context, flag string) (*pgxpool.Pool, e
 }
 
 // Database is how an application's own command (App.Commands) reaches the database, as the
-// built-in commands do: cmd's --database-url (else $DATABASE_URL; empty when neither is set),
-// ready to open with Connect, and whether --database-pooling (else $PGSAGA_DATABASE_POOLING)
+// built-in commands do: cmd's --database-url (else the file of --database-url-file, else
+// $DATABASE_URL; empty when none is set), ready to open with Connect, and whether --database-pooling (else $PGSAGA_DATABASE_POOLING)
 // says it goes through a transaction pooler. With a pooler the URL is in pgx's cache_describe
 // mode, and the command's saga client must set saga.Config.TransactionPooling. A bad pooling
 // value, or a URL asking for another exec mode behind a pooler, is bad usage.
@@ -165,8 +166,10 @@ func Database(cmd *cobra.Command, env *Env) (url string, transactionPooling bool
 	env = env.withDefaults()
 	c := &cli{env: env}
 	c.databaseURL, _ = cmd.Flags().GetString("database-url")
+	c.databaseURLFile, _ = cmd.Flags().GetString("database-url-file")
 	c.pooling, _ = cmd.Flags().GetString("database-pooling")
-	if strings.TrimSpace(c.databaseURL) == "" && strings.TrimSpace(env.Getenv(envDatabaseURL)) == "" {
+	if strings.TrimSpace(c.databaseURL) == "" && strings.TrimSpace(c.databaseURLFile) == "" &&
+		strings.TrimSpace(env.Getenv(envDatabaseURL)) == "" {
 		_, err = c.databasePooling()
 		return "", false, err
 	}

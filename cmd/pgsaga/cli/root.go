@@ -83,11 +83,14 @@ func NewRootCommand(app *App) *cobra.Command {
 
 // cli is one command tree's shared state: the app, the environment and the global flags.
 type cli struct {
-	app         *App
-	env         *Env
-	databaseURL string
-	pooling     string // --database-pooling
-	logLevel    string
+	app             *App
+	env             *Env
+	databaseURL     string
+	databaseURLFile string // --database-url-file
+	pooling         string // --database-pooling
+	// warnedPassword is set once the warning about a password on the command line is printed.
+	warnedPassword bool
+	logLevel       string
 	// tracing is the running command's tracing (startTracing); nil when off. The pools the
 	// command opens trace their statements with it, and the service it builds its operations.
 	tracing *tracing
@@ -135,7 +138,8 @@ value, missing required flag or argument, no database URL). Errors are one line 
 	root.SetOut(c.env.Stdout)
 	root.SetErr(c.env.Stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
-	root.PersistentFlags().StringVar(&c.databaseURL, "database-url", "", "PostgreSQL connection URL (default $"+envDatabaseURL+")")
+	root.PersistentFlags().StringVar(&c.databaseURL, "database-url", "", "PostgreSQL connection URL (default $"+envDatabaseURL+"); a password here shows in the process list: prefer --database-url-file or $"+envDatabaseURL)
+	root.PersistentFlags().StringVar(&c.databaseURLFile, "database-url-file", "", "read the PostgreSQL connection URL from this file (instead of --database-url)")
 	root.PersistentFlags().StringVar(&c.pooling, "database-pooling", "", "how --database-url reaches PostgreSQL: session (directly, or a pooler in session mode) or transaction (a pooler in transaction pooling mode, such as PgBouncer's pool_mode=transaction) (default $"+envDatabasePooling+", else session)")
 	root.PersistentFlags().StringVar(&c.logLevel, "log-level", "", "log level on stderr: debug, info, warn, error or off (default: info for serve and worker, off otherwise)")
 
@@ -179,24 +183,75 @@ func (c *cli) logger(def string) (*slog.Logger, error) {
 	if err := level.UnmarshalText([]byte(name)); err != nil {
 		return nil, usageErrorf("invalid --log-level %q: want debug, info, warn, error or off", c.logLevel)
 	}
-	return slog.New(slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: level})), nil
+	return slog.New(requestIDHandler{slog.NewTextHandler(c.env.Stderr, &slog.HandlerOptions{Level: level})}), nil
 }
 
-// dbURL is --database-url, else $DATABASE_URL, as --database-pooling needs it opened (see
-// withPooling); without either the command line is incomplete.
+// dbURL is the database URL as --database-pooling needs it opened (see withPooling): from
+// --database-url, else the file --database-url-file names, else $DATABASE_URL; without any the
+// command line is incomplete. A password given in --database-url itself is taken, with a
+// warning on stderr: any user of the machine reads it in the process list.
 func (c *cli) dbURL() (string, error) {
-	u := strings.TrimSpace(c.databaseURL)
-	if u == "" {
-		u = strings.TrimSpace(c.env.Getenv(envDatabaseURL))
-	}
-	if u == "" {
-		return "", usageErrorf("no database: set --database-url or %s", envDatabaseURL)
+	u, err := c.rawDatabaseURL()
+	if err != nil {
+		return "", err
 	}
 	pooling, err := c.databasePooling()
 	if err != nil {
 		return "", err
 	}
 	return withPooling(u, pooling)
+}
+
+func (c *cli) rawDatabaseURL() (string, error) {
+	flag, file := strings.TrimSpace(c.databaseURL), strings.TrimSpace(c.databaseURLFile)
+	switch {
+	case flag != "" && file != "":
+		return "", usageErrorf("give --database-url or --database-url-file, not both")
+	case flag != "":
+		c.warnPassword("--database-url", flag)
+		return flag, nil
+	case file != "":
+		return readURLFile(file)
+	}
+	if u := strings.TrimSpace(c.env.Getenv(envDatabaseURL)); u != "" {
+		return u, nil
+	}
+	return "", usageErrorf("no database: set --database-url, --database-url-file or %s", envDatabaseURL)
+}
+
+// maxURLFile bounds what --database-url-file reads: a URL, not a file that merely sits there.
+const maxURLFile = 64 << 10
+
+// readURLFile is the URL in the file at path: its text, white space around it trimmed.
+func readURLFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", usageErrorf("cannot read --database-url-file: %v", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxURLFile+1))
+	switch {
+	case err != nil:
+		return "", usageErrorf("cannot read --database-url-file %s: %v", path, err)
+	case len(b) > maxURLFile:
+		return "", usageErrorf("--database-url-file %s is over 64 KiB: it should hold one URL", path)
+	}
+	u := strings.TrimSpace(string(b))
+	if u == "" {
+		return "", usageErrorf("--database-url-file %s is empty", path)
+	}
+	return u, nil
+}
+
+// warnPassword prints a warning on stderr when the URL given in flag carries a password, once a
+// command run.
+func (c *cli) warnPassword(flag, url string) {
+	if c.warnedPassword || !hasPassword(url) {
+		return
+	}
+	c.warnedPassword = true
+	fmt.Fprintf(c.env.Stderr, "%s: warning: %s carries a password, which any user of this machine can read in the process list; "+
+		"give the URL in $%s or --database-url-file instead\n", c.app.Name, flag, envDatabaseURL)
 }
 
 // exactArgs is cobra.ExactArgs with a bad-usage error naming what is missing.

@@ -14,8 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
 
+	"github.com/pgsaga/pgsaga/cmd/internal/clientaddr"
+	"github.com/pgsaga/pgsaga/cmd/internal/refusal"
 	"github.com/pgsaga/pgsaga/internal/apikey"
-	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/saga/sagaprom"
 	"github.com/pgsaga/pgsaga/worker"
 )
@@ -32,6 +33,8 @@ type serveFlags struct {
 	opsAddr              string
 	worker               bool
 	maxInFlight          int
+	maxPerTenant         int
+	trustedProxies       string
 	insecureScopeHeaders bool
 }
 
@@ -41,6 +44,10 @@ const defaultServeOpsAddr = "127.0.0.1:9091"
 // inFlightPerConn is how many requests serve lets in per pooled connection by default: a phased
 // request holds a connection only during its phases, not during its external calls.
 const inFlightPerConn = 4
+
+// maxRequestBody is the largest body serve reads before a request takes a slot: the engine's
+// limit (saga.HandlerOpts.MaxBodyBytes' default) and the webhooks'.
+const maxRequestBody = 1 << 20
 
 func (c *cli) serveCmd() *cobra.Command {
 	f := &serveFlags{}
@@ -70,11 +77,24 @@ the pool reconnects; the --worker keeps trying to start if the outage meets its 
 refuses to start on a database that lacks a migration.
 
 Its doors are shut to slow and greedy clients: headers must arrive within 10s and fit in
-64 KiB (431 otherwise), a request body within 30s; a client that does not read its answer
-within max(60s, 2 x --lease) of sending the request is cut off, and an idle connection after
-60s. At most --max-in-flight requests are handled at once (default: 4 per pooled connection,
-64 with the default pool of 16): one more is answered at once with 503
-temporarily_unavailable and Retry-After, and nothing of it is stored.
+64 KiB (431 otherwise), a request body (at most 1 MiB) within 30s, or the connection is cut; a
+client that does not read its answer within max(60s, 2 x --lease) of sending the request is cut
+off, and an idle connection after 60s. A request takes one of the --max-in-flight slots only
+once its body is read (default: 4 per pooled connection, 64 with the default pool of 16), and
+no tenant holds more than --max-in-flight-per-tenant of them (default: half the pooled
+connections, 8 with the default pool): a request of a tenant at its share is answered at once
+with 429 too_many_requests and Retry-After, one beyond every slot with 503
+temporarily_unavailable and Retry-After, and nothing of either is stored. A request counts
+against its API key's tenant once that key has authenticated in this process; a webhook
+against its source once its signature verifies; anything else (no key, an unknown one) against
+one anonymous share.
+
+Every refused authentication (a missing or invalid API key, a webhook signature that does not
+verify) is counted in pgsaga_auth_failures_total{surface,reason} and logged, at most 30 lines at
+once and one a second beyond, with the client's address, never the secret. Behind a reverse
+proxy, --trusted-proxies names the proxies (CIDR prefixes or addresses, comma-separated) whose
+X-Forwarded-For gives the client's address: the rightmost hop that is not a trusted proxy.
+Every answer carries X-Request-ID, which the log lines of the request carry too.
 
 SIGINT or SIGTERM stops it gracefully: requests in flight finish (up to 10s), then the worker
 stops.`,
@@ -82,6 +102,12 @@ stops.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.maxInFlight < 0 {
 				return usageErrorf("--max-in-flight must be 0 (4 per pooled connection) or more, got %d", f.maxInFlight)
+			}
+			if f.maxPerTenant < 0 {
+				return usageErrorf("--max-in-flight-per-tenant must be 0 (half the pooled connections) or more, got %d", f.maxPerTenant)
+			}
+			if _, err := clientaddr.Parse(f.trustedProxies); err != nil {
+				return usageErrorf("invalid --trusted-proxies: %v", err)
 			}
 			if f.insecureScopeHeaders {
 				if err := requireLoopback("--insecure-scope-headers", f.addr); err != nil {
@@ -100,16 +126,29 @@ stops.`,
 	fl.StringVar(&f.listenURL, "listen-database-url", "", "a direct connection (or session pooling) to the same database, where a duplicate of a request in flight listens for it to finish, beside a transaction-pooled --database-url (default $"+envListenDatabaseURL+"; without it such duplicates poll)")
 	fl.BoolVar(&f.worker, "worker", false, "also run the recovery worker in this process")
 	fl.IntVar(&f.maxInFlight, "max-in-flight", 0, "most requests handled at once; more are answered 503 at once (default: 4 per pooled connection)")
+	fl.IntVar(&f.maxPerTenant, "max-in-flight-per-tenant", 0, "most requests of one tenant (or webhook source) handled at once; more are answered 429 at once (default: half the pooled connections)")
+	fl.StringVar(&f.trustedProxies, "trusted-proxies", "", "reverse proxies (CIDR prefixes or addresses, comma-separated) whose X-Forwarded-For names the client (default: none, the peer is the client)")
 	c.appFlags(cmd)
 	return cmd
 }
 
 func (c *cli) serve(cmd *cobra.Command, f *serveFlags) error {
-	scope := func(pool *pgxpool.Pool) saga.ScopeFunc { return apikey.NewStore(pool).Scope }
-	if f.insecureScopeHeaders {
-		scope = func(*pgxpool.Pool) saga.ScopeFunc { return insecureHeaderScope }
-	}
-	d, err := c.startDaemon(cmd, &f.daemonFlags, scope)
+	clients, _ := clientaddr.Parse(f.trustedProxies) // checked with the flags
+	auth := &apiAuth{known: newKnownSecrets(), clients: clients}
+	d, err := c.startDaemon(cmd, &f.daemonFlags, func(p *BuildParams) error {
+		if !f.insecureScopeHeaders {
+			auth.keys = apikey.NewStore(p.Pool)
+		}
+		var err error
+		if auth.refusals, err = refusal.New(&refusal.Config{Logger: p.Logger, Registerer: p.Registerer}); err != nil {
+			return fmt.Errorf("error registering the authentication metrics: %w", err)
+		}
+		p.Scope = auth.scope
+		p.AuthRefused = func(r *http.Request, surface, reason string) {
+			auth.refusals.Refused(r.Context(), surface, reason, clients.Of(r), "method", r.Method, "path", r.URL.Path)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
@@ -129,10 +168,23 @@ func (c *cli) serve(cmd *cobra.Command, f *serveFlags) error {
 		}
 	}
 
-	maxInFlight := f.maxInFlight
+	maxInFlight, perTenant := f.maxInFlight, f.maxPerTenant
 	if maxInFlight == 0 {
 		maxInFlight = inFlightPerConn * int(pool.Config().MaxConns)
 	}
+	if perTenant == 0 {
+		perTenant = max(1, int(pool.Config().MaxConns)/2)
+	}
+	perTenant = min(perTenant, maxInFlight)
+	front := &admission{next: svc.Handler, slots: newFairSlots(maxInFlight, perTenant), maxBody: maxRequestBody,
+		party: func(r *http.Request, body []byte) string {
+			if svc.Party != nil {
+				if p := svc.Party(r, body); p != "" {
+					return p
+				}
+			}
+			return auth.party(r)
+		}}
 	stopWorker := func() {
 		if w != nil {
 			_ = w.stop(context.WithoutCancel(ctx))
@@ -153,13 +205,14 @@ func (c *cli) serve(cmd *cobra.Command, f *serveFlags) error {
 	}
 	// A request may work for about two leases (a phase, a call cut at two thirds of the lease,
 	// the next phase): its answer must still get out.
-	srv := newHTTPServer(d.tracing.handler(limitInFlight(svc.Handler, maxInFlight)), &serverOpts{WriteTimeout: max(time.Minute, 2*f.lease), Logger: logger})
+	srv := newHTTPServer(d.tracing.handler(withRequestIDs(front)), &serverOpts{WriteTimeout: max(time.Minute, 2*f.lease), Logger: logger})
 	if ops != nil {
 		fmt.Fprintf(c.env.Stdout, "%s serve: metrics and health on http://%s\n", c.app.Name, ops.addr)
 	}
 	fmt.Fprintf(c.env.Stdout, "%s serve: listening on http://%s\n", c.app.Name, ln.Addr())
 	logger.Info("serving", "addr", ln.Addr().String(), "ops_addr", f.opsAddr, "worker", f.worker,
-		"max_in_flight", maxInFlight, "insecure_scope_headers", f.insecureScopeHeaders)
+		"max_in_flight", maxInFlight, "max_in_flight_per_tenant", perTenant, "trusted_proxies", clients.Trusted(),
+		"insecure_scope_headers", f.insecureScopeHeaders)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -212,6 +265,9 @@ func (c *cli) build(ctx context.Context, cmd *cobra.Command, p *BuildParams) (*S
 	p.Command, p.Flags, p.Outbox, p.Getenv = cmd.Name(), cmd.Flags(), outbox, c.env.Getenv
 	if p.Scope == nil {
 		p.Scope = noAPIScope
+	}
+	if p.AuthRefused == nil {
+		p.AuthRefused = func(*http.Request, string, string) {}
 	}
 	p.TracerProvider = c.tracing.tracerProvider()
 	p.TransactionPooling = c.transactionPooled()

@@ -1,13 +1,9 @@
 package cli
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
-
-	"github.com/pgsaga/pgsaga/saga"
 )
 
 // serverOpts are the limits of one of the tool's own HTTP servers (serve, the worker's metrics
@@ -71,26 +67,4 @@ func newHTTPServer(handler http.Handler, opts *serverOpts) *http.Server {
 		MaxHeaderBytes:    opts.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
 	}
-}
-
-// limitInFlight lets at most max requests into next at once and answers one more at once with
-// 503 temporarily_unavailable and Retry-After: 1, before it reaches next, so nothing of it is
-// stored: under overload a client learns at once to retry later (with the same key) instead of
-// queueing without bound for connections the pool does not have. max 0 lets every request in.
-func limitInFlight(next http.Handler, max int) http.Handler {
-	if max <= 0 {
-		return next
-	}
-	slots := make(chan struct{}, max)
-	message := fmt.Sprintf("the server is handling its limit of %d requests; retry with the same Idempotency-Key", max)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case slots <- struct{}{}:
-			defer func() { <-slots }()
-			next.ServeHTTP(w, r)
-		default:
-			w.Header().Set("Retry-After", strconv.Itoa(1))
-			saga.WriteError(w, http.StatusServiceUnavailable, saga.CodeTemporarilyUnavailable, message)
-		}
-	})
 }

@@ -2,13 +2,11 @@ package cli
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -134,54 +132,4 @@ func TestServerRefusesOversizedHeaders(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-}
-
-// With the limit at N, the N+1th concurrent request is answered 503 at once and never reaches
-// the handler; once one finishes, the next gets in.
-func TestLimitInFlight(t *testing.T) {
-	t.Parallel()
-	const limit = 3
-	release := make(chan struct{})
-	var entered, handled atomic.Int32
-	h := limitInFlight(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		entered.Add(1)
-		<-release
-		handled.Add(1)
-	}), limit)
-	addr := serveTest(t, h, nil)
-	client := &http.Client{Timeout: 10 * time.Second} // a request queued behind the limit fails the test
-	get := func() *http.Response {
-		resp, err := client.Get("http://" + addr + "/")
-		require.NoError(t, err)
-		return resp
-	}
-	var wg sync.WaitGroup
-	for range limit {
-		wg.Go(func() {
-			resp := get()
-			resp.Body.Close()
-			require.Equal(t, http.StatusOK, resp.StatusCode)
-		})
-	}
-	require.Eventually(t, func() bool { return entered.Load() == limit }, 10*time.Second, time.Millisecond)
-
-	begin := time.Now()
-	resp := get()
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
-	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-	require.Less(t, time.Since(begin), 2*time.Second, "answered at once, not queued")
-	require.Equal(t, "1", resp.Header.Get("Retry-After"))
-	var e struct{ Error, Message string }
-	require.NoError(t, json.Unmarshal(body, &e))
-	require.Equal(t, "temporarily_unavailable", e.Error)
-	require.Equal(t, int32(limit), entered.Load(), "the refused request never reached the handler")
-
-	close(release)
-	wg.Wait()
-	resp = get()
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Equal(t, int32(limit+1), handled.Load())
 }
