@@ -124,7 +124,7 @@ func (e *execution) journal(ctx context.Context, step runstate.Step) (*journaled
 	}
 	w := &keyWrite{kind: writeAdvance, status: KeyStatusStarted, recoveryPoint: e.rp, state: e.committed,
 		lease: e.c.cfg.Lease, done: e.done, next: next}
-	if !e.persisted {
+	if e.stage == stageNew {
 		w.state = e.st.Values()
 		e.claiming(w)
 		w.orNothing = true

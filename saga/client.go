@@ -39,12 +39,6 @@ type Client struct {
 
 // learnedOp is what a client learned of an operation by running it.
 type learnedOp struct {
-	// quietFirst is true when the operation's first phase last committed without sending a
-	// statement of its own: a new request then claims its key without reading it first (the
-	// claim alone, one round trip), and a retry reads it after its claim found it stored (one
-	// round trip more). Were the phase to send a statement after all, its work is rolled back
-	// for a key found stored: correct, only slower for that duplicate.
-	quietFirst atomic.Bool
 	// windows are the in-flight windows (nanoseconds) the provider of each call step last
 	// declared (phases.Run.DeclareInFlight): a call's journal row carries its step's from the
 	// start, so that its declaration needs no write of its own unless the window grew.
@@ -120,19 +114,6 @@ func (m *resumeCalls) add(op *phases.Operation, names []string, maxAttempts int,
 			}
 		}
 	}
-}
-
-// learn records whether op's first phase committed without a statement of its own.
-func (c *Client) learn(op *phases.Operation, quiet bool) {
-	if l := c.learned[op]; l != nil && l.quietFirst.Load() != quiet {
-		l.quietFirst.Store(quiet)
-	}
-}
-
-// quietFirst reports whether op's first phase last committed without a statement of its own.
-func (c *Client) quietFirst(op *phases.Operation) bool {
-	l := c.learned[op]
-	return l != nil && l.quietFirst.Load()
 }
 
 // learnWindow records the in-flight window op's call step declared.

@@ -53,7 +53,7 @@ func (e *execution) decidedOutcome() (*outcome, error) {
 // the move to the next undo (or to the end). So a crash between them resumes at the next undo
 // with the same outcome, and every undo commits exactly once.
 func (e *execution) compensate(ctx context.Context, from int, out *outcome) (*Result, error) {
-	if !e.persisted {
+	if e.stage == stageNew {
 		return e.finishUnstored(ctx, out)
 	}
 	var undo []int
@@ -116,7 +116,7 @@ func (e *execution) undo(ctx context.Context, j int, next *keyWrite) error {
 	step := runstate.Step(e.op.Steps[j])
 	ctx = e.bound(ctx)
 	defer e.unbound()
-	tx, err := beginPhase(ctx, e.c.cfg.DB)
+	tx, err := beginPhase(ctx, e.c.cfg.DB, nil)
 	if err != nil {
 		return fmt.Errorf("error beginning compensation of %q: %w", step.Name(), err)
 	}

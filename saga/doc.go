@@ -72,17 +72,22 @@
 // ends its spans: the trace keeps what it exported before. Without a TracerProvider the engine
 // makes no span, stores no trace context and allocates nothing for tracing.
 //
-// Costs. A retry of any kind (replay, 422, 409, parked, not due) is answered from one read of the
-// key, alone, with no transaction: one round trip. A phase runs in a lazy transaction whose BEGIN
-// travels with its first statement and whose COMMIT travels with the key's write, so a phase
-// costs its own statements plus one round trip, and a phase that sends no statement costs the
-// key's write alone. A single-transaction operation (one atomic phase) costs the read, then its
-// statements, then the claim (the INSERT of the completed key, in the same transaction as the
-// effect, sent with its COMMIT, so a concurrent duplicate waits on the unique index and then
-// replays): three round trips for a one-statement phase. Phased operations cost one statement
-// per atomic phase (the claim, then fenced advances), carrying the call journal's rows; when the
-// first phase sends no statement (as the client learns by running it) the key is not read first.
-// A takeover whose recovery point comes right before a call journals that call itself.
+// Costs. The round trips of a request depend on the request alone. A new key's first atomic phase
+// runs at once; right before its first statement the key is read on the phase's own connection,
+// and a retry of any kind (replay, 422, 409, parked, not due) is answered from that read, with
+// nothing of the phase sent: one round trip, no transaction. (The phase's code runs up to its
+// first statement: as always, a phase has no effect outside its transaction.) A phase runs in a
+// lazy transaction whose BEGIN travels with its first statement and whose COMMIT travels with the
+// key's write, so a phase costs its own statements plus one round trip, and a phase that sends
+// no statement costs the key's write alone: a new key whose first phase sends none is claimed
+// by that write without being read (a retry's claim finds it stored, and reads it: two round
+// trips). A single-transaction operation (one atomic phase) costs the read, then its statements,
+// then the claim (the INSERT of the completed key, in the same transaction as the effect, sent
+// with its COMMIT, so a concurrent duplicate waits on the unique index and then replays): three
+// round trips for a one-statement phase. Phased operations cost one statement per atomic phase
+// (the claim, then fenced advances), carrying the call journal's rows; one that begins with a
+// call reads the key first. A takeover whose recovery point comes right before a call journals
+// that call itself.
 //
 // Behind a pooler in transaction pooling mode (PgBouncer's pool_mode=transaction), set
 // Config.TransactionPooling and give DB's pool pgx's cache_describe mode: no statement then
@@ -96,11 +101,13 @@
 //
 //   - http.go: the net/http handler (Idempotency-Key, body limits, errors); request.go and
 //     keyformat.go: a Request and its checks; fingerprint.go: the body's fingerprint.
-//   - admit.go: Run, and answering a retry from one read of the key; decide.go: what an
-//     existing key means (replay, 422, 409, parked, not due, takeover).
-//   - execute.go: the step loop; phasetx.go: a phase's lazy transaction; call.go: an external
-//     call under its lease, journal and heartbeats; failure.go: transient failures and parking;
-//     compensate.go: compensations; runtx.go: RunTx inside the caller's transaction.
+//   - run.go: Run, the first round trip, and what an existing key means (replay, 422, 409 or a
+//     wait, parked, not due, takeover).
+//   - execution.go: an execution's stage and runner, the step loop, its writes, transient
+//     failures and parking; phase.go and phasetx.go: an atomic phase and its lazy transaction;
+//     call.go: an external call under its lease, journal and heartbeats.
+//   - Off the request path: compensate.go: compensations; runtx.go: RunTx inside the caller's
+//     transaction.
 //   - resume.go: resuming a key (Resume, the worker's ResumeDue/ResumeNextDue); settle.go: an
 //     operator's settlement; wait.go and listener.go: the bounded wait for an execution in
 //     flight; estimate.go: a 409's Retry-After; refusal.go: the database's refusals that are

@@ -93,7 +93,7 @@ func TestLostCommitOfAClaimGivesTheLeaseBack(t *testing.T) {
 	op := &phases.Operation{Name: "phased", Steps: []phases.Step{
 		phases.Atomic("reserved", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
 			_, err := tx.Exec(ctx, `INSERT INTO lost_claim (k) VALUES ($1)`, run.Key())
-			if run.Key() != "lost-claim-0" && !run.Resumed() {
+			if err == nil && run.Key() != "lost-claim-0" && !run.Resumed() {
 				armed.Store(true) // the claim's COMMIT answer is lost
 			}
 			return err

@@ -25,9 +25,14 @@ import (
 // costs two round trips (BEGIN + statement; key write + COMMIT), a phase of none costs one.
 // pgx's Tx would cost two more (BEGIN alone, COMMIT alone).
 
-// beginPhase opens a phase's transaction; nothing is sent yet.
-func beginPhase(ctx context.Context, db *pgxpool.Pool) (*pgpipe.Tx, error) {
-	tx, err := pgpipe.Begin(ctx, db, nil)
+// beginPhase opens a phase's transaction; nothing is sent yet. before, when set, runs right before
+// the transaction's first round trip (pgpipe.BeginOpts.BeforeBegin).
+func beginPhase(ctx context.Context, db *pgxpool.Pool, before func(context.Context, *pgx.Conn) error) (*pgpipe.Tx, error) {
+	var opts *pgpipe.BeginOpts
+	if before != nil {
+		opts = &pgpipe.BeginOpts{BeforeBegin: before}
+	}
+	tx, err := pgpipe.Begin(ctx, db, opts)
 	if err != nil {
 		return nil, fmt.Errorf("error beginning a phase: %w", err)
 	}

@@ -2,11 +2,9 @@ package saga
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/pgsaga/pgsaga/phases"
 )
 
 // Request is one attempt to run an operation under an idempotency key.
@@ -24,24 +22,6 @@ type Request struct {
 
 	// Operation is filled in by the client.
 	Operation string
-}
-
-// prepare finds the operation, checks the request and fingerprints its body: what Run and RunTx
-// do before touching the database.
-func (c *Client) prepare(operation string, req *Request) (*phases.Operation, []byte, error) {
-	op, err := c.operation(operation)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := checkRequest(req); err != nil {
-		return nil, nil, err
-	}
-	req.Operation = op.Name
-	hash, err := Fingerprint(req.Body)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
-	}
-	return op, hash, nil
 }
 
 // checkRequest refuses what the database would refuse (text must be valid UTF-8 without NUL),

@@ -64,8 +64,12 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 	if err != nil {
 		return nil, err
 	}
-	e := c.newResumption(op, taken.Key)
-	e.operator, e.by = !opts.Due, opts.By
+	by := byWorker
+	if !opts.Due {
+		by = byOperator
+	}
+	e := c.newResumption(op, taken.Key, by)
+	e.operator = opts.By
 	return e.resume(ctx, taken, sent)
 }
 
@@ -88,7 +92,7 @@ func (c *Client) ResumeNextDue(ctx context.Context) (*KeyRef, *Result, error) {
 	if err != nil {
 		return ref, nil, err
 	}
-	res, err := c.newResumption(op, k.Key).resume(ctx, k, sent)
+	res, err := c.newResumption(op, k.Key, byWorker).resume(ctx, k, sent)
 	return ref, res, err
 }
 
@@ -122,7 +126,7 @@ func (c *Client) ResumeDue(ctx context.Context, refs []KeyRef) ([]ResumeDueResul
 			out[i].Err = err // cannot be: the claim takes keys of this client's operations only
 			continue
 		}
-		wg.Go(func() { out[i].Result, out[i].Err = c.newResumption(op, t.Key).resume(ctx, t, sent) })
+		wg.Go(func() { out[i].Result, out[i].Err = c.newResumption(op, t.Key, byWorker).resume(ctx, t, sent) })
 	}
 	wg.Wait()
 	return out, nil
@@ -147,11 +151,9 @@ func (c *Client) ReserveDueTx(ctx context.Context, tx pgx.Tx, limit int, hold ti
 }
 
 // newResumption is an execution that continues key k, which the caller just took over.
-func (c *Client) newResumption(op *phases.Operation, k *Key) *execution {
+func (c *Client) newResumption(op *phases.Operation, k *Key, by runner) *execution {
 	req := &Request{Scope: k.Scope, Key: k.Key, Method: k.Method, Path: k.Path, Body: k.RequestBody, Operation: k.Operation}
-	e := c.newExecution(op, req, k.RequestHash)
-	e.resumer = true
-	return e
+	return c.newExecution(op, req, k.RequestHash, by)
 }
 
 // resume continues the key this execution just took over (its takeover sent at sent), in a
@@ -169,7 +171,7 @@ func (e *execution) resume(ctx context.Context, t *takenKey, sent time.Time) (*R
 // phases from the key's recovery point, or on with the compensations under way.
 func (e *execution) resumeFrom(ctx context.Context, t *takenKey, sent time.Time) (*Result, error) {
 	k := t.Key
-	e.held, e.persisted, e.rp, e.committed = true, true, k.RecoveryPoint, k.State
+	e.stage, e.rp, e.committed = stageHolding, k.RecoveryPoint, k.State
 	e.h = holder{scope: k.Scope, key: k.Key, token: t.token, attempt: k.Attempts}
 	e.spent = k.budgetSpent()
 	e.leaseFrom(sent, deref(k.LockedUntil).Sub(k.DBNow))
@@ -185,7 +187,7 @@ func (e *execution) resumeFrom(ctx context.Context, t *takenKey, sent time.Time)
 		return e.park(ctx, ParkedPermanent, err.Error())
 	}
 
-	if !e.operator {
+	if e.by != byOperator {
 		// The claim counts attempts, so a key whose executions never return (a poison key that
 		// kills its process) is parked here, like one that fails.
 		if limit := e.c.maxAttempts(e.op); e.spent > limit {

@@ -34,7 +34,7 @@ func (c *Client) runTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 	if !op.SingleTransaction() {
 		return nil, fmt.Errorf("%w: %q", ErrNotSingleTransaction, op.Name)
 	}
-	e := c.newExecution(op, req, hash)
+	e := c.newExecution(op, req, hash, byClient)
 	ctx = e.traceRequest(ctx)
 	return e.traced(e.runTx(ctx, tx))
 }
@@ -90,7 +90,7 @@ func (e *execution) runTx(ctx context.Context, tx pgx.Tx) (*Result, error) {
 		case !found:
 			return nil, ErrKeyNotFound
 		}
-		return e.decide(ctx, e.head, false)
+		return e.decide(ctx, e.head, decideOpts{})
 	}
 	if err := savepoint.Commit(ctx); err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func (e *execution) runTx(ctx context.Context, tx pgx.Tx) (*Result, error) {
 func (e *execution) effectTx(ctx context.Context, tx pgx.Tx) (*Response, error) {
 	step := runstate.Step(e.op.Steps[0])
 	phaseCtx, span := e.tracePhase(ctx, step.Name())
-	err := step.Atomic()(phaseCtx, tx, e.state())
+	err := step.Atomic()(phaseCtx, tx, e.runState())
 	endSpan(span, err)
 	if err != nil {
 		return nil, err

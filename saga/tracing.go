@@ -137,18 +137,18 @@ func (e *execution) traceResume(ctx context.Context, t *takenKey) (context.Conte
 		return ctx, nil
 	}
 	by := resumedByRetry
-	switch {
-	case e.operator:
+	switch e.by {
+	case byOperator:
 		by = resumedByOperator
-	case e.resumer:
+	case byWorker:
 		by = resumedByWorker
 	}
 	attrs := append(scopeAttrs(t.Operation, t.Scope, t.Key.Key), attrResumedBy.String(by),
 		attrAttempt.Int(t.Attempts), attrRecoveryPoint.String(t.RecoveryPoint))
-	if e.by != "" {
-		attrs = append(attrs, attrOperator.String(e.by))
+	if e.operator != "" {
+		attrs = append(attrs, attrOperator.String(e.operator))
 	}
-	ctx, opts := e.c.tr.followClaim(ctx, t.traceContext, e.resumer)
+	ctx, opts := e.c.tr.followClaim(ctx, t.traceContext, e.by != byClient)
 	return e.c.tr.t.Start(ctx, spanResume, append(opts, trace.WithAttributes(attrs...))...)
 }
 
@@ -248,13 +248,17 @@ func (e *execution) endCall(span trace.Span, err error) {
 	endSpan(span, err)
 }
 
-// endSpan ends span, marking it failed with err's type when err is not nil. A nil span is
-// tracing off.
+// endSpan ends span, marking it failed with err's type when err is not nil. A first phase
+// stopped because the key is stored (a retry's) did not fail: it says so in pgsaga.outcome. A
+// nil span is tracing off.
 func endSpan(span trace.Span, err error) {
 	if span == nil {
 		return
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, errKeyStored):
+		span.SetAttributes(attrOutcome.String("key_stored"))
+	case err != nil:
 		span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
 		span.SetStatus(codes.Error, err.Error())
 	}

@@ -141,7 +141,8 @@ func singleOp(*harness) []*phases.Operation {
 }
 
 // TestTracingSingleTransaction: a single-transaction request is a pgsaga.request span (a child
-// of the caller's) with one pgsaga.phase; its replay is a pgsaga.request with no phase.
+// of the caller's) with one pgsaga.phase; its replay is a pgsaga.request whose phase was stopped
+// at its first statement by the stored key (pgsaga.outcome key_stored, not an error).
 func TestTracingSingleTransaction(t *testing.T) {
 	t.Parallel()
 	sp := newSpans(t)
@@ -165,7 +166,10 @@ func TestTracingSingleTransaction(t *testing.T) {
 	reqs := sp.named("pgsaga.request")
 	require.Len(t, reqs, 2)
 	requireAttrs(t, reqs[1], map[attribute.Key]any{"pgsaga.outcome": "replayed"})
-	require.Empty(t, sp.children(reqs[1].SpanContext()))
+	require.Equal(t, []string{"pgsaga.phase:done"}, sp.children(reqs[1].SpanContext()))
+	stopped := sp.named("pgsaga.phase")[1]
+	requireAttrs(t, stopped, map[attribute.Key]any{"pgsaga.outcome": "key_stored"})
+	require.Equal(t, codes.Unset, stopped.Status().Code)
 
 	// The same key with another body: 422, an error of the request, not of the service.
 	_, err = h.client.Run(t.Context(), "single", h.req(key, `{"other": 1}`))

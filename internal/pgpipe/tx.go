@@ -71,6 +71,9 @@ func Begin(ctx context.Context, db Acquirer, opts *BeginOpts) (*Tx, error) {
 	return &Tx{pooled: pooled, conn: pooled.Conn(), opts: opts.TxOptions, beforeBegin: opts.BeforeBegin}, nil
 }
 
+// Refused returns the error of BeginOpts.BeforeBegin, nil when it has not run or returned none.
+func (tx *Tx) Refused() error { return tx.refused }
+
 // starting runs BeginOpts.BeforeBegin, once, before the transaction's first round trip.
 func (tx *Tx) starting(ctx context.Context) error {
 	if hook := tx.beforeBegin; hook != nil && !tx.begun {
