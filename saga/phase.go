@@ -74,7 +74,6 @@ func (e *execution) atomic(ctx context.Context, i int) error {
 	return nil
 }
 
-
 // errKeyStored stops a new key's first phase before its first statement: the key is stored
 // (e.head holds what was read).
 var errKeyStored = errors.New("the key is stored")

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 	"unicode/utf8"
-
 )
 
 // Request is one attempt to run an operation under an idempotency key.
