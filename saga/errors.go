@@ -10,6 +10,25 @@ import (
 // Nothing is stored; the client has a bug and should not be "helped".
 var ErrKeyReused = errors.New("this Idempotency-Key was already used for a different request")
 
+// ErrKeyExpired is matched by a *KeyExpiredError: the key was used, and its record was deleted by
+// retention; what retention left of it (a tombstone) says this request is the one it answered.
+// Nothing runs again and nothing is stored: the client's intent was carried out once, and its
+// answer is gone. Answered 410 idempotency_key_expired, which a client must not retry.
+var ErrKeyExpired = errors.New("this Idempotency-Key was used for this request, and its record has expired")
+
+// KeyExpiredError is ErrKeyExpired with when the key's operation completed.
+type KeyExpiredError struct {
+	// CompletedAt is when the key's operation completed, on the database clock.
+	CompletedAt time.Time
+}
+
+func (e *KeyExpiredError) Error() string {
+	return fmt.Sprintf("%s (it completed at %s)", ErrKeyExpired.Error(), e.CompletedAt.UTC().Format(time.RFC3339))
+}
+
+// Is makes errors.Is(err, ErrKeyExpired) true.
+func (e *KeyExpiredError) Is(target error) bool { return target == ErrKeyExpired }
+
 // ErrInProgress is matched by an *InProgressError: another execution holds the key's lease.
 var ErrInProgress = errors.New("a request with this Idempotency-Key is still in progress")
 

@@ -37,6 +37,7 @@ const (
 	CodeRequestInProgress      = "request_in_progress"
 	CodeTemporarilyUnavailable = "temporarily_unavailable"
 	CodeOperationParked        = "operation_parked"
+	CodeKeyExpired             = "idempotency_key_expired"
 	CodeInternal               = "internal_error"
 )
 
@@ -127,30 +128,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var (
-		inProgress *InProgressError
-		invalid    *InvalidRequestError
-		temporary  *TransientError
-	)
-	switch {
-	case errors.Is(err, ErrKeyReused):
-		WriteError(w, http.StatusUnprocessableEntity, CodeKeyReused, err.Error())
-	case errors.As(err, &inProgress):
-		w.Header().Set("Retry-After", retryAfter(inProgress.RetryAfter))
-		WriteError(w, http.StatusConflict, CodeRequestInProgress, ErrInProgress.Error())
-	case errors.Is(err, ErrParked):
-		WriteError(w, http.StatusServiceUnavailable, CodeOperationParked, ErrParked.Error())
-	case errors.Is(err, ErrInvalidJSON):
-		WriteError(w, http.StatusBadRequest, CodeInvalidJSON, err.Error())
-	case errors.As(err, &invalid):
-		WriteError(w, http.StatusBadRequest, CodeInvalidRequest, invalid.Error())
-	case errors.As(err, &temporary):
-		w.Header().Set("Retry-After", retryAfter(temporary.RetryAfter))
-		WriteError(w, http.StatusServiceUnavailable, CodeTemporarilyUnavailable, "the request could not be completed now; retry with the same Idempotency-Key")
-	default:
+	a := answerError(err)
+	if a.outcome == OutcomeError {
 		h.c.cfg.Logger.ErrorContext(r.Context(), "request failed", "operation", h.operation, "error", err)
-		WriteError(w, http.StatusInternalServerError, CodeInternal, "internal error")
 	}
+	if a.retryAfter > 0 {
+		w.Header().Set("Retry-After", retryAfter(a.retryAfter))
+	}
+	WriteError(w, a.status, a.code, a.message)
 }
 
 // retryAfter is a Retry-After value: whole seconds, rounded up, at least 1.

@@ -1,7 +1,6 @@
 package saga
 
 import (
-	"errors"
 	"time"
 
 	"github.com/pgsaga/pgsaga/phases"
@@ -16,6 +15,7 @@ const (
 	OutcomeReplayed    RequestOutcome = "replayed"    // a stored answer, nothing executed
 	OutcomeInProgress  RequestOutcome = "in_progress" // 409: another execution holds the key
 	OutcomeMismatch    RequestOutcome = "mismatch"    // 422: the key was used for another request
+	OutcomeExpired     RequestOutcome = "expired"     // 410: the key's record was deleted by retention
 	OutcomeRejected    RequestOutcome = "rejected"    // 400/401/413: refused before anything was stored
 	OutcomeUnavailable RequestOutcome = "unavailable" // 503: transient, the key stays started
 	OutcomeParked      RequestOutcome = "parked"      // 503: the key is (or was just) parked
@@ -35,27 +35,7 @@ func requestOutcome(res *Result, err error) RequestOutcome {
 }
 
 // errorOutcome is requestOutcome for an error (apart, so that an answer allocates nothing).
-func errorOutcome(err error) RequestOutcome {
-	var (
-		inProgress *InProgressError
-		parked     *ParkedError
-		invalid    *InvalidRequestError
-		temporary  *TransientError
-	)
-	switch {
-	case errors.Is(err, ErrKeyReused):
-		return OutcomeMismatch
-	case errors.As(err, &inProgress):
-		return OutcomeInProgress
-	case errors.As(err, &parked):
-		return OutcomeParked
-	case errors.Is(err, ErrInvalidJSON), errors.As(err, &invalid):
-		return OutcomeRejected
-	case errors.As(err, &temporary):
-		return OutcomeUnavailable
-	}
-	return OutcomeError
-}
+func errorOutcome(err error) RequestOutcome { return answerError(err).outcome }
 
 // observed reports a request's outcome to the observer, once, where Run and RunTx return it.
 func (c *Client) observed(operation string, res *Result, err error) (*Result, error) {
