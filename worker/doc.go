@@ -4,25 +4,38 @@
 //
 // # Design
 //
-// A periodic sweep job (every SweepInterval, default 1s, enqueued by whichever worker River
-// elects leader) reserves due keys — started, lease expired, next_attempt_at passed, of an
-// operation this worker knows — for one lease, and in the same transaction enqueues them,
-// ResumeBatchSize keys to a resume job; later sweeps do not list a reserved key again, and if
-// its job is lost the key falls due again when the reservation ends. Resume jobs spread over
-// every worker process; each takes the leases of its keys that are still due in one statement
-// (saga's ResumeDue: a fresh lease token per key, one attempt counted, only if the key is still
-// started and its lease free, and the journal row of the call a key goes on with), then resumes
-// them all at once, each through its remaining phases.
+// Every worker process sweeps on its own, every SweepInterval (default 1s): it reserves due keys
+// — started, lease expired, next_attempt_at passed, of an operation this worker knows — for one
+// lease, and in the same transaction enqueues them, ResumeBatchSize keys to a resume job. Later
+// sweeps, in this process or another, do not list a reserved key again, and sweeps never wait on
+// each other (the reservation skips locked rows); if a key's job is lost the key falls due again
+// when the reservation ends. Resume jobs spread over every worker process; each takes the leases
+// of its keys that are still due in one statement (saga's ResumeDue: a fresh lease token per
+// key, one attempt counted, only if the key is still started and its lease free, and the journal
+// row of the call a key goes on with), then resumes them all at once, each through its remaining
+// phases.
+//
+// The sweep is not a River periodic job, because River runs those on its elected leader only,
+// and a leader killed outright still leads until its row in river_leader expires (River holds
+// it for 15s; a follower tries to take it every 5s); its last sweep job, left running, also
+// holds the sweep's unique slot until River's rescuer gives up on it (a minute and a lease).
+// With a 3s lease and a 200ms sweep, the leader killed (kill -9) while it resumed a key, another
+// worker finished that key 17-19s after the kill, or 77-80s when the dead leader's sweep job was
+// caught running; with a sweep in every process, 3.0-3.1s (TestKilledLeaderKeyFinishedOnTime).
+// A sweep that finds nothing is one light query per worker per SweepInterval.
 //
 // We chose jobs over running the batch resumer (recovery.Resumer.RunOnce) inside the sweep
-// because River runs periodic jobs on the leader only: jobs spread the resumes over all
-// workers, make them visible and retried in River, and let a stopping worker leave queued work
-// to the others. River's bookkeeping per job (an insert, a fetch and a completion on river_job)
-// costs about as much CPU as resuming a key: on this 2-core machine River alone works 2,600 to
-// 6,100 no-op jobs a second. So a job carries a batch of keys and claims them in one statement:
-// one job per key gave about 900 keys/s with one worker and 1,100 with two (measured on a busy
-// machine), batches of 8 about 1,800 and 2,200 in the same conditions (see FINDINGS.md).
-// FetchCooldown and MaxWorkers moved nothing measurable once the keys came in batches.
+// because jobs spread the resumes over all workers, whichever swept, make them visible and
+// retried in River, and let a stopping worker leave queued work to the others. River's
+// bookkeeping per job (an insert, a fetch and a completion on river_job) costs about as much CPU
+// as resuming a key: on this 2-core machine River alone works 2,600 to 6,100 no-op jobs a
+// second. So a job carries a batch of keys and claims them in one statement: one job per key
+// gave about 900 keys/s with one worker and 1,100 with two (measured on a busy machine), batches
+// of 8 about 1,800 and 2,200 in the same conditions (BenchmarkWorkerResume). FetchCooldown and
+// MaxWorkers moved nothing measurable once the keys came in batches.
+//
+// Retention GC and reconciliation are River periodic jobs, run by the leader: nothing waits on
+// them, and after the leader's death they go on once River has elected another.
 //
 // # Guarantees
 //
@@ -36,13 +49,16 @@
 //     attempts reach the operation's MaxAttempts is parked as failed by saga and never swept
 //     again (an operator resumes it). A job errors, and River retries it, only when the claim
 //     could not reach the database.
-//   - Crash (kill -9) of a serving process: its key's lease expires and the next sweep enqueues
-//     the key. Crash of a worker in the middle of a resume: its job stays "running" in River
+//   - Crash (kill -9) of any process, a serving process or a worker (River's leader included):
+//     a key it held is finished within its lease plus two sweep intervals and the time its
+//     remaining steps take. The lease runs out, the next sweep of any live worker enqueues the
+//     key, and a worker fetches the job at once (River hears of the insert, and looks every
+//     50ms anyway). A worker killed in the middle of a resume leaves its job "running" in River
 //     until River's rescuer retries it (after a minute plus the lease, checked every 30s), but
-//     its keys do not wait for that: their leases and reservations run out after a lease and the
-//     next sweep enqueues them in a new job; the rescued job finds them done and skips them.
-//     Queued jobs stay queued for any worker.
-//   - Stop: Stop stops fetching, lets running jobs finish (a resume is detached from cancellation,
+//     its keys do not wait for that: their leases and reservations run out after a lease and a
+//     sweep enqueues them in a new job; the rescued job finds them done and skips them. Queued
+//     jobs stay queued for any worker.
+//   - Stop: Stop stops the sweep and fetching, lets running jobs finish (a resume is detached from cancellation,
 //     so it is never cut between a call and the phase that records it) and leaves queued jobs in
 //     the database; nothing is lost. Keys are never claimed ahead of their job, so there is
 //     nothing to give back.
