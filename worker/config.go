@@ -78,7 +78,9 @@ type Config struct {
 	// Registerer receives the worker's metrics and the key-state gauges (NewStateCollector).
 	// Defaults to none.
 	Registerer prometheus.Registerer
-	// Logger receives the worker's and River's logs. Defaults to the client's logger.
+	// Logger receives the worker's and River's logs. River's periodic reports (its producers'
+	// job counts every 5s, a maintenance pass that deleted or rescued jobs) come at debug, not
+	// info; River's other lines keep their levels. Defaults to the client's logger.
 	Logger *slog.Logger
 	// TracerProvider receives a span per resume job and outbox delivery (River's otelriver,
 	// river.work/<kind>); the resumes themselves are the client's pgsaga.resume spans. Defaults

@@ -85,7 +85,7 @@ func New(cfg *Config) (*Worker, error) {
 			&river.PeriodicJobOpts{ID: "pgsaga_reconcile", RunOnStart: true}))
 	}
 	w.river, err = river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
-		Logger: cfg.Logger,
+		Logger: riverLogger(cfg.Logger),
 		// A resume job left "running" by a worker that died keeps its key's unique slot until
 		// River's rescuer retries it; rescue after a minute and a lease rather than River's
 		// default hour. A job rescued while it still runs is harmless: the retry finds the key's

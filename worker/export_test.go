@@ -1,0 +1,4 @@
+package worker
+
+// RiverLogger is riverLogger, for the external tests.
+var RiverLogger = riverLogger
