@@ -2,6 +2,29 @@
 // process died, delivering outbox events, and deleting expired keys. River is never on the
 // request path: requests only ever insert outbox jobs in their own transaction.
 //
+// # Wiring
+//
+// A process that serves requests and runs a worker builds its parts in this order, each from
+// the ones before it: the pool; the migrations (pgsaga's and River's tables, then its own); the
+// outbox, which needs no pool and no worker; the operations, whose phases emit through the
+// outbox; the saga client, built from the operations; the worker, built from the client; the
+// HTTP server, whose handlers run the client's operations. Example (Wiring) is such a main in
+// full.
+//
+//	pool, err := pgxpool.New(ctx, databaseURL)
+//	_, err = migrations.Migrate(ctx, pool, &migrations.MigrateOpts{Lines: myLines})
+//	outbox, err := worker.NewOutbox()
+//	ops := myOperations(outbox) // phases call outbox.EmitTx(ctx, tx, event)
+//	client, err := saga.NewClient(&saga.Config{DB: pool, Operations: ops})
+//	w, err := worker.New(&worker.Config{Pool: pool, Client: client})
+//	err = w.Start(context.WithoutCancel(ctx))
+//	handler, err := client.Handler("my_operation", &saga.HandlerOpts{Scope: authenticate})
+//
+// It stops them the other way round: the HTTP server (Shutdown lets the requests under way
+// finish), then the worker (Stop lets running resumes finish and leaves queued jobs to the
+// other workers), then the pool. A process that only serves requests builds the same parts but
+// the worker: the worker processes deliver its events, whichever process inserted them.
+//
 // # Design
 //
 // Every worker process sweeps on its own, every SweepInterval (default 1s): it reserves due keys
@@ -77,8 +100,8 @@
 //     election starts over), and the completer keeps the completions it could not write for
 //     its next batch; River never stops the client on its own. Jobs that an outage interrupts
 //     fail and are retried (see Retry).
-//   - Outbox: EmitTx inserts the event's delivery job in the caller's transaction (River's
-//     InsertTx): it exists exactly when that transaction commits. Delivery is at least once — a
+//   - Outbox: Outbox.EmitTx inserts the event's delivery job in the caller's transaction
+//     (River's InsertTx): it exists exactly when that transaction commits. Delivery is at least once — a
 //     POST that gets no 2xx is retried by River with backoff — so receivers de-duplicate by the
 //     X-Event-ID header with saga.RecordInboxTx.
 //   - Behind a pooler in transaction pooling mode (PgBouncer), Config.PollOnly runs River

@@ -198,6 +198,6 @@ func (w *Worker) Stop(ctx context.Context) error {
 	return nil
 }
 
-// RiverClient is the worker's River client: pass it to EmitTx (and payments.PaymentSucceededHook)
-// to insert outbox events in the same process.
+// RiverClient is the worker's River client, for River's own calls (listing jobs, cancelling
+// one). Outbox events need no worker: emit them through an Outbox (NewOutbox).
 func (w *Worker) RiverClient() *river.Client[pgx.Tx] { return w.river }
