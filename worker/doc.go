@@ -30,9 +30,12 @@
 // Every worker process sweeps on its own, every SweepInterval (default 1s): it reserves due keys
 // — started, lease expired, next_attempt_at passed, of an operation this worker knows — for one
 // lease, and in the same transaction enqueues them, ResumeBatchSize keys to a resume job. Later
-// sweeps, in this process or another, do not list a reserved key again, and sweeps never wait on
-// each other (the reservation skips locked rows); if a key's job is lost the key falls due again
-// when the reservation ends. Resume jobs spread over every worker process; each takes the leases
+// sweeps, in this process or another, do not list a reserved key again; if a key's job is lost
+// the key falls due again when the reservation ends. Sweeps take turns, whichever process runs
+// them: a sweep takes a transaction's advisory lock, and one that finds it taken skips its
+// turn. Two at once would make resume jobs pass over keys (a sweep's reservation locks rows a
+// concurrent sweep has just reserved, and the jobs' claims skip locked rows), which would then
+// wait a lease. Resume jobs spread over every worker process; each takes the leases
 // of its keys that are still due in one statement (saga's ResumeDue: a fresh lease token per
 // key, one attempt counted, only if the key is still started and its lease free, and the journal
 // row of the call a key goes on with), then resumes them all at once, each through its remaining
