@@ -31,15 +31,16 @@
 // — started, lease expired, next_attempt_at passed, of an operation this worker knows — for one
 // lease, and in the same transaction enqueues them, ResumeBatchSize keys to a resume job. Later
 // sweeps, in this process or another, do not list a reserved key again; if a key's job is lost
-// the key falls due again when the reservation ends. Sweeps take turns, whichever process runs
-// them: a sweep takes a transaction's advisory lock, and one that finds it taken skips its
-// turn. Two at once would make resume jobs pass over keys (a sweep's reservation locks rows a
-// concurrent sweep has just reserved, and the jobs' claims skip locked rows), which would then
-// wait a lease. Resume jobs spread over every worker process; each takes the leases
-// of its keys that are still due in one statement (saga's ResumeDue: a fresh lease token per
-// key, one attempt counted, only if the key is still started and its lease free, and the journal
-// row of the call a key goes on with), then resumes them all at once, each through its remaining
-// phases.
+// the key falls due again when the reservation ends. Resume jobs spread over every worker
+// process; each takes the leases of its keys that are still due in one statement (saga's
+// ResumeDue: a fresh lease token per key, one attempt counted, only if the key is still started
+// and its lease free, and the journal row of the call a key goes on with), then resumes them all
+// at once, each through its remaining phases.
+//
+// Sweeps take turns, whichever process runs them: a sweep takes a transaction's advisory lock,
+// and one that finds it taken skips its turn. Two at once would make resume jobs pass over keys
+// (a sweep's reservation locks rows a concurrent sweep has just reserved, and the jobs' claims
+// skip locked rows), and those keys would wait a lease.
 //
 // The sweep is not a River periodic job, because River runs those on its elected leader only,
 // and a leader killed outright still leads until its row in river_leader expires (River holds
@@ -48,7 +49,7 @@
 // With a 3s lease and a 200ms sweep, the leader killed (kill -9) while it resumed a key, another
 // worker finished that key 17-19s after the kill, or 77-80s when the dead leader's sweep job was
 // caught running; with a sweep in every process, 3.0-3.1s (TestKilledLeaderKeyFinishedOnTime).
-// A sweep that finds nothing is one light query per worker per SweepInterval.
+// A sweep that finds nothing is one short transaction per worker per SweepInterval.
 //
 // We chose jobs over running the batch resumer (recovery.Resumer.RunOnce) inside the sweep
 // because jobs spread the resumes over all workers, whichever swept, make them visible and
