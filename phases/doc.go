@@ -22,7 +22,8 @@
 // DefaultReference). With asynchronous replication a database failover can lose commits the
 // old primary acknowledged; the client's retry then runs the operation again from the start,
 // and only intent-derived ids and references make that execution find the first one's charge
-// instead of making a second.
+// instead of making a second. IntentID and DefaultReference compute the same values outside a
+// run, so a test or a tool finds a row or a provider's record from the key's scope and key.
 //
 // The step that calls Run.Respond ends the operation; the response is stored and replayed byte
 // for byte. A step decides a deterministic business outcome by returning Reject: the outcome is

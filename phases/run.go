@@ -26,6 +26,22 @@ func DefaultReference(tenant, actor, key, operation, step string) string {
 	return runstate.DefaultReference(tenant, actor, key, operation, step)
 }
 
+// IntentID is the identifier Run.IntentID gives in a run of the intent (tenant, actor, key),
+// for tests and tools that find a row from the key's scope and key:
+//
+//	id := phases.IntentID("tenant-1", "alice", "4f1c2a9e-key", "pay")
+//	// the payment that the intent's run created as run.IntentID("pay")
+//
+// It is prefix, "_", and 26 characters of lowercase, unpadded RFC 4648 base32 of the first 16
+// bytes of the SHA-256 of "pgsaga intent id v1", the tenant, the actor, the key and prefix, each
+// preceded by its length in bytes as a uvarint (encoding/binary.PutUvarint). Two prefixes give
+// two unrelated ids; the operation's name is not part of it. 128 bits make a collision between
+// any two of 2^40 intents a chance below 1 in 10^14. The prefix is used as given: keep it short
+// and URL-safe. The derivation never changes: ids are stored.
+func IntentID(tenant, actor, key, prefix string) string {
+	return runstate.IntentID(tenant, actor, key, prefix)
+}
+
 // Run is one execution of an operation, given to every step: the request that claimed the key,
 // the values earlier steps saved (see Value), the response once a step decides it and, during an
 // external call, what the call journal knows of the call's earlier attempts.
@@ -86,21 +102,16 @@ func (r *Run) RespondRaw(status int, contentType string, body []byte) {
 	r.state().RespondRaw(status, contentType, body)
 }
 
-// IntentID returns an identifier derived from the intent alone — the key's tenant, actor and
-// idempotency key, which the client sends again on every retry — for a business row that one
-// execution creates (a payment's id): prefix, "_", and 26 characters of lowercase, unpadded
-// RFC 4648 base32 of the first 16 bytes of the SHA-256 of "pgsaga intent id v1", the tenant,
-// the actor, the key and prefix, each preceded by its length in bytes as a uvarint
-// (encoding/binary.PutUvarint), such as "pay_rne4adu4q7uttomahtfnsihyc4". Two prefixes give two
-// unrelated ids; the operation's name is not part of it. 128 bits make a collision between any
-// two of 2^40 intents a chance below 1 in 10^14. The prefix is used as given: keep it short
-// and URL-safe.
+// IntentID returns the identifier IntentID (the package function) derives from this run's
+// intent — its tenant, actor and idempotency key, which the client sends again on every retry —
+// for a business row that one execution creates (a payment's id), such as
+// "pay_rne4adu4q7uttomahtfnsihyc4".
 //
 // An id drawn at random in a phase is forgotten with that phase's commit: when a database
 // failover loses acknowledged commits (asynchronous replication), the client's retry runs the
 // operation again and draws a new id, and a downstream key derived from it is new to the
 // provider, which charges again. An IntentID is the same in every execution of the intent,
-// so is every key derived from it. The derivation never changes: ids are stored.
+// so is every key derived from it.
 func (r *Run) IntentID(prefix string) string { return r.state().IntentID(prefix) }
 
 // Reference is the downstream reference of the call step under way, as journaled before the
