@@ -3,9 +3,11 @@ package phases
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/pgsaga/pgsaga/internal/problem"
 	"github.com/pgsaga/pgsaga/internal/runstate"
 )
 
@@ -100,6 +102,36 @@ func (r *Run) Respond(status int, v any) error { return r.state().Respond(status
 // RespondRaw is Respond for a body that is already encoded, with its content type.
 func (r *Run) RespondRaw(status int, contentType string, body []byte) {
 	r.state().RespondRaw(status, contentType, body)
+}
+
+// RespondError ends the operation with an error answer while the phase's writes commit with
+// it: status (a 4xx), the stable code and the message for people, in the problem details shape
+// of every error pgsaga answers (Content-Type application/problem+json; type, title, status,
+// detail, and error and message as extension members), followed by fields as extension
+// members in the order of their names. Where Reject discards the phase's writes and
+// compensates the phases before it, RespondError is an answer like Respond: an order held for
+// review writes its status and answers 409 with the current price,
+//
+//	return run.RespondError(http.StatusConflict, "price_changed", "the price changed; the order is held for review",
+//		map[string]any{"order_id": id, "current_price": price})
+//
+// and the answer is stored and replayed byte for byte. A field named like a member of the
+// problem (type, title, status, detail, error, message) is left out. A status outside 4xx, an
+// empty code or a field that cannot be encoded as JSON is a bug of the operation: the error is
+// permanent and nothing is answered.
+func (r *Run) RespondError(status int, code, message string, fields map[string]any) error {
+	switch {
+	case status < 400 || status > 499:
+		return Permanent(fmt.Errorf("phases: RespondError answers a 4xx status, not %d", status))
+	case code == "":
+		return Permanent(errors.New("phases: RespondError needs an error code"))
+	}
+	body, err := problem.Body(status, code, message, fields)
+	if err != nil {
+		return Permanent(fmt.Errorf("phases: RespondError: %w", err))
+	}
+	r.RespondRaw(status, problem.ContentType, body)
+	return nil
 }
 
 // IntentID returns the identifier IntentID (the package function) derives from this run's
