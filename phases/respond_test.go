@@ -12,10 +12,12 @@ import (
 func TestRespondErrorRefusesWhatIsNoError(t *testing.T) {
 	t.Parallel()
 	for name, respond := range map[string]func(*Run) error{
-		"5xx":         func(run *Run) error { return run.RespondError(http.StatusServiceUnavailable, "down", "down", nil) },
-		"2xx":         func(run *Run) error { return run.RespondError(http.StatusOK, "fine", "fine", nil) },
-		"no code":     func(run *Run) error { return run.RespondError(http.StatusConflict, "", "held", nil) },
-		"unencodable": func(run *Run) error { return run.RespondError(http.StatusConflict, "held", "held", map[string]any{"f": func() {}}) },
+		"5xx":     func(run *Run) error { return run.RespondError(http.StatusServiceUnavailable, "down", "down", nil) },
+		"2xx":     func(run *Run) error { return run.RespondError(http.StatusOK, "fine", "fine", nil) },
+		"no code": func(run *Run) error { return run.RespondError(http.StatusConflict, "", "held", nil) },
+		"unencodable": func(run *Run) error {
+			return run.RespondError(http.StatusConflict, "held", "held", map[string]any{"f": func() {}})
+		},
 	} {
 		run := newRun("t", "a", "key-00000001", "op")
 		err := respond(run)
