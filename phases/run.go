@@ -69,8 +69,16 @@ func (r *Run) Operation() string { return r.state().Operation() }
 // Method is the HTTP method of the request that claimed the key.
 func (r *Run) Method() string { return r.state().Method() }
 
-// Path is the request path that claimed the key (path parameters can be read from it).
+// Path is the request path that claimed the key (PathValue reads its parameters).
 func (r *Run) Path() string { return r.state().Path() }
+
+// PathValue is the value of the wildcard name in the pattern of the route that served the
+// request (Go's http.ServeMux: "{id}" in "POST /orders/{id}/ship"), as http.Request.PathValue
+// gives it, or "" when the route has no such wildcard or the handler was mounted without a
+// pattern. The values are kept with the key, so every execution reads the same ones: a retry,
+// the worker's resume (which has no HTTP request), an operator's. A request run without HTTP
+// gives them in saga.Request.PathValues.
+func (r *Run) PathValue(name string) string { return r.state().PathValue(name) }
 
 // Body is the raw JSON body of the request that claimed the key, exactly as it arrived.
 func (r *Run) Body() []byte { return r.state().Body() }
