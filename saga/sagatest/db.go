@@ -15,7 +15,7 @@ import (
 // existing server, whose user may create databases: PGSAGA_TEST_DATABASE_URL=postgres://…
 // Without it, the first NewDB starts a throwaway PostgreSQL (initdb and postgres from PATH or
 // /usr/lib/postgresql/*/bin), which Main stops when the tests end.
-const EnvDatabaseURL = dbtest.EnvURL
+const EnvDatabaseURL = "PGSAGA_TEST_DATABASE_URL"
 
 // DBOpts say what every test database of a binary starts with.
 type DBOpts struct {

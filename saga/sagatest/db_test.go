@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgsaga/pgsaga/internal/dbtest"
 	"github.com/pgsaga/pgsaga/saga/sagatest"
 )
 
@@ -25,4 +26,10 @@ func TestNewDBIsMigratedAndOwn(t *testing.T) {
 	require.NoError(t, two.Pool.QueryRow(t.Context(), `SELECT count(*) FROM booking`).Scan(&seen))
 	require.Zero(t, seen, "another test's rows are not there")
 	require.NoError(t, one.Close(), "closing a test's database is left to its end")
+}
+
+// The variable users set is the one the project's own tests read.
+func TestEnvDatabaseURLIsTheProjects(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, dbtest.EnvURL, sagatest.EnvDatabaseURL)
 }
