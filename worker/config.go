@@ -22,8 +22,9 @@ type Config struct {
 	Pool *pgxpool.Pool
 	// Client resumes keys; only keys of its operations are resumed by this worker. Required.
 	Client *saga.Client
-	// SweepInterval is how often the sweep looks for due keys and enqueues their resume jobs.
-	// Defaults to 1s.
+	// SweepInterval is how often this worker's sweep looks for due keys and enqueues their
+	// resume jobs. Every worker sweeps, so a key whose process died is enqueued within about
+	// one interval of its lease's end while any worker runs. Defaults to 1s.
 	SweepInterval time.Duration
 	// SweepBatchSize bounds how many due keys one sweep enqueues. Keys beyond it wait for the
 	// next sweep. Defaults to 1000.
@@ -77,14 +78,16 @@ type Config struct {
 	// Registerer receives the worker's metrics and the key-state gauges (NewStateCollector).
 	// Defaults to none.
 	Registerer prometheus.Registerer
-	// Logger receives the worker's and River's logs. Defaults to the client's logger.
+	// Logger receives the worker's and River's logs. River's periodic reports (its producers'
+	// job counts every 5s, a maintenance pass that deleted or rescued jobs) come at debug, not
+	// info; River's other lines keep their levels. Defaults to the client's logger.
 	Logger *slog.Logger
 	// TracerProvider receives a span per resume job and outbox delivery (River's otelriver,
 	// river.work/<kind>); the resumes themselves are the client's pgsaga.resume spans. Defaults
 	// to the client's (saga.Config.TracerProvider): none when the client traces nothing.
 	TracerProvider trace.TracerProvider
 	// PollOnly runs River in poll-only mode: it looks for new jobs every fetch interval (50ms
-	// for resumes and maintenance, 1s for outbox deliveries) and for an expired leadership
+	// for resumes, 1s for outbox deliveries and maintenance) and for an expired leadership
 	// every few seconds, instead of LISTENing for them. Set it when Pool reaches PostgreSQL
 	// through a pooler in transaction pooling mode (PgBouncer's pool_mode=transaction), where
 	// a LISTEN hears nothing: Start refuses a Pool that does not hear notifications without it.

@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/pgsaga/pgsaga/examples/payments"
@@ -8,5 +9,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if role := os.Getenv(envWorkerProcess); role != "" {
+		// This binary was started by a test as a worker process (leaderkill_test.go).
+		os.Exit(runWorkerProcess(role))
+	}
 	dbtest.Main(m, &dbtest.Opts{Migrate: dbtest.MigrateWith(payments.Migrations())})
 }

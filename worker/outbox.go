@@ -33,9 +33,43 @@ type Event struct {
 	Payload json.RawMessage `json:"payload"`
 }
 
-// Inserter is what EmitTx needs: a River client (a full one, or NewInsertOnlyClient's).
+// Inserter is what EmitTx needs: an Outbox, or a River client (the worker's, or
+// NewInsertOnlyClient's).
 type Inserter interface {
 	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+}
+
+// Outbox inserts outbox events in the caller's transaction, for any worker to deliver. It needs
+// no pool and no worker, only the transaction each event rides in, so it comes first in a
+// process's wiring: pool, migrations, outbox, the operations that emit through it, the saga
+// client built from them, the worker built from that client, the HTTP server (see the package
+// doc). One Outbox serves every operation and goroutine.
+type Outbox struct {
+	river *river.Client[pgx.Tx]
+}
+
+// NewOutbox returns an outbox. Its events go to River's job table in the schema the
+// transactions given to EmitTx use, where the workers (any process, any number) deliver them.
+func NewOutbox() (*Outbox, error) {
+	// A River client without a pool: it cannot start, and inserts only in a transaction it is
+	// given, which is all an outbox does.
+	c, err := river.NewClient(riverpgxv5.New(nil), &river.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("error creating the outbox: %w", err)
+	}
+	return &Outbox{river: c}, nil
+}
+
+// EmitTx inserts e into the outbox in tx, as the package function EmitTx does: the event exists
+// exactly when tx commits. Call it from the phase that makes the change the event reports.
+func (o *Outbox) EmitTx(ctx context.Context, tx pgx.Tx, e Event) error {
+	return EmitTx(ctx, tx, o, e)
+}
+
+// InsertTx inserts a River job in tx; it makes an Outbox an Inserter, for the hooks that take
+// one (payments.PaymentSucceededHook).
+func (o *Outbox) InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
+	return o.river.InsertTx(ctx, tx, args, opts)
 }
 
 // OutboxArgs is the River job that delivers one event.
@@ -80,8 +114,9 @@ func EmitTx(ctx context.Context, tx pgx.Tx, inserter Inserter, e Event) error {
 	return nil
 }
 
-// NewInsertOnlyClient returns a River client that inserts jobs (outbox events) and works none,
-// for a process that serves requests while separate worker processes deliver.
+// NewInsertOnlyClient returns a River client on pool that inserts jobs and works none: for
+// River's own insert and read calls outside a transaction (riverui, say). For outbox events,
+// NewOutbox needs no pool.
 func NewInsertOnlyClient(pool *pgxpool.Pool) (*river.Client[pgx.Tx], error) {
 	if pool == nil {
 		return nil, errors.New("worker: NewInsertOnlyClient needs a pool")

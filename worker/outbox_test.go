@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/gateway/sim"
 	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/worker"
 )
@@ -221,4 +223,64 @@ func TestDeliveryOutcomes(t *testing.T) {
 	mu.Lock()
 	require.Len(t, bodies, posts, "no POST without a URL")
 	mu.Unlock()
+}
+
+// The wiring order with no cycle: the outbox is built before anything else (it needs no pool
+// and no worker), the operation emits through it inside its phase, the saga client is built from
+// the operation, and the worker from the client. A request emits one event, in the phase's
+// transaction, and the worker delivers it; a phase that fails leaves no event.
+func TestOutboxBuiltBeforeTheWorker(t *testing.T) {
+	t.Parallel()
+	db := dbtest.NewDB(t)
+	ctx := t.Context()
+	_, err := db.Pool.Exec(ctx, `CREATE TABLE shipments (key text PRIMARY KEY)`)
+	require.NoError(t, err)
+
+	outbox, err := worker.NewOutbox()
+	require.NoError(t, err)
+	ship := &phases.Operation{Name: "ship", Steps: []phases.Step{
+		phases.Atomic("shipped", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO shipments (key) VALUES ($1)`, run.Key()); err != nil {
+				return err
+			}
+			if err := outbox.EmitTx(ctx, tx, worker.Event{ID: "order.shipped:" + run.Key(), Type: "order.shipped",
+				Tenant: run.Tenant(), Payload: json.RawMessage(`{"key": "` + run.Key() + `"}`)}); err != nil {
+				return err
+			}
+			if strings.HasPrefix(run.Key(), "refused") {
+				return phases.Reject(http.StatusConflict, "out_of_stock", "nothing left to ship")
+			}
+			return run.Respond(http.StatusCreated, map[string]string{"status": "shipped"})
+		}),
+	}}
+	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{ship}})
+
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get("X-Event-ID"))
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	startWorker(t, &worker.Config{Pool: db.Pool, Client: c, WebhookURL: srv.URL})
+
+	for _, key := range []string{"order-0001-abc", "refused-0002-abc"} {
+		_, err := c.Run(ctx, "ship", &saga.Request{Scope: scope, Key: key, Method: "POST", Path: "/ship", Body: []byte(`{}`)})
+		if key == "order-0001-abc" {
+			require.NoError(t, err)
+		}
+	}
+	waitFor(t, "the event's delivery", 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) > 0
+	})
+	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM river_job WHERE kind = 'pgsaga_outbox'`), "the rejected phase's event rolled back with it")
+	mu.Lock()
+	require.Equal(t, []string{"order.shipped:order-0001-abc"}, got)
+	mu.Unlock()
+
+	// The outbox is an Inserter: it serves EmitTx and the hooks that take one.
+	var _ worker.Inserter = outbox
 }

@@ -2,8 +2,6 @@ package worker
 
 import (
 	"context"
-	"fmt"
-	"slices"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -13,11 +11,12 @@ import (
 
 // Queues the worker works. A process that only inserts (NewInsertOnlyClient) needs none.
 const (
-	// QueueResume holds one resume job per due key.
+	// QueueResume holds the resume jobs, a batch of due keys each.
 	QueueResume = "pgsaga_resume"
 	// QueueOutbox holds one delivery job per outbox event.
 	QueueOutbox = "pgsaga_outbox"
-	// QueueMaintenance holds the periodic sweep and retention GC jobs.
+	// QueueMaintenance holds the periodic jobs River's leader enqueues: retention GC and
+	// reconciliation.
 	QueueMaintenance = "pgsaga_maintenance"
 )
 
@@ -77,16 +76,9 @@ func (ResumeArgs) InsertOpts() river.InsertOpts {
 	}
 }
 
-// sweepArgs is the periodic job that turns due keys into resume jobs.
-type sweepArgs struct{}
-
-func (sweepArgs) Kind() string { return "pgsaga_sweep" }
-
-func (sweepArgs) InsertOpts() river.InsertOpts { return singletonJob() }
-
 // singletonJob keeps at most one job of a kind queued or running, on the maintenance queue, with
-// one attempt: a slow sweep or GC pass is not followed by a pile of others, and the next period
-// inserts the next one.
+// one attempt: a slow GC pass or reconciliation is not followed by a pile of others, and the
+// next period inserts the next one.
 func singletonJob() river.InsertOpts {
 	return river.InsertOpts{
 		Queue:       QueueMaintenance,
@@ -96,57 +88,6 @@ func singletonJob() river.InsertOpts {
 			rivertype.JobStateScheduled,
 		}},
 	}
-}
-
-type sweepWorker struct {
-	river.WorkerDefaults[sweepArgs]
-	w *Worker
-}
-
-func (s *sweepWorker) Work(ctx context.Context, _ *river.Job[sweepArgs]) error {
-	n, err := s.w.sweep(ctx)
-	s.w.metrics.sweep(err)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		s.w.cfg.Logger.DebugContext(ctx, "sweep enqueued resume jobs", "keys", n)
-	}
-	return nil
-}
-
-// sweep reserves up to SweepBatchSize due keys and enqueues them, ResumeBatchSize to a job, in
-// one transaction, and returns how many. A reserved key is not listed again for the client's
-// lease (the reservation), so sweeps never enqueue a key twice while its job waits; if the job is
-// lost the key falls due again after it.
-func (w *Worker) sweep(ctx context.Context) (int, error) {
-	tx, err := w.cfg.Pool.Begin(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("error beginning sweep: %w", err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	refs, err := w.cfg.Client.ReserveDueTx(ctx, tx, w.cfg.SweepBatchSize, w.cfg.Client.Config().Lease)
-	if err != nil {
-		return 0, err
-	}
-	if len(refs) == 0 {
-		return 0, nil
-	}
-	var params []river.InsertManyParams
-	for batch := range slices.Chunk(refs, w.resumeBatch) {
-		args := ResumeBatchArgs{Keys: make([]ResumeArgs, len(batch))}
-		for i, ref := range batch {
-			args.Keys[i] = resumeArgsOf(ref)
-		}
-		params = append(params, river.InsertManyParams{Args: args})
-	}
-	if _, err := w.river.InsertManyTx(ctx, tx, params); err != nil {
-		return 0, fmt.Errorf("error enqueuing resume jobs: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("error committing sweep: %w", err)
-	}
-	return len(refs), nil
 }
 
 type resumeBatchWorker struct {

@@ -42,7 +42,8 @@ func (l *startLoop) ended() bool {
 	}
 }
 
-// startRiver starts River on ctx, the worker's lifetime context, and notes that it runs.
+// startRiver starts River on ctx, the worker's lifetime context, notes that it runs, and starts
+// the worker's sweep beside it.
 func (w *Worker) startRiver(ctx context.Context) error {
 	if err := w.river.Start(ctx); err != nil {
 		return err
@@ -50,6 +51,7 @@ func (w *Worker) startRiver(ctx context.Context) error {
 	w.mu.Lock()
 	w.riverStarted = true
 	w.mu.Unlock()
+	w.startSweeping(ctx)
 	return nil
 }
 

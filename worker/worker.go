@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +39,8 @@ type Worker struct {
 	retrying *startLoop
 	// riverStarted is whether River started since the last Stop.
 	riverStarted bool
+	// sweeping is the sweep loop, running while River runs; nil when none runs.
+	sweeping *sweepLoop
 }
 
 // New checks the config and builds the worker and its River client. Nothing runs until Start.
@@ -65,12 +68,8 @@ func New(cfg *Config) (*Worker, error) {
 	river.AddWorker(workers, &resumeBatchWorker{w: w})
 	river.AddWorker(workers, &resumeWorker{w: w})
 	river.AddWorker(workers, &outboxWorker{w: w})
-	river.AddWorker(workers, &sweepWorker{w: w})
 	river.AddWorker(workers, &gcWorker{w: w})
 	periodic := []*river.PeriodicJob{
-		river.NewPeriodicJob(river.PeriodicInterval(cfg.SweepInterval),
-			func() (river.JobArgs, *river.InsertOpts) { return sweepArgs{}, nil },
-			&river.PeriodicJobOpts{ID: "pgsaga_sweep", RunOnStart: true}),
 		river.NewPeriodicJob(river.PeriodicInterval(cfg.GCInterval),
 			func() (river.JobArgs, *river.InsertOpts) { return gcArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "pgsaga_gc", RunOnStart: true}),
@@ -86,7 +85,7 @@ func New(cfg *Config) (*Worker, error) {
 			&river.PeriodicJobOpts{ID: "pgsaga_reconcile", RunOnStart: true}))
 	}
 	w.river, err = river.NewClient(riverpgxv5.New(cfg.Pool), &river.Config{
-		Logger: cfg.Logger,
+		Logger: riverLogger(cfg.Logger),
 		// A resume job left "running" by a worker that died keeps its key's unique slot until
 		// River's rescuer retries it; rescue after a minute and a lease rather than River's
 		// default hour. A job rescued while it still runs is harmless: the retry finds the key's
@@ -102,14 +101,15 @@ func New(cfg *Config) (*Worker, error) {
 		PollOnly:                    cfg.PollOnly,
 		Queues: map[string]river.QueueConfig{
 			// A job resumes a batch of keys at once: as many jobs as batches fit in
-			// ResumeConcurrency. Both queues look for jobs every 50ms as well as when River
-			// hears of an insert: with River's 1s poll, a sweep's jobs waited up to a second
-			// before a worker took them (BenchmarkWorkerResume, 10,000 keys, two workers:
-			// 2,570-2,780 keys/s with 1s, 2,930-2,950 with 50ms). The cost is two light
-			// fetch queries per 50ms per idle worker.
-			QueueResume:      {MaxWorkers: max(cfg.ResumeConcurrency/w.resumeBatch, 1), FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
-			QueueOutbox:      {MaxWorkers: cfg.OutboxConcurrency},
-			QueueMaintenance: {MaxWorkers: 2, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
+			// ResumeConcurrency. The queue is looked at every 50ms as well as when River hears
+			// of an insert: with River's 1s poll, a sweep's jobs waited up to a second before a
+			// worker took them (BenchmarkWorkerResume, 10,000 keys, two workers: 2,570-2,780
+			// keys/s with 1s, 2,930-2,950 with 50ms). The cost is a light fetch query per 50ms
+			// per idle worker.
+			QueueResume: {MaxWorkers: max(cfg.ResumeConcurrency/w.resumeBatch, 1), FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
+			QueueOutbox: {MaxWorkers: cfg.OutboxConcurrency},
+			// GC and reconciliation run every minute or more: River's 1s poll is soon enough.
+			QueueMaintenance: {MaxWorkers: 2},
 		},
 	})
 	if err != nil {
@@ -118,10 +118,10 @@ func New(cfg *Config) (*Worker, error) {
 	return w, nil
 }
 
-// Start starts working jobs and, on whichever worker River elects leader, the periodic sweep
-// and GC; Stop ends it. Cancelling ctx is an abrupt stop (River cancels the running jobs'
-// contexts; resumes are detached from cancellation and still run to their end), so pass a
-// context that outlives the worker and call Stop.
+// Start starts the worker's sweep, working jobs and, on whichever worker River elects leader,
+// the periodic GC (and reconciliation); Stop ends it. Cancelling ctx is an abrupt stop (River
+// cancels the running jobs' contexts; resumes are detached from cancellation and still run to
+// their end), so pass a context that outlives the worker and call Stop.
 //
 // Start returns nil once River has started, and also when the database cannot be reached at
 // that moment (down, restarting, out of connections, a standby refusing writes during a
@@ -152,7 +152,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops fetching jobs and the periodic sweep, waits for the jobs already running (a resume
+// Stop stops the sweep and fetching jobs, waits for the jobs already running (a resume
 // runs to its end) and returns nil. Jobs not yet fetched stay queued for another worker, and keys
 // not yet resumed stay started (their reservations lapse after the lease), so nothing is lost.
 // A start still being retried is abandoned. If ctx ends first, Stop cancels the running jobs'
@@ -184,16 +184,20 @@ func (w *Worker) Stop(ctx context.Context) error {
 		w.riverStarted = false
 		w.mu.Unlock()
 	}()
+	// The sweep stops first: what it enqueues while River stops would wait for another worker.
+	sweepErr := w.stopSweeping(ctx)
 	err := w.river.Stop(ctx)
-	if err == nil {
-		return nil
+	if err != nil {
+		hard, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = w.river.StopAndCancel(hard)
 	}
-	hard, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_ = w.river.StopAndCancel(hard)
-	return fmt.Errorf("error stopping worker cleanly: %w", err)
+	if err = cmp.Or(err, sweepErr); err != nil {
+		return fmt.Errorf("error stopping worker cleanly: %w", err)
+	}
+	return nil
 }
 
-// RiverClient is the worker's River client: pass it to EmitTx (and payments.PaymentSucceededHook)
-// to insert outbox events in the same process.
+// RiverClient is the worker's River client, for River's own calls (listing jobs, cancelling
+// one). Outbox events need no worker: emit them through an Outbox (NewOutbox).
 func (w *Worker) RiverClient() *river.Client[pgx.Tx] { return w.river }

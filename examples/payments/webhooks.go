@@ -26,7 +26,8 @@ const EventPaymentSucceeded = "payment.succeeded"
 // payload is the Payment) in the transaction that records a succeeded payment: the event exists
 // exactly when the result is committed, and a worker delivers it at least once. Its event id is
 // derived from the payment id, so receivers see one id for one payment however it is delivered.
-// Pass the worker's River client, or worker.NewInsertOnlyClient's in a process without one.
+// Pass a worker.Outbox (worker.NewOutbox): it needs no worker, so the hook can be built before
+// the saga client and the worker.
 func PaymentSucceededHook(inserter worker.Inserter) PaymentHook {
 	return func(ctx context.Context, tx pgx.Tx, tenant string, p *Payment) error {
 		if p.Status != "succeeded" {
