@@ -67,10 +67,11 @@
 //
 //	go run ./examples/shop/cmd/shop --database-url postgres://…  # migrates, then serves on :8080
 //
-// The command wires a whole process: a pool, the migrations, the service's saga client, a
-// worker (resumes, outbox deliveries, retention), the HTTP server, and the shutdown order
-// (stop taking requests, let those in flight finish, then stop the worker, then close the
-// pool). Its SMS provider is the in-process simulator (gateway/sms.NewSim) and its partner a
+// The command wires a whole process in the order that has no cycle: a pool, the migrations,
+// the outbox (worker.NewOutbox, which needs nothing else), the service whose operations emit
+// through it, a worker built from the service's saga client (resumes, outbox deliveries,
+// retention), the HTTP server; and it shuts down the other way (stop taking requests, let those
+// in flight finish, then stop the worker, then close the pool). Its SMS provider is the in-process simulator (gateway/sms.NewSim) and its partner a
 // simulated endpoint it serves itself unless --partner-url names one.
 //
 // Its tests run on a throwaway database from saga/sagatest (NewDB), or on the server of

@@ -151,7 +151,7 @@ func (s *Service) placeOrder(ctx context.Context, tx pgx.Tx, run *phases.Run) er
 		if err != nil {
 			return err
 		}
-		err = worker.EmitTx(ctx, tx, s.cfg.Outbox, worker.Event{ID: run.IntentID("evt"), Type: EventOrderHeld,
+		err = s.cfg.Outbox.EmitTx(ctx, tx, worker.Event{ID: run.IntentID("evt"), Type: EventOrderHeld,
 			Tenant: run.Tenant(), Payload: payload})
 		if err != nil {
 			return err

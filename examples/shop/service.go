@@ -35,9 +35,9 @@ type Config struct {
 	// Required.
 	Partner webhook.Partner
 	// Outbox inserts the service's events (order.held, order.shipped) in the transaction of the
-	// phase that causes them; a worker delivers them. Defaults to an insert-only River client
-	// on Pool (worker.NewInsertOnlyClient).
-	Outbox worker.Inserter
+	// phase that causes them; any worker on the database delivers them. Defaults to a new
+	// worker.NewOutbox().
+	Outbox *worker.Outbox
 	// Lease is the key lease. Defaults to saga's default (30s).
 	Lease time.Duration
 	// Logger receives the saga client's logs. Defaults to discarding them.
@@ -70,11 +70,11 @@ func New(cfg *Config) (*Service, error) {
 	}
 	s := &Service{cfg: *cfg}
 	if s.cfg.Outbox == nil {
-		inserter, err := worker.NewInsertOnlyClient(cfg.Pool)
+		outbox, err := worker.NewOutbox()
 		if err != nil {
 			return nil, err
 		}
-		s.cfg.Outbox = inserter
+		s.cfg.Outbox = outbox
 	}
 	client, err := saga.NewClient(&saga.Config{
 		DB:         cfg.Pool,

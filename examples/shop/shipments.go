@@ -93,7 +93,7 @@ func (s *Service) markShipped(ctx context.Context, tx pgx.Tx, run *phases.Run) e
 	if err != nil {
 		return err
 	}
-	err = worker.EmitTx(ctx, tx, s.cfg.Outbox, worker.Event{ID: run.IntentID("evt"), Type: EventOrderShipped,
+	err = s.cfg.Outbox.EmitTx(ctx, tx, worker.Event{ID: run.IntentID("evt"), Type: EventOrderShipped,
 		Tenant: run.Tenant(), Payload: payload})
 	if err != nil {
 		return err

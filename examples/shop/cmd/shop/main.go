@@ -3,10 +3,11 @@
 //
 //	go run ./examples/shop/cmd/shop --database-url postgres://localhost/shop
 //
-// It migrates the database (pgsaga's, River's and the shop's tables), serves the shop's API
-// (package shop) on --listen, and runs a worker in the same process: it resumes keys whose
-// execution died, delivers the outbox's events (to --events-url, when given) and deletes
-// expired keys. Texts go to the in-process SMS simulator; shipments are delivered to
+// It migrates the database (pgsaga's, River's and the shop's tables), builds the outbox, the
+// service whose operations emit through it, and a worker from the service's saga client, in
+// the same process: it resumes keys whose execution died, delivers the outbox's events (to
+// --events-url, when given) and deletes expired keys. Then it serves the shop's API (package
+// shop) on --listen. Texts go to the in-process SMS simulator; shipments are delivered to
 // --partner-url, or to a simulated partner this process serves itself.
 //
 // Requests name their scope in X-Tenant-ID and X-Actor-ID, which anyone can set: run it for
@@ -112,9 +113,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	// The service first: its saga client is what the worker resumes with. Its outbox events go
-	// through an insert-only River client of its own, so it needs no worker to be built.
-	svc, err := shop.New(&shop.Config{Pool: pool, SMS: sms.NewSim(nil), Partner: partner, Logger: logger})
+	// The outbox first: it needs nothing but the transactions its events ride in. Then the
+	// service, whose operations emit through it and whose saga client the worker resumes with.
+	outbox, err := worker.NewOutbox()
+	if err != nil {
+		return err
+	}
+	svc, err := shop.New(&shop.Config{Pool: pool, SMS: sms.NewSim(nil), Partner: partner, Outbox: outbox, Logger: logger})
 	if err != nil {
 		return err
 	}
