@@ -22,13 +22,16 @@
 // DefaultReference). With asynchronous replication a database failover can lose commits the
 // old primary acknowledged; the client's retry then runs the operation again from the start,
 // and only intent-derived ids and references make that execution find the first one's charge
-// instead of making a second.
+// instead of making a second. IntentID and DefaultReference compute the same values outside a
+// run, so a test or a tool finds a row or a provider's record from the key's scope and key.
 //
 // The step that calls Run.Respond ends the operation; the response is stored and replayed byte
 // for byte. A step decides a deterministic business outcome by returning Reject: the outcome is
 // stored, the failing phase's writes are discarded, and the compensations of the phases that
 // already committed run in reverse order, each in its own fenced transaction that also records
-// that it ran, so each commits exactly once. An error wrapped by Permanent parks the key for an
+// that it ran, so each commits exactly once. A phase that answers an error while keeping its
+// writes (an order held for review, its status written) calls Run.RespondError instead: the
+// phase commits with the stored error answer, like Respond. An error wrapped by Permanent parks the key for an
 // operator after compensating. An error wrapped by OutcomeUnknown (an effect that may have
 // happened and that nothing can resolve) parks it without compensating. Any other error is
 // transient: nothing is stored, the key stays started, and a retry or the worker continues from

@@ -20,6 +20,8 @@ func TestIntentDerivationsAreFixed(t *testing.T) {
 	t.Parallel()
 	run := newRun("tenant-1", "alice", "4f1c2a9e-key", "create_payment")
 	require.Equal(t, "pay_rne4adu4q7uttomahtfnsihyc4", run.IntentID("pay"))
+	require.Equal(t, "pay_rne4adu4q7uttomahtfnsihyc4", IntentID("tenant-1", "alice", "4f1c2a9e-key", "pay"),
+		"a tool finds the row from the scope and the key")
 	require.Equal(t, "ref_btcc5nltypdlg7lm6qqv74sycm", DefaultReference("tenant-1", "alice", "4f1c2a9e-key", "create_payment", "charged"))
 }
 

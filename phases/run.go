@@ -3,9 +3,11 @@ package phases
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/pgsaga/pgsaga/internal/problem"
 	"github.com/pgsaga/pgsaga/internal/runstate"
 )
 
@@ -24,6 +26,22 @@ import (
 // the call yet; keys that have keep the journaled one.
 func DefaultReference(tenant, actor, key, operation, step string) string {
 	return runstate.DefaultReference(tenant, actor, key, operation, step)
+}
+
+// IntentID is the identifier Run.IntentID gives in a run of the intent (tenant, actor, key),
+// for tests and tools that find a row from the key's scope and key:
+//
+//	id := phases.IntentID("tenant-1", "alice", "4f1c2a9e-key", "pay")
+//	// the payment that the intent's run created as run.IntentID("pay")
+//
+// It is prefix, "_", and 26 characters of lowercase, unpadded RFC 4648 base32 of the first 16
+// bytes of the SHA-256 of "pgsaga intent id v1", the tenant, the actor, the key and prefix, each
+// preceded by its length in bytes as a uvarint (encoding/binary.PutUvarint). Two prefixes give
+// two unrelated ids; the operation's name is not part of it. 128 bits make a collision between
+// any two of 2^40 intents a chance below 1 in 10^14. The prefix is used as given: keep it short
+// and URL-safe. The derivation never changes: ids are stored.
+func IntentID(tenant, actor, key, prefix string) string {
+	return runstate.IntentID(tenant, actor, key, prefix)
 }
 
 // Run is one execution of an operation, given to every step: the request that claimed the key,
@@ -51,8 +69,16 @@ func (r *Run) Operation() string { return r.state().Operation() }
 // Method is the HTTP method of the request that claimed the key.
 func (r *Run) Method() string { return r.state().Method() }
 
-// Path is the request path that claimed the key (path parameters can be read from it).
+// Path is the request path that claimed the key (PathValue reads its parameters).
 func (r *Run) Path() string { return r.state().Path() }
+
+// PathValue is the value of the wildcard name in the pattern of the route that served the
+// request (Go's http.ServeMux: "{id}" in "POST /orders/{id}/ship"), as http.Request.PathValue
+// gives it, or "" when the route has no such wildcard or the handler was mounted without a
+// pattern. The values are kept with the key, so every execution reads the same ones: a retry,
+// the worker's resume (which has no HTTP request), an operator's. A request run without HTTP
+// gives them in saga.Request.PathValues.
+func (r *Run) PathValue(name string) string { return r.state().PathValue(name) }
 
 // Body is the raw JSON body of the request that claimed the key, exactly as it arrived.
 func (r *Run) Body() []byte { return r.state().Body() }
@@ -86,21 +112,46 @@ func (r *Run) RespondRaw(status int, contentType string, body []byte) {
 	r.state().RespondRaw(status, contentType, body)
 }
 
-// IntentID returns an identifier derived from the intent alone — the key's tenant, actor and
-// idempotency key, which the client sends again on every retry — for a business row that one
-// execution creates (a payment's id): prefix, "_", and 26 characters of lowercase, unpadded
-// RFC 4648 base32 of the first 16 bytes of the SHA-256 of "pgsaga intent id v1", the tenant,
-// the actor, the key and prefix, each preceded by its length in bytes as a uvarint
-// (encoding/binary.PutUvarint), such as "pay_rne4adu4q7uttomahtfnsihyc4". Two prefixes give two
-// unrelated ids; the operation's name is not part of it. 128 bits make a collision between any
-// two of 2^40 intents a chance below 1 in 10^14. The prefix is used as given: keep it short
-// and URL-safe.
+// RespondError ends the operation with an error answer while the phase's writes commit with
+// it: status (a 4xx), the stable code and the message for people, in the problem details shape
+// of every error pgsaga answers (Content-Type application/problem+json; type, title, status,
+// detail, and error and message as extension members), followed by fields as extension
+// members in the order of their names. Where Reject discards the phase's writes and
+// compensates the phases before it, RespondError is an answer like Respond: an order held for
+// review writes its status and answers 409 with the current price,
+//
+//	return run.RespondError(http.StatusConflict, "price_changed", "the price changed; the order is held for review",
+//		map[string]any{"order_id": id, "current_price": price})
+//
+// and the answer is stored and replayed byte for byte. A field named like a member of the
+// problem (type, title, status, detail, error, message) is left out. A status outside 4xx, an
+// empty code or a field that cannot be encoded as JSON is a bug of the operation: the error is
+// permanent and nothing is answered.
+func (r *Run) RespondError(status int, code, message string, fields map[string]any) error {
+	switch {
+	case status < 400 || status > 499:
+		return Permanent(fmt.Errorf("phases: RespondError answers a 4xx status, not %d", status))
+	case code == "":
+		return Permanent(errors.New("phases: RespondError needs an error code"))
+	}
+	body, err := problem.Body(status, code, message, fields)
+	if err != nil {
+		return Permanent(fmt.Errorf("phases: RespondError: %w", err))
+	}
+	r.RespondRaw(status, problem.ContentType, body)
+	return nil
+}
+
+// IntentID returns the identifier IntentID (the package function) derives from this run's
+// intent — its tenant, actor and idempotency key, which the client sends again on every retry —
+// for a business row that one execution creates (a payment's id), such as
+// "pay_rne4adu4q7uttomahtfnsihyc4".
 //
 // An id drawn at random in a phase is forgotten with that phase's commit: when a database
 // failover loses acknowledged commits (asynchronous replication), the client's retry runs the
 // operation again and draws a new id, and a downstream key derived from it is new to the
 // provider, which charges again. An IntentID is the same in every execution of the intent,
-// so is every key derived from it. The derivation never changes: ids are stored.
+// so is every key derived from it.
 func (r *Run) IntentID(prefix string) string { return r.state().IntentID(prefix) }
 
 // Reference is the downstream reference of the call step under way, as journaled before the

@@ -26,7 +26,8 @@ func (*noValueError) Retryable() bool { return false }
 // Values are saved as JSON with the key and committed with the next atomic phase (or the
 // journal write before a call): a value set by an external call whose execution then crashes
 // before that commit is lost, and the call is resolved again on resume. The name is stored:
-// renaming a value strands keys in flight that saved it under the old name.
+// renaming a value strands keys in flight that saved it under the old name. Names beginning
+// "_pgsaga" are the engine's.
 type Value[T any] string
 
 // Get returns the value a step saved. It returns an error wrapping ErrNoValue when none did.

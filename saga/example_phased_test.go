@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgsaga/pgsaga/internal/dbtest"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
+	"github.com/pgsaga/pgsaga/saga/sagatest"
 )
 
 // A phased operation: reserve a seat (one transaction), ask a ticketing system outside the
@@ -21,7 +21,7 @@ import (
 // with the journal telling the call what the earlier attempt did.
 func ExampleClient_Run_phased() {
 	ctx := context.Background()
-	db, err := dbtest.OpenDB(ctx, "example_phased")
+	db, err := sagatest.OpenDB(ctx, "example_phased")
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -7,9 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgsaga/pgsaga/internal/dbtest"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
+	"github.com/pgsaga/pgsaga/saga/sagatest"
 )
 
 // A single-transaction operation: the claim of the key, the effect and the stored response
@@ -17,7 +17,7 @@ import (
 // same key with another body is refused.
 func Example() {
 	ctx := context.Background()
-	db, err := dbtest.OpenDB(ctx, "example")
+	db, err := sagatest.OpenDB(ctx, "example")
 	if err != nil {
 		fmt.Println(err)
 		return

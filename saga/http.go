@@ -53,6 +53,10 @@ var ErrInvalidJSON = errors.New("request body is not valid JSON")
 // request (422, replay with Idempotent-Replayed: true, 409 with Retry-After), validation (400
 // invalid_request), the effect. Nothing is stored for any of the refusals, nor for a transient
 // failure (503 temporarily_unavailable); a parked key answers 503 operation_parked.
+//
+// Mounted on a ServeMux pattern with wildcards ("POST /orders/{id}/ship"), the handler keeps
+// their values with the key (Request.PathValues): steps read them with phases.Run.PathValue,
+// also when the worker resumes the key.
 func (c *Client) Handler(operation string, opts *HandlerOpts) (http.Handler, error) {
 	if _, err := c.operation(operation); err != nil {
 		return nil, err
@@ -111,7 +115,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	res, err := h.c.Run(r.Context(), h.operation, &Request{Scope: scope, Key: key, Method: r.Method, Path: r.URL.Path, Body: body})
+	res, err := h.c.Run(r.Context(), h.operation, &Request{Scope: scope, Key: key, Method: r.Method, Path: r.URL.Path, Body: body,
+		PathValues: pathValues(r)})
 	if err != nil {
 		h.fail(w, r, err)
 		return

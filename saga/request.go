@@ -18,6 +18,11 @@ type Request struct {
 	Path   string
 	// Body is the raw JSON request body. It is stored as sent, and fingerprinted canonically.
 	Body []byte
+	// PathValues are the wildcards of the route that matched Path and their values, which steps
+	// read with phases.Run.PathValue. They are kept with the key, so that a resume reads them
+	// too. Handler fills them in from the request's ServeMux pattern; they derive from Path,
+	// which the fingerprint covers. Defaults to none.
+	PathValues map[string]string
 
 	// Operation is filled in by the client.
 	Operation string
@@ -37,6 +42,11 @@ func checkRequest(req *Request) error {
 	}
 	if !storableText(req.Method, 64) || !storableText(req.Path, 2048) {
 		return errors.New("saga: Request.Method and Request.Path are required (valid UTF-8 without NUL, a path of at most 2048 bytes)")
+	}
+	for name, value := range req.PathValues {
+		if !storableText(name, 200) || (value != "" && !storableText(value, 2048)) {
+			return errors.New("saga: Request.PathValues must be names of 1-200 bytes and values of at most 2048, valid UTF-8 without NUL")
+		}
 	}
 	return nil
 }

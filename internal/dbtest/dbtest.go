@@ -408,3 +408,7 @@ func BouncerLog() string {
 	}
 	return current.bouncer.Log()
 }
+
+// Started reports whether Main runs this test binary, so that a caller can say what to do when
+// it does not.
+func Started() bool { return current != nil }

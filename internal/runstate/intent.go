@@ -54,9 +54,12 @@ func appendPart(b []byte, p string) []byte {
 }
 
 // IntentID is prefix, "_", and the IntentHash of the key's scope, the key and prefix.
-func (s *State) IntentID(prefix string) string {
-	return intentString(prefix+"_", intentIDDomain, s.tenant, s.actor, s.key, prefix)
+func IntentID(tenant, actor, key, prefix string) string {
+	return intentString(prefix+"_", intentIDDomain, tenant, actor, key, prefix)
 }
+
+// IntentID is the IntentID of the run's intent.
+func (s *State) IntentID(prefix string) string { return IntentID(s.tenant, s.actor, s.key, prefix) }
 
 // DefaultReference is the downstream reference of a call step that declares none:
 // ReferencePrefix and the IntentHash of the key's scope, the key, the operation's and the

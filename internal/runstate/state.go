@@ -24,10 +24,16 @@ type State struct {
 	attempt            int
 	createdAt          time.Time
 
-	values   map[string]json.RawMessage
-	response *Response
-	call     *Call
+	values     map[string]json.RawMessage
+	pathValues map[string]string
+	response   *Response
+	call       *Call
 }
+
+// PathValuesName is the saved value under which the route's wildcards and their values are kept
+// with the key, so that an execution without the HTTP request (the worker's) reads them too.
+// Names beginning "_pgsaga" are the engine's.
+const PathValuesName = "_pgsaga_path"
 
 // Response is what an operation answers; the engine stores it and replays its bytes. Its only
 // header is its content type: the engine makes the header it stores from it.
@@ -47,17 +53,39 @@ type Params struct {
 	Attempt            int
 	CreatedAt          time.Time
 	Values             map[string]json.RawMessage
+	// PathValues are the route's wildcards and their values, for a new key; a resumed one has
+	// them in Values (PathValuesName).
+	PathValues map[string]string
 }
 
 // New starts an execution's state. Only engines (and test kits) call it.
 func New(p Params) *State {
-	values := maps.Clone(p.Values)
-	return &State{
+	s := &State{
 		tenant: p.Tenant, actor: p.Actor, key: p.Key, operation: p.Operation,
 		method: p.Method, path: p.Path, body: p.Body, resumed: p.Resumed, attempt: p.Attempt,
-		createdAt: p.CreatedAt, values: values,
+		createdAt: p.CreatedAt, values: maps.Clone(p.Values), pathValues: maps.Clone(p.PathValues),
+	}
+	if raw, ok := s.values[PathValuesName]; ok && len(s.pathValues) == 0 {
+		// Written by the engine from a map of strings: it decodes, or the key's state is not
+		// this engine's (then there are no path values to read).
+		_ = json.Unmarshal(raw, &s.pathValues)
+	}
+	s.keepPathValues()
+	return s
+}
+
+// keepPathValues makes the path values part of the values saved with the key.
+func (s *State) keepPathValues() {
+	if len(s.pathValues) == 0 {
+		return
+	}
+	if _, ok := s.values[PathValuesName]; !ok {
+		_ = s.SetValue(PathValuesName, s.pathValues) // a map of strings always encodes
 	}
 }
+
+// PathValue is the value of the route's wildcard name, or "".
+func (s *State) PathValue(name string) string { return s.pathValues[name] }
 
 func (s *State) Tenant() string       { return s.tenant }
 func (s *State) Actor() string        { return s.actor }
@@ -117,6 +145,7 @@ func (s *State) Values() map[string]json.RawMessage { return s.values }
 // response.
 func (s *State) Reset(committed map[string]json.RawMessage) {
 	s.values = maps.Clone(committed)
+	s.keepPathValues()
 	s.response = nil
 }
 

@@ -16,6 +16,20 @@
 //	})
 //	if err != nil { … }
 //	for _, f := range report.Failures { t.Error(f) }
+//
+// A test needs a migrated database of its own. NewDB gives one, cloned from a template that
+// Main migrates once per test binary, on a throwaway PostgreSQL it starts, or on the server of
+// $PGSAGA_TEST_DATABASE_URL:
+//
+//	func TestMain(m *testing.M) {
+//		sagatest.Main(m, &sagatest.DBOpts{Migrations: &migrations.MigrateOpts{Lines: []migrations.Line{myLine}}})
+//	}
+//
+//	func TestCreatePayment(t *testing.T) {
+//		t.Parallel()
+//		db := sagatest.NewDB(t) // pgsaga's, River's and your tables; dropped when t ends
+//		…
+//	}
 package sagatest
 
 import (

@@ -2,7 +2,6 @@ package sagatest_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -20,13 +19,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	dbtest.Main(m, &dbtest.Opts{Migrate: func(ctx context.Context, pool *pgxpool.Pool) error {
-		if _, err := migrations.Migrate(ctx, pool, &migrations.MigrateOpts{SkipRiver: true}); err != nil {
+	sagatest.Main(m, &sagatest.DBOpts{
+		Migrations: &migrations.MigrateOpts{SkipRiver: true},
+		Setup: func(ctx context.Context, pool *pgxpool.Pool) error {
+			_, err := pool.Exec(ctx, `CREATE TABLE booking (key text NOT NULL, what text NOT NULL)`)
 			return err
-		}
-		_, err := pool.Exec(ctx, `CREATE TABLE booking (key text NOT NULL, what text NOT NULL)`)
-		return err
-	}})
+		},
+	})
 }
 
 // mailer is an outside system: with keys it sends a message once per key (like a provider with
@@ -157,23 +156,4 @@ func TestCheckRefusesIncompleteParams(t *testing.T) {
 		_, err := sagatest.Check(t.Context(), p)
 		require.Error(t, err, name)
 	}
-}
-
-// Example shows Check on an operation of your own: a booking that writes a row, sends a
-// confirmation to a system that honours keys, and answers.
-func Example() {
-	ctx := context.Background()
-	db, err := dbtest.OpenDB(ctx, "sagatest_example")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer db.Close()
-	report, err := sagatest.Check(ctx, checkParams("example", db, newMailer(true)))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Printf("%d cases, %d failures\n", len(report.Cases), len(report.Failures))
-	// Output: 14 cases, 0 failures
 }

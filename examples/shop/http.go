@@ -1,0 +1,119 @@
+package shop
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/pgsaga/pgsaga/saga"
+)
+
+// HeaderScope takes the scope from X-Tenant-ID and X-Actor-ID, 1–64 characters each, which
+// anyone can set: a stand-in for authentication in tests and local experiments, never for a
+// service that is reachable by others.
+func HeaderScope(r *http.Request) (saga.Scope, error) {
+	tenant, actor := r.Header.Get("X-Tenant-ID"), r.Header.Get("X-Actor-ID")
+	if tenant == "" || actor == "" || len(tenant) > 64 || len(actor) > 64 {
+		return saga.Scope{}, errors.New("X-Tenant-ID and X-Actor-ID (1-64 characters each) are required")
+	}
+	return saga.Scope{Tenant: tenant, Actor: actor}, nil
+}
+
+// authenticated runs fn with the request's scope, as the engine's handler does: a refused
+// request is 401, one that cannot be authenticated now (*saga.TransientError) 503.
+func authenticated(scopeOf saga.ScopeFunc, fn func(w http.ResponseWriter, r *http.Request, scope saga.Scope)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scope, err := scopeOf(r)
+		if temporary := (*saga.TransientError)(nil); errors.As(err, &temporary) {
+			w.Header().Set("Retry-After", strconv.Itoa(max(int(math.Ceil(temporary.RetryAfter.Seconds())), 1)))
+			saga.WriteError(w, http.StatusServiceUnavailable, saga.CodeTemporarilyUnavailable, "the request could not be authenticated now; retry")
+			return
+		}
+		if err != nil {
+			saga.WriteError(w, http.StatusUnauthorized, saga.CodeUnauthenticated, err.Error())
+			return
+		}
+		fn(w, r, scope)
+	})
+}
+
+// maxName is the longest location, product or order id the shop takes.
+const maxName = 64
+
+// validName reports whether s can name a location, a product or an order: 1-64 bytes of valid
+// UTF-8 without control characters or slashes.
+func validName(s string) bool {
+	if s == "" || len(s) > maxName || !utf8.ValidString(s) || strings.ContainsRune(s, '/') {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkedPathValues answers 404 not_found, after authentication and without storing anything,
+// for a route whose wildcards hold what no location or order can be named, before the
+// operation's handler keeps them with the key.
+func checkedPathValues(scope saga.ScopeFunc, next http.Handler) http.Handler {
+	notFound := authenticated(scope, func(w http.ResponseWriter, r *http.Request, _ saga.Scope) {
+		saga.WriteError(w, http.StatusNotFound, CodeNotFound, "no such resource: "+r.URL.EscapedPath())
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, name := range []string{"location", "id", "sku"} {
+			if v := r.PathValue(name); v != "" && !validName(v) {
+				notFound.ServeHTTP(w, r)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// problemErrors answers requests no route matches with the API's problem details (404
+// not_found, 405 method_not_allowed with Allow) instead of the mux's plain text.
+func problemErrors(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		probe := &statusProbe{header: http.Header{}}
+		mux.ServeHTTP(probe, r)
+		if probe.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", probe.header.Get("Allow"))
+			saga.WriteError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.EscapedPath())
+			return
+		}
+		saga.WriteError(w, http.StatusNotFound, CodeNotFound, "no such resource: "+r.URL.EscapedPath())
+	})
+}
+
+// statusProbe records the status the mux would answer, and discards the body.
+type statusProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *statusProbe) Header() http.Header         { return p.header }
+func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *statusProbe) WriteHeader(status int)      { p.status = status }
+
+// writeJSON answers v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		saga.WriteError(w, http.StatusInternalServerError, saga.CodeInternal, "internal error")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

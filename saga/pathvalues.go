@@ -1,0 +1,43 @@
+package saga
+
+import (
+	"net/http"
+	"strings"
+)
+
+// pathValues are the wildcards of the pattern that routed r (http.Request.Pattern, set by
+// Go's ServeMux) and their values, or nil when r was routed by no pattern or one without
+// wildcards. The handler keeps them with the key (Request.PathValues), since a resume has no
+// request to ask.
+func pathValues(r *http.Request) map[string]string {
+	names := wildcards(r.Pattern)
+	if len(names) == 0 {
+		return nil
+	}
+	values := make(map[string]string, len(names))
+	for _, name := range names {
+		values[name] = r.PathValue(name)
+	}
+	return values
+}
+
+// wildcards are the names of the wildcards of a ServeMux pattern, "[METHOD ][HOST]/[PATH]":
+// "{name}" and "{name...}" name one; "{$}" (the end of the path) names none.
+func wildcards(pattern string) []string {
+	var names []string
+	for {
+		open := strings.IndexByte(pattern, '{')
+		if open < 0 {
+			return names
+		}
+		end := strings.IndexByte(pattern[open:], '}')
+		if end < 0 {
+			return names
+		}
+		name := strings.TrimSuffix(pattern[open+1:open+end], "...")
+		if name != "" && name != "$" {
+			names = append(names, name)
+		}
+		pattern = pattern[open+end+1:]
+	}
+}
