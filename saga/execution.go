@@ -133,7 +133,7 @@ func (e *execution) runState() *runstate.State {
 	if e.st == nil {
 		e.st = runstate.New(runstate.Params{
 			Tenant: e.req.Scope.Tenant, Actor: e.req.Scope.Actor, Key: e.req.Key, Operation: e.op.Name,
-			Method: e.req.Method, Path: e.req.Path, Body: e.req.Body, Attempt: 1,
+			Method: e.req.Method, Path: e.req.Path, Body: e.req.Body, Attempt: 1, PathValues: e.req.PathValues,
 		})
 	}
 	return e.st

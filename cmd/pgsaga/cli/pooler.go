@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -71,6 +72,15 @@ func refuseTransactionPooler(ctx context.Context, pool *pgxpool.Pool, first *pgx
 		return errTransactionPooler
 	}
 	return nil
+}
+
+// sessionStateLost reports whether err is what a statement needing a session of its own meets
+// behind a transaction pooler the probe could not tell (one that handed the server connections
+// out in another order): a named prepared statement made in another server session (42P05), or
+// missing from this one (26000). Either is the pooler, whatever the command was doing.
+func sessionStateLost(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "42P05" || pgErr.Code == "26000")
 }
 
 // backendPID is the process id of the server session conn's next statement runs in.

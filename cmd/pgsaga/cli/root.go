@@ -64,6 +64,9 @@ func Run(ctx context.Context, app *App, args []string, env *Env) int {
 		if cmd != nil {
 			name = cmd.CommandPath()
 		}
+		if c.pooling != poolingTransaction && sessionStateLost(err) {
+			err = errTransactionPooler
+		}
 		msg := visible(oneLine(err.Error()))
 		if exitCode(err) == ExitUsage {
 			msg += fmt.Sprintf(" (see %s --help)", name)
