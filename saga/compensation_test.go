@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/crash"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -190,7 +191,7 @@ func TestCompensationAcrossCrashes(t *testing.T) {
 				key := "compensate-" + newID()
 				tc.arm(h, r)
 				var err error
-				crashed := chaos.Run(func() { _, err = h.client.Run(t.Context(), opReserve, h.req(key, `{}`)) })
+				crashed := crash.Run(func() { _, err = h.client.Run(t.Context(), opReserve, h.req(key, `{}`)) })
 				require.Equal(t, !tc.transient, crashed)
 				require.Empty(t, h.points.Pending())
 				k := h.key(key)

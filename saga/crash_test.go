@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/crash"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -62,11 +66,11 @@ func fiveSteps(h *harness) []*phases.Operation {
 }
 
 // TestCrashAtEveryRecoveryPoint kills an execution of a five-step operation at each boundary
-// (the goroutine ends where it stands, as in a kill -9; its open transaction rolls back), then
-// lets the lease expire and continues the key, by a client retry or by Resume. Every atomic
-// effect must be committed exactly once, every call must have acted exactly once, the engine
-// must re-send a call only when the crash came after the call and before the next phase
-// committed, and the final answer must then replay byte for byte.
+// (the goroutine ends where it stands, as in a kill -9; its open transaction is lost with its
+// connection and the server aborts it), then lets the lease expire and continues the key, by a
+// client retry or by Resume. Every atomic effect must be committed exactly once, every call must
+// have acted exactly once, the engine must re-send a call only when the crash came after the
+// call and before the next phase committed, and the final answer must then replay byte for byte.
 func TestCrashAtEveryRecoveryPoint(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -100,7 +104,7 @@ func TestCrashAtEveryRecoveryPoint(t *testing.T) {
 				if tc.crash != "" {
 					h.points.Crash(tc.crash)
 				}
-				crashed := chaos.Run(func() { _, _ = h.client.Run(t.Context(), opFiveSteps, h.req(key, `{"n": 1}`)) })
+				crashed := crash.Run(func() { _, _ = h.client.Run(t.Context(), opFiveSteps, h.req(key, `{"n": 1}`)) })
 				require.Equal(t, tc.crash != "", crashed, "the first execution should die at %q", tc.crash)
 				require.Empty(t, h.points.Pending())
 
@@ -178,4 +182,64 @@ func TestCrashAtEveryRecoveryPoint(t *testing.T) {
 
 func newID() string {
 	return fmt.Sprintf("%x", randomBytes(8))
+}
+
+// TestCrashMidPhaseLeavesTheTransactionToTheServer crashes an execution after its phase wrote
+// and before it committed, on sockets that go silent when closed: the server hears of the crash
+// only when the test hangs them up, as it hears of a host that went away only when TCP gives up.
+// Until then the dead session's transaction is open and holds its row lock; the client sends
+// nothing more, no ROLLBACK either, and then PostgreSQL aborts the transaction itself and ends
+// the session. The pool never hands the dead connection out again.
+func TestCrashMidPhaseLeavesTheTransactionToTheServer(t *testing.T) {
+	t.Parallel()
+	const op = "hold"
+	var pid uint32
+	h := newHarness(t, nil, func(*harness) []*phases.Operation { return nil })
+	_, err := h.db.Pool.Exec(t.Context(), `INSERT INTO test_reservation (id, key, status) VALUES ('seat-1', 'k', 'held')`)
+	require.NoError(t, err)
+
+	sockets := &chaos.SilentSockets{}
+	t.Cleanup(sockets.HangUp)
+	counter := &chaos.Counter{}
+	cfg, err := pgxpool.ParseConfig(h.db.URL)
+	require.NoError(t, err)
+	cfg.MaxConns = 1
+	cfg.ConnConfig.DialFunc = sockets.Dial
+	cfg.ConnConfig.Tracer = counter
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	client, err := saga.NewClient(&saga.Config{DB: pool, Operations: chaos.WrapOperations([]*phases.Operation{{
+		Name: op,
+		Steps: []phases.Step{phases.Atomic("release_seat", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
+			err := tx.QueryRow(ctx, `UPDATE test_reservation SET status = 'released' WHERE id = 'seat-1' RETURNING pg_backend_pid()`).Scan(&pid)
+			counter.Take()
+			return err
+		})},
+	}}, h.points)})
+	require.NoError(t, err)
+
+	h.points.Crash(chaos.AfterStep(op, "release_seat"))
+	require.True(t, crash.Run(func() { _, _ = client.Run(t.Context(), op, h.req("crash-"+newID(), `{}`)) }))
+	require.Empty(t, counter.Take(), "the dead execution tried to send nothing after its crash point")
+
+	var state string
+	require.NoError(t, h.db.Pool.QueryRow(t.Context(), `SELECT state FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&state))
+	require.Equal(t, "idle in transaction", state, "the server has not heard of the crash yet")
+	_, err = h.db.Pool.Exec(t.Context(), `SELECT 1 FROM test_reservation WHERE id = 'seat-1' FOR UPDATE NOWAIT`)
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr, "the dead session still holds the row")
+	require.Equal(t, "55P03", pgErr.Code)
+
+	sockets.HangUp()
+	require.Eventually(t, func() bool {
+		return h.count(`SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid) == 0
+	}, 30*time.Second, 10*time.Millisecond, "PostgreSQL ends the session whose socket closed")
+	var status string
+	require.NoError(t, h.db.Pool.QueryRow(t.Context(), `SELECT status FROM test_reservation WHERE id = 'seat-1' FOR UPDATE NOWAIT`).Scan(&status))
+	require.Equal(t, "held", status, "the server aborted the dead session's transaction")
+
+	var next uint32
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT pg_backend_pid()`).Scan(&next))
+	require.NotEqual(t, pid, next, "the pool opened a new connection instead of the dead one")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/crash"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -59,7 +60,7 @@ func TestLostLeaseIsNeverAnsweredAsInvalidRequest(t *testing.T) {
 				res *saga.Result
 				err error
 			)
-			a := chaos.Start(func() { res, err = h.client.Run(t.Context(), opDivide, h.req(key, body)) })
+			a := crash.Start(func() { res, err = h.client.Run(t.Context(), opDivide, h.req(key, body)) })
 			<-gate.Reached()
 			h.expireLease(key)
 			other, resumeErr := h.newClient(nil, divideOps).Resume(t.Context(), h.scope, key, nil)
@@ -94,7 +95,7 @@ func TestLostLeaseIsNeverAnsweredAsInvalidRequest(t *testing.T) {
 		key := "alone-" + newID()
 		gate := h.points.Block(chaos.AfterStep(opDivide, "divided"))
 		var res *saga.Result
-		a := chaos.Start(func() { res, err = zombie.Run(t.Context(), opDivide, h.req(key, `{"quiet":true}`)) })
+		a := crash.Start(func() { res, err = zombie.Run(t.Context(), opDivide, h.req(key, `{"quiet":true}`)) })
 		<-gate.Reached()
 		h.expireLease(key)
 		_, resumeErr := h.newClient(nil, divideOps).Resume(t.Context(), h.scope, key, nil)

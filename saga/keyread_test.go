@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/crash"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -22,7 +23,7 @@ func seedStates(t *testing.T, h *harness, completed int) {
 		require.NoError(t, err)
 	}
 	h.points.Crash(chaos.BeforeStep(opReserve, "charge"))
-	require.True(t, chaos.Run(func() { _, _ = h.client.Run(t.Context(), opReserve, h.req("stuck-0000", `{}`)) }))
+	require.True(t, crash.Run(func() { _, _ = h.client.Run(t.Context(), opReserve, h.req("stuck-0000", `{}`)) }))
 	h.expireLease("stuck-0000")
 	parker := h.newClient(nil, (&reserveThenCharge{charge: func(*phases.Run) error {
 		return phases.OutcomeUnknown(errors.New("nothing can tell"))

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/crash"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/saga/sagaprom"
@@ -98,7 +99,7 @@ func TestMetricsYouCanAlertOn(t *testing.T) {
 	// in_progress: a duplicate while the call runs.
 	gate := h.points.Block(chaos.BeforeStep("metered", "called"))
 	m.call = func(*phases.Run) error { return nil }
-	first := chaos.Start(func() { _ = run("busy-key-0001", `{}`) })
+	first := crash.Start(func() { _ = run("busy-key-0001", `{}`) })
 	<-gate.Reached()
 	var inProgress *saga.InProgressError
 	require.ErrorAs(t, run("busy-key-0001", `{}`), &inProgress)

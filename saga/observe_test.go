@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/crash"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -134,7 +135,7 @@ func TestEveryRequestIsObservedOnce(t *testing.T) {
 	once(saga.OutcomeRejected, "a body the operation's validation refuses")
 
 	gate := h.points.Block(chaos.BeforeStep("phased", "called"))
-	first := chaos.Start(func() { _ = run("phased", "phased-busy-1", `{}`) })
+	first := crash.Start(func() { _ = run("phased", "phased-busy-1", `{}`) })
 	<-gate.Reached()
 	require.ErrorAs(t, run("phased", "phased-busy-1", `{}`), &inProgress)
 	once(saga.OutcomeInProgress, "a duplicate while the first is in flight")

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/crash"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -150,7 +151,7 @@ func TestPoisonKeyParks(t *testing.T) {
 	key := "poison-" + newID()
 	for attempt := 1; attempt <= 3; attempt++ {
 		h.points.Crash(chaos.BeforeStep(opReserve, "charge"))
-		crashed := chaos.Run(func() {
+		crashed := crash.Run(func() {
 			if attempt == 1 {
 				_, _ = h.client.Run(t.Context(), opReserve, h.req(key, `{}`))
 			} else {
@@ -183,7 +184,7 @@ func TestOldKeysPark(t *testing.T) {
 	h := newHarness(t, nil, r.ops)
 	key := "old-" + newID()
 	h.points.Crash(chaos.BeforeStep(opReserve, "charge"))
-	require.True(t, chaos.Run(func() { _, _ = h.client.Run(t.Context(), opReserve, h.req(key, `{}`)) }))
+	require.True(t, crash.Run(func() { _, _ = h.client.Run(t.Context(), opReserve, h.req(key, `{}`)) }))
 	_, err := h.db.Pool.Exec(t.Context(), `UPDATE pgsaga_key SET created_at = now() - interval '8 days', locked_until = now() WHERE key = $1`, key)
 	require.NoError(t, err)
 	_, err = h.client.Run(t.Context(), opReserve, h.req(key, `{}`))

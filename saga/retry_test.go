@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/crash"
 	"github.com/pgsaga/pgsaga/phases"
 )
 
@@ -43,7 +44,7 @@ func TestRetryTakesOverWhateverTheFirstPhase(t *testing.T) {
 	h := newHarness(t, nil, claimFirst)
 	key := "claim-first-" + newID()
 	h.points.Crash(chaos.BeforeStep(opClaimFirst, "call"))
-	require.True(t, chaos.Run(func() { _, _ = h.client.Run(t.Context(), opClaimFirst, h.req(key, `{}`)) }))
+	require.True(t, crash.Run(func() { _, _ = h.client.Run(t.Context(), opClaimFirst, h.req(key, `{}`)) }))
 	require.Equal(t, "claimed", h.key(key).RecoveryPoint)
 	h.expireLease(key)
 

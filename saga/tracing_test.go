@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/crash"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -285,7 +286,7 @@ func TestTracingCrashMidCallResumed(t *testing.T) {
 			h := newHarness(t, &saga.Config{TracerProvider: sp.tp}, payOp(charged))
 			key := "crash-" + newID()
 			h.points.Crash(chaos.AfterStep(opPay, "charged"))
-			crashed := chaos.Run(func() { _, _ = h.client.Run(t.Context(), opPay, h.req(key, `{}`)) })
+			crashed := crash.Run(func() { _, _ = h.client.Run(t.Context(), opPay, h.req(key, `{}`)) })
 			require.True(t, crashed)
 
 			// What the dead execution left: the phase it committed, under its request's span.

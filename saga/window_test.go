@@ -13,7 +13,7 @@ import (
 
 	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/gateway/sim"
-	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/crash"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -79,7 +79,7 @@ func TestShrunkWindowDoesNotMakeALandingRequestLookUncharged(t *testing.T) {
 	key := "shrunk-" + newID()
 	ref := gateway.DeriveKey("payment", key)
 	h.points.Crash(sent)
-	first := chaos.Start(func() { _, _ = h.client.Run(t.Context(), op, h.req(key, `{}`)) })
+	first := crash.Start(func() { _, _ = h.client.Run(t.Context(), op, h.req(key, `{}`)) })
 	require.True(t, first.Wait(), "the first execution dies after sending")
 	require.Equal(t, 0, provider.ChargesFor(ref), "its request is still on its way")
 	gw.window.Store(int64(shrunk))

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/crash"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -33,7 +34,7 @@ func TestZombieIsFenced(t *testing.T) {
 				resA *saga.Result
 				errA error
 			)
-			a := chaos.Start(func() { resA, errA = h.client.Run(t.Context(), opFiveSteps, h.req(key, `{}`)) })
+			a := crash.Start(func() { resA, errA = h.client.Run(t.Context(), opFiveSteps, h.req(key, `{}`)) })
 			<-gate.Reached()
 			h.expireLease(key)
 
@@ -80,7 +81,7 @@ func TestZombieTransientFailureIsNotUnavailable(t *testing.T) {
 		resA *saga.Result
 		errA error
 	)
-	a := chaos.Start(func() { resA, errA = h.client.Run(t.Context(), opFiveSteps, h.req(key, `{}`)) })
+	a := crash.Start(func() { resA, errA = h.client.Run(t.Context(), opFiveSteps, h.req(key, `{}`)) })
 	<-gate.Reached()
 	h.expireLease(key)
 	resB, err := h.newClient(nil, fiveSteps).Resume(t.Context(), h.scope, key, nil)
@@ -103,7 +104,7 @@ func TestZombieFencedWhileTheNewOwnerRuns(t *testing.T) {
 	key := "zombie-concurrent-" + newID()
 	gateA := h.points.Block(chaos.AfterStep(opFiveSteps, "notify"))
 	var errA error
-	a := chaos.Start(func() { _, errA = h.client.Run(t.Context(), opFiveSteps, h.req(key, `{}`)) })
+	a := crash.Start(func() { _, errA = h.client.Run(t.Context(), opFiveSteps, h.req(key, `{}`)) })
 	<-gateA.Reached()
 	h.expireLease(key)
 
@@ -113,7 +114,7 @@ func TestZombieFencedWhileTheNewOwnerRuns(t *testing.T) {
 		resB *saga.Result
 		errB error
 	)
-	b := chaos.Start(func() { resB, errB = h.newClient(nil, fiveSteps).Resume(t.Context(), h.scope, key, nil) })
+	b := crash.Start(func() { resB, errB = h.newClient(nil, fiveSteps).Resume(t.Context(), h.scope, key, nil) })
 	<-gateB.Reached()
 
 	gateA.Release()

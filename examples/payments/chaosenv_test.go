@@ -12,6 +12,7 @@ import (
 	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/gateway/sim"
 	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/crash"
 	"github.com/pgsaga/pgsaga/internal/dbtest"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -94,7 +95,7 @@ func paymentBody(invoice string, amount int) string {
 // runDirect runs a payment on the wrapped client without HTTP, on its own goroutine, and reports
 // whether it died at a crash point; res and err are set when it returned.
 func (e *chaosEnv) runDirect(as who, key, body string) (crashed bool, res *saga.Result, err error) {
-	crashed = chaos.Run(func() {
+	crashed = crash.Run(func() {
 		res, err = e.client.Run(e.t.Context(), payments.OpCreatePayment, &saga.Request{
 			Scope: saga.Scope{Tenant: as.tenant, Actor: as.actor}, Key: key, Method: "POST", Path: "/payments", Body: []byte(body),
 		})

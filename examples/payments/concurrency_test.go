@@ -11,6 +11,7 @@ import (
 	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/gateway/sim"
 	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/crash"
 )
 
 // sendTogether sends n copies of one request at once and returns the answers.
@@ -75,7 +76,7 @@ func TestDuplicatesWhileTheChargeIsHeld(t *testing.T) {
 	key, body := newKey(), paymentBody(inv, 2500)
 	gate := e.points.Block(chaos.ChargeAfter)
 	var first *reply
-	g := chaos.Start(func() { first = e.do("POST", "/payments", alice, key, body) })
+	g := crash.Start(func() { first = e.do("POST", "/payments", alice, key, body) })
 	<-gate.Reached()
 
 	for _, r := range e.sendTogether(10, "POST", "/payments", alice, key, body) {
@@ -106,9 +107,9 @@ func TestConcurrentPaymentsStayWithinBalance(t *testing.T) {
 	inv := e.createInvoice(alice, 5000)
 	gate := e.points.Block(chaos.AfterStep(payments.OpCreatePayment, "payment_created"))
 	var first, second *reply
-	a := chaos.Start(func() { first = e.do("POST", "/payments", alice, newKey(), paymentBody(inv, 3000)) })
+	a := crash.Start(func() { first = e.do("POST", "/payments", alice, newKey(), paymentBody(inv, 3000)) })
 	<-gate.Reached()
-	b := chaos.Start(func() { second = e.do("POST", "/payments", alice, newKey(), paymentBody(inv, 3000)) })
+	b := crash.Start(func() { second = e.do("POST", "/payments", alice, newKey(), paymentBody(inv, 3000)) })
 	e.waitForLockWait()
 	gate.Release()
 	require.False(t, a.Wait())

@@ -13,10 +13,10 @@ import (
 )
 
 // TestPaymentCrashAtEveryRecoveryPoint kills a payment at each point of its life (the goroutine
-// running it ends where it stands; its open transaction rolls back), lets the lease expire and
-// continues it, by the client's retry of the same request or by Resume (the worker, an
-// operator). Whatever the point: one charge at the gateway, one payment row, the invoice paid
-// once, a 201, and then replays of that 201.
+// running it ends where it stands; its open transaction is lost with its connection, and
+// PostgreSQL aborts it), lets the lease expire and continues it, by the client's retry of the
+// same request or by Resume (the worker, an operator). Whatever the point: one charge at the
+// gateway, one payment row, the invoice paid once, a 201, and then replays of that 201.
 func TestPaymentCrashAtEveryRecoveryPoint(t *testing.T) {
 	t.Parallel()
 	op := payments.OpCreatePayment

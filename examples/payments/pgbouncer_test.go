@@ -8,6 +8,7 @@ import (
 
 	"github.com/pgsaga/pgsaga/gateway/sim"
 	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/crash"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -68,7 +69,7 @@ func TestPgBouncerPhasedPayment(t *testing.T) {
 	key, body := newKey(), paymentBody(inv, 5000)
 	gate := e.points.Block(chaos.ChargeAfter)
 	var first *reply
-	g := chaos.Start(func() { first = e.do("POST", "/payments", alice, key, body) })
+	g := crash.Start(func() { first = e.do("POST", "/payments", alice, key, body) })
 	<-gate.Reached()
 	for _, r := range e.sendTogether(6, "POST", "/payments", alice, key, body) {
 		require.Equal(t, http.StatusConflict, r.status, string(r.body))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pgsaga/pgsaga/gateway/sim"
 	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/crash"
 	"github.com/pgsaga/pgsaga/internal/dbtest"
 )
 
@@ -168,7 +169,7 @@ func TestRealProcesses(t *testing.T) {
 		inv := p.createInvoice(base1, 5000)
 		key, body := newKey(), paymentBody(inv, 5000)
 		var lostErr error
-		lost := chaos.Start(func() { _, lostErr = p.post(base1, "/payments", key, body) })
+		lost := crash.Start(func() { _, lostErr = p.post(base1, "/payments", key, body) })
 		require.Eventually(t, func() bool { return p.sim.TotalCharges() == 1 }, 10*time.Second, 5*time.Millisecond)
 		require.NoError(t, first.Kill())
 		require.False(t, lost.Wait())
@@ -193,7 +194,7 @@ func TestRealProcesses(t *testing.T) {
 		key, body := newKey(), paymentBody(inv, 2000)
 		p.hold.Store(true)
 		var lostErr error
-		lost := chaos.Start(func() { _, lostErr = p.post(base1, "/payments", key, body) })
+		lost := crash.Start(func() { _, lostErr = p.post(base1, "/payments", key, body) })
 		select {
 		case <-p.held:
 		case <-time.After(10 * time.Second):
@@ -223,7 +224,7 @@ func TestRealProcesses(t *testing.T) {
 		key, body := newKey(), paymentBody(inv, 5000)
 		var zombie *reply
 		var zombieErr error
-		answered := chaos.Start(func() { zombie, zombieErr = p.post(baseA, "/payments", key, body) })
+		answered := crash.Start(func() { zombie, zombieErr = p.post(baseA, "/payments", key, body) })
 		require.Eventually(t, func() bool { return p.sim.TotalCharges() == 1 }, 10*time.Second, 5*time.Millisecond)
 		require.NoError(t, a.Signal(syscall.SIGSTOP))
 

@@ -10,6 +10,7 @@ import (
 	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/gateway/sim"
 	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/crash"
 	"github.com/pgsaga/pgsaga/internal/dbtest"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -152,7 +153,7 @@ func TestRoundTripBudget(t *testing.T) {
 		key := newKey()
 		body := `{"invoice_id": "` + invoice + `", "amount": 1000}`
 		c.points.Crash(chaos.ChargeAfter) // the charge reaches the provider, then the process dies
-		require.True(t, chaos.Run(func() { c.run(t, payments.OpCreatePayment, key, "/payments", body) }))
+		require.True(t, crash.Run(func() { c.run(t, payments.OpCreatePayment, key, "/payments", body) }))
 		c.expireLease(t, key)
 		c.counter.Take()
 
@@ -176,7 +177,7 @@ func TestRoundTripBudget(t *testing.T) {
 		key := newKey()
 		body := `{"invoice_id": "` + invoice + `", "amount": 1000}`
 		c.points.Crash(chaos.ChargeAfter)
-		require.True(t, chaos.Run(func() { c.run(t, payments.OpCreatePayment, key, "/payments", body) }))
+		require.True(t, crash.Run(func() { c.run(t, payments.OpCreatePayment, key, "/payments", body) }))
 		c.expireLease(t, key)
 		c.counter.Take()
 

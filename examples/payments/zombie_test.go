@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgsaga/pgsaga/gateway/sim"
 	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/crash"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -40,7 +41,7 @@ func TestZombiePaymentIsFenced(t *testing.T) {
 			key, body := newKey(), paymentBody(inv, 5000)
 			gate := e.points.Freeze(tc.point)
 			var zombie *reply
-			a := chaos.Start(func() { zombie = e.do("POST", "/payments", alice, key, body) })
+			a := crash.Start(func() { zombie = e.do("POST", "/payments", alice, key, body) })
 			<-gate.Reached()
 			if tc.realLease {
 				require.Eventually(t, func() bool { return !e.key(alice, key).Leased }, 10*time.Second, 20*time.Millisecond)

@@ -61,13 +61,13 @@ func WrapOperations(ops []*phases.Operation, points *Points) []*phases.Operation
 
 func wrapAtomic(points *Points, before, after string, fn runstate.AtomicFunc) runstate.AtomicFunc {
 	return func(ctx context.Context, tx pgx.Tx, st *runstate.State) error {
-		if err := points.Hit(ctx, before); err != nil {
+		if err := points.hit(ctx, before, tx.Conn()); err != nil {
 			return err
 		}
 		if err := fn(ctx, tx, st); err != nil {
 			return err
 		}
-		return points.Hit(ctx, after)
+		return points.hit(ctx, after, tx.Conn())
 	}
 }
 

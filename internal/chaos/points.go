@@ -3,8 +3,11 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsaga/pgsaga/internal/crash"
 )
 
 // Points is a set of named places in code under test where a test makes an execution crash,
@@ -31,7 +34,9 @@ func NewPoints() *Points {
 	return &Points{armed: map[string][]action{}, hits: map[string]int{}}
 }
 
-// Crash makes the next hit of name end its goroutine (runtime.Goexit): the execution dies there.
+// Crash makes the next hit of name kill the execution there, as a killed process dies
+// (crash.Die): the connection of the atomic phase it is in is lost, nothing rolls back, and its
+// goroutine ends. A point in a call or a gateway holds no connection.
 func (p *Points) Crash(name string) { p.arm(name, action{crash: true}) }
 
 // Fail makes the next hit of name return err to the code under test.
@@ -61,8 +66,13 @@ func (p *Points) arm(name string, a action) {
 
 // Hit is called by code under test at the place called name. It counts the hit, then carries
 // out the first arming of name if there is one: it never returns for Crash, waits for Block, and
-// returns Fail's error (or the error a gate was released with).
-func (p *Points) Hit(ctx context.Context, name string) error {
+// returns Fail's error (or the error a gate was released with). A crash at Hit loses no
+// connection: Hit is for places outside transactions, and the atomic phases WrapOperation
+// wraps lose theirs.
+func (p *Points) Hit(ctx context.Context, name string) error { return p.hit(ctx, name, nil) }
+
+// hit is Hit by an execution holding the connection held (nil when it holds none).
+func (p *Points) hit(ctx context.Context, name string, held *pgx.Conn) error {
 	p.mu.Lock()
 	p.hits[name]++
 	var a action
@@ -74,7 +84,7 @@ func (p *Points) Hit(ctx context.Context, name string) error {
 
 	switch {
 	case a.crash:
-		runtime.Goexit()
+		crash.Die(held)
 	case a.gate != nil && a.frozen:
 		close(a.gate.reached)
 		<-a.gate.release

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/crash"
 )
 
 func TestPoints(t *testing.T) {
@@ -16,11 +17,11 @@ func TestPoints(t *testing.T) {
 	ctx := t.Context()
 
 	require.NoError(t, p.Hit(ctx, "a"), "a point not armed does nothing")
-	require.False(t, chaos.Run(func() { _ = p.Hit(ctx, "a") }))
+	require.False(t, crash.Run(func() { _ = p.Hit(ctx, "a") }))
 
 	p.Crash("a")
 	reachedAfter := false
-	require.True(t, chaos.Run(func() {
+	require.True(t, crash.Run(func() {
 		_ = p.Hit(ctx, "a")
 		reachedAfter = true
 	}), "a crash ends the goroutine")
@@ -33,12 +34,12 @@ func TestPoints(t *testing.T) {
 	p.Crash("b")
 	require.Equal(t, map[string]int{"b": 2}, p.Pending())
 	require.ErrorIs(t, p.Hit(ctx, "b"), boom, "armings are used in order")
-	require.True(t, chaos.Run(func() { _ = p.Hit(ctx, "b") }))
+	require.True(t, crash.Run(func() { _ = p.Hit(ctx, "b") }))
 	require.NoError(t, p.Hit(ctx, "b"))
 
 	gate := p.Block("c")
 	var err error
-	g := chaos.Start(func() { err = p.Hit(ctx, "c") })
+	g := crash.Start(func() { err = p.Hit(ctx, "c") })
 	<-gate.Reached()
 	select {
 	case <-g.Done():
@@ -55,7 +56,7 @@ func TestPoints(t *testing.T) {
 	require.ErrorIs(t, p.Hit(cancelled, "d"), context.Canceled, "a blocked hit gives up when its context ends")
 
 	gate = p.Freeze("e")
-	g = chaos.Start(func() { err = p.Hit(cancelled, "e") })
+	g = crash.Start(func() { err = p.Hit(cancelled, "e") })
 	<-gate.Reached()
 	select {
 	case <-g.Done():

@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsaga/pgsaga/internal/crash"
 	"github.com/pgsaga/pgsaga/internal/runstate"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
@@ -42,12 +42,12 @@ func (p *CheckParams) newChecker(context.Context) (*checker, error) {
 	return c, nil
 }
 
-// client is a client running the operation, wrapped to crash at crash's point when set.
-func (c *checker) client(crash *crashPoint) (*saga.Client, error) {
+// client is a client running the operation, wrapped to die at the point dies names when set.
+func (c *checker) client(dies *crashPoint) (*saga.Client, error) {
 	cfg := c.cfg
 	op := c.p.Operation
-	if crash != nil {
-		op = crash.wrap(op)
+	if dies != nil {
+		op = dies.wrap(op)
 	}
 	cfg.Operations = []*phases.Operation{op}
 	cfg.Observer = nil
@@ -61,13 +61,13 @@ func (c *checker) run(ctx context.Context, name, point, recovery string) (*CaseR
 		return nil, fmt.Errorf("error making the request: %w", err)
 	}
 	out := &CaseResult{Point: point, Recovery: recovery}
-	crash := &crashPoint{at: point}
-	first, err := c.client(crash)
+	dies := &crashPoint{at: point}
+	first, err := c.client(dies)
 	if err != nil {
 		return nil, err
 	}
 	opName := c.p.Operation.Name
-	crashed := untilCrash(func() { _, _ = first.Run(ctx, opName, clone(req)) })
+	crashed := crash.Run(func() { _, _ = first.Run(ctx, opName, clone(req)) })
 	out.Crashed = crashed || point == "answer lost"
 	if crashed {
 		if err := c.waitForLease(ctx, req); err != nil {
@@ -178,17 +178,14 @@ type crashPoint struct {
 	done atomic.Bool
 }
 
-// hit is called at point; it does not return when the execution must die there. tx, when set,
-// is the open transaction, lost with its connection as a dead process loses it.
-func (c *crashPoint) hit(point string, tx pgx.Tx) {
+// hit is called at point; it does not return when the execution must die there. held is the
+// connection of the open transaction, lost as a dead process loses it (crash.Die); nil in a
+// call, which holds none.
+func (c *crashPoint) hit(point string, held *pgx.Conn) {
 	if point != c.at || !c.done.CompareAndSwap(false, true) {
 		return
 	}
-	if tx != nil {
-		// No ROLLBACK: the socket goes, and PostgreSQL aborts the transaction when it notices.
-		_ = tx.Conn().PgConn().Conn().Close()
-	}
-	runtime.Goexit()
+	crash.Die(held)
 }
 
 // wrap returns op with every step hitting the crash points before and after its body.
@@ -201,11 +198,11 @@ func (c *crashPoint) wrap(op *phases.Operation) *phases.Operation {
 		var w runstate.Step
 		if fn := s.Atomic(); fn != nil {
 			w = runstate.NewAtomic(s.Name(), func(ctx context.Context, tx pgx.Tx, st *runstate.State) error {
-				c.hit(before, tx)
+				c.hit(before, tx.Conn())
 				if err := fn(ctx, tx, st); err != nil {
 					return err
 				}
-				c.hit(after, tx)
+				c.hit(after, tx.Conn())
 				return nil
 			})
 		} else {
@@ -226,16 +223,4 @@ func (c *crashPoint) wrap(op *phases.Operation) *phases.Operation {
 		out.Steps[i] = phases.Step(w)
 	}
 	return &out
-}
-
-// untilCrash runs fn on its own goroutine and reports whether it died at a crash point.
-func untilCrash(fn func()) bool {
-	done := make(chan bool)
-	go func() {
-		returned := false
-		defer func() { done <- !returned }()
-		fn()
-		returned = true
-	}()
-	return <-done
 }

@@ -4,9 +4,11 @@
 // at all, by the counts you give it.
 //
 // A crash here is what a killed process does: the execution stops where it stands (its goroutine
-// ends), its open transaction is lost with its connection (the socket is closed, no ROLLBACK is
-// sent), its lease is left to expire. Recovery waits for that expiry, as a real retry or worker
-// would, so give Check a short lease (CheckParams.Config.Lease defaults to 1s).
+// ends), its open transaction is lost with its connection (the socket is closed under it, no
+// ROLLBACK is sent, PostgreSQL aborts the transaction when it notices, and your pool opens
+// another connection in its place), its lease is left to expire. Recovery waits for that expiry,
+// as a real retry or worker would, so give Check a short lease (CheckParams.Config.Lease
+// defaults to 1s).
 //
 //	report, err := sagatest.Check(ctx, &sagatest.CheckParams{
 //		DB:        pool, // migrated, with your tables
