@@ -509,10 +509,9 @@ func (tx *Tx) end(ctx context.Context) {
 			_ = tx.conn.Close(context.WithoutCancel(ctx))
 		}
 	case tx.conn.PgConn().Conn().SetDeadline(time.Time{}) != nil:
-		// The socket was closed under pgx (a process dying mid-phase, as in-process crash
-		// tests simulate it) while nothing was sent, so pgx has not noticed: a deadline cannot
-		// be set on a closed socket (no system call, no round trip). Close the connection so
-		// that the pool does not hand it out again.
+		// The socket was closed under pgx, outside it, while nothing was sent, so pgx has not
+		// noticed: a deadline cannot be set on a closed socket (no system call, no round
+		// trip). Close the connection so that the pool does not hand it out again.
 		_ = tx.conn.Close(context.WithoutCancel(ctx))
 	}
 	tx.pooled.Release()

@@ -528,10 +528,10 @@ func TestCommitWithTellsServerErrorsFromCallbackErrors(t *testing.T) {
 	}
 }
 
-// A process that dies mid-phase loses its connection; a test that kills an execution in-process
-// (sagatest, the engine's crash tests) closes the connection's socket before the transaction
-// sent anything, and the deferred Rollback then ends the Tx. The connection must not go back to
-// the pool as if it were usable: the next request would fail on a closed socket.
+// A connection whose socket was closed outside pgx, before the transaction sent anything, is
+// one pgx has not seen die: the deferred Rollback then ends the Tx, and the connection must not
+// go back to the pool as if it were usable (the next request would fail on a closed socket).
+// (An in-process crash, internal/crash, tells pgx itself.)
 func TestSocketClosedUnderAnUnsentTxIsNotReused(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
