@@ -22,17 +22,26 @@ func TestMain(m *testing.M) { dbtest.Main(m, &dbtest.Opts{Migrate: dbtest.NoMigr
 // with its row lock until the server hears the socket end (SilentSockets holds that back), the
 // deferred rollback sends nothing, and then PostgreSQL aborts it and ends the session. The pool
 // opens a new connection rather than hand out the dead one. It holds for pgx's transactions and
-// for the engine's lazy ones (pgpipe).
+// for the engine's lazy ones (pgpipe), and through PgBouncer in transaction pooling mode, which
+// drops its server connection when the client's goes mid-transaction.
 func TestDieLeavesTheTransactionToTheServer(t *testing.T) {
 	t.Parallel()
-	begins := map[string]func(context.Context, *pgxpool.Pool) (pgx.Tx, error){
-		"pgx": func(ctx context.Context, pool *pgxpool.Pool) (pgx.Tx, error) { return pool.Begin(ctx) },
-		"pgpipe": func(ctx context.Context, pool *pgxpool.Pool) (pgx.Tx, error) {
-			return pgpipe.Begin(ctx, pool, nil)
-		},
+	pgxBegin := func(ctx context.Context, pool *pgxpool.Pool) (pgx.Tx, error) { return pool.Begin(ctx) }
+	pgpipeBegin := func(ctx context.Context, pool *pgxpool.Pool) (pgx.Tx, error) { return pgpipe.Begin(ctx, pool, nil) }
+	direct := func(_ *testing.T, db *dbtest.DB) string { return db.URL }
+	bounced := func(t *testing.T, db *dbtest.DB) string {
+		return db.PooledURL(t, "default_query_exec_mode=cache_describe")
 	}
-	for name, begin := range begins {
-		t.Run(name, func(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		begin func(context.Context, *pgxpool.Pool) (pgx.Tx, error)
+		url   func(*testing.T, *dbtest.DB) string
+	}{
+		{"pgx", pgxBegin, direct},
+		{"pgpipe", pgpipeBegin, direct},
+		{"pgpipe through PgBouncer", pgpipeBegin, bounced},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
 			db := dbtest.NewDB(t)
@@ -40,7 +49,7 @@ func TestDieLeavesTheTransactionToTheServer(t *testing.T) {
 			require.NoError(t, err)
 			sockets := &chaos.SilentSockets{}
 			t.Cleanup(sockets.HangUp)
-			cfg, err := pgxpool.ParseConfig(db.URL)
+			cfg, err := pgxpool.ParseConfig(c.url(t, db))
 			require.NoError(t, err)
 			cfg.MaxConns = 1
 			cfg.ConnConfig.DialFunc = sockets.Dial
@@ -54,7 +63,7 @@ func TestDieLeavesTheTransactionToTheServer(t *testing.T) {
 				reachedNext bool
 			)
 			died := crash.Run(func() {
-				tx, err := begin(ctx, pool)
+				tx, err := c.begin(ctx, pool)
 				require.NoError(t, err)
 				defer func() {
 					_ = tx.Rollback(ctx)
