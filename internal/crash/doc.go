@@ -17,12 +17,12 @@
 // released instead of handing it out again.
 //
 // Goexit runs the goroutine's deferred calls, which a killed process never does. In the engine
-// they are a phase's deferred rollback and a call guard's stop: the first finds its connection
-// closed and sends nothing, the second stops the heartbeats as a dead process's stop. Both
-// return the connections to the pool, as the kernel would free them. The rest of the process
-// lives on: other executions, the client's listener, and a heartbeat already under way on its
-// own connection when the call died, which finishes (a dead process's heartbeat may have
-// reached the server too).
+// they are a phase's deferred rollback and a call guard's stop. The rollback finds its
+// connection closed, sends nothing and hands it back to the pool, which destroys it, as the
+// kernel frees a dead process's. The stop ends the call's heartbeats, which a dead process sends
+// no more either. The rest of the process lives on: other executions, the client's listener, and a
+// heartbeat already under way on a connection of its own when the call died, which finishes (a
+// dead process's last heartbeat may have reached the server too).
 //
 // Run and Start run a function as one request runs in a process that may die, and tell whether
 // it died.
