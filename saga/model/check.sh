@@ -43,10 +43,13 @@ S5_IN_PROCESS="-DOPRESUMES=0 -DHBMAX=0 -DL=3 -DMAXCRASH=1"
 S7_LOST_COMMITS="-DLOST_COMMITS -DOPRESUMES=0 -DNO_OP -DTRIES_B=0 -DNO_INPROC -DMAXCRASH=1 -DHBMAX=0"
 S8_WINDOW="-DWINDOW_SHRINK -DOPRESUMES=0 -DNO_B -DL=4 -DM=1 -DINFLIGHT=1 -DWSMALL=0"
 S8_OVER_MARGIN="-DWINDOW_SHRINK -DOPRESUMES=0 -DNO_B -DNO_INPROC -DL=4 -DM=1 -DINFLIGHT=2 -DWSMALL=0"
+S9_RETENTION="-DGC -DOPRESUMES=0 -DTRIES_B=1 -DNO_INPROC -DMAXCRASH=1 -DHBMAX=0"
 SEED="-DOPRESUMES=0 -DNO_B -DNO_INPROC"
 SEED_WINDOW="-DWINDOW_SHRINK -DOPRESUMES=0 -DNO_B -DNO_INPROC -DL=3 -DM=1 -DINFLIGHT=1 -DWSMALL=0"
 SEED_RENEWAL="$SEED -DRENEW_ON_RESUME"
 SEED_IN_PROCESS="-DOPRESUMES=0 -DNO_B -DHBMAX=0 -DL=3 -DMAXCRASH=1"
+SEED_RETENTION="$S9_RETENTION -DNO_OTHER"
+SEED_RETENTION_OTHER="$S9_RETENTION -DNO_B"
 L1_POISON_DUPLICATE="-DCRASH_ANY -DNO_INPROC -DOPRESUMES=0"
 L2_POISON_FAIR="-DCRASH_ANY -DNO_INPROC -DNO_B -DOPRESUMES=0"
 
@@ -78,6 +81,8 @@ property() {
 	*"(u1==0)"*) echo "U1 (the compensation) commits at most once" ;;
 	*"(w1==0)"*) echo "W1 commits at most once" ;;
 	*"(settled==0)"*) echo "a settle commits at most once" ;;
+	*"(othersclaim==0)"*) echo "no other request claims a key while its tombstone lives" ;;
+	*"(other410==0)"*) echo "a 410 answers only the request whose key expired" ;;
 	*"incall"*) echo "no call running twice at once (two sending windows overlap)" ;;
 	*"(tok==e)&&(lease>0)"*) echo "a call is sent only under a live lease its execution holds" ;;
 	*"execs<="*) echo "attempt budget (more than MaxAttempts executions under one budget)" ;;
@@ -180,8 +185,14 @@ WITNESS_NAMES=(- "a send after a quiet, empty inquiry" "an inquiry found the cha
 	"a request sent under the longer window landed after the window dropped"
 	"a send after an empty inquiry, the window dropped, an earlier attempt that recorded its outcome holds the longer one"
 	"a send after an empty inquiry, the window dropped, an earlier attempt that recorded no outcome holds the longer one"
-	"a request with the key of the charge made before landed: answered with that charge")
+	"a request with the key of the charge made before landed: answered with that charge"
+	"the client's retry after GC answered 410 from the tombstone"
+	"a claim waited for the GC deleting the key, went in when it committed, and was answered from the tombstone"
+	"another request under the deleted key answered 422 from the tombstone"
+	"a zombie's write found its key deleted by GC: fenced")
 
+# gcc -Og takes 10-20 s of CPU to compile a verifier, -O0 2-3 s, and -O0's search runs about 1.7
+# times as long: -Og pays only for the searches that take more than about 15 s at -O0.
 SAFETY_CFLAGS="-Og -DSAFETY -DCOLLAPSE"
 LIVE_CFLAGS="-Og -DCOLLAPSE -DNFAIR=3"
 QUICK_CFLAGS="-O0 -DSAFETY -DCOLLAPSE"
@@ -194,8 +205,9 @@ safety_tasks() {
 	echo "clean S5-in-process \"$S5_IN_PROCESS\" \"$SAFETY_CFLAGS\" ''"
 	echo "clean S1-duplicate \"$S1_DUPLICATE\" \"$SAFETY_CFLAGS\" ''"
 	echo "clean S4-renewal \"$S4_RENEWAL\" \"$SAFETY_CFLAGS\" ''"
-	echo "clean S2-operator \"$S2_OPERATOR\" \"$SAFETY_CFLAGS\" ''"
-	echo "clean S8-window \"$S8_WINDOW\" \"$SAFETY_CFLAGS\" ''"
+	echo "clean S2-operator \"$S2_OPERATOR\" \"$QUICK_CFLAGS\" ''"
+	echo "clean S8-window \"$S8_WINDOW\" \"$QUICK_CFLAGS\" ''"
+	echo "clean S9-retention \"$S9_RETENTION\" \"$QUICK_CFLAGS\" ''"
 	echo "clean S8-window-over-margin \"$S8_OVER_MARGIN\" \"$QUICK_CFLAGS\" ''"
 	echo "clean S3-margin \"$S3_MARGIN\" \"$QUICK_CFLAGS\" ''"
 }
@@ -219,6 +231,13 @@ seeded_tasks() {
 	# covered by the margin while the window is no longer than it (S8), not beyond
 	echo "found BUG_CURRENT_WINDOW \"$SEED_WINDOW -DBUG_CURRENT_WINDOW\" \"$QUICK_CFLAGS\" ''"
 	echo "found BUG_WINDOW_WITH_OUTCOME \"$S8_OVER_MARGIN -DBUG_WINDOW_WITH_OUTCOME\" \"$QUICK_CFLAGS\" ''"
+	# retention: found by the client's retry running the operation again (without the other
+	# request, which would find them first), the probe's race by the other request too
+	for b in BUG_GC_NO_TOMBSTONE BUG_PROBE_IN_SNAPSHOT BUG_GC_SPLIT; do
+		echo "found $b \"$SEED_RETENTION -D$b\" \"$QUICK_CFLAGS\" ''"
+	done
+	echo "found BUG_PROBE_IN_SNAPSHOT-other \"$SEED_RETENTION_OTHER -DBUG_PROBE_IN_SNAPSHOT\" \"$QUICK_CFLAGS\" ''"
+	echo "found BUG_TOMB_NO_DIGEST \"$S9_RETENTION -DBUG_TOMB_NO_DIGEST\" \"$QUICK_CFLAGS\" ''"
 	# the poison key as a liveness violation too (-A: the budget assertion would stop it first).
 	# T_REVERSE only changes the order of the search: in spin's default order the nested search
 	# wanders through 0.8 M states (80 s) before it closes the cycle, in reverse it takes 5,000.
@@ -235,6 +254,7 @@ witness_tasks() {
 	echo "witnesses W-lost-commits \"$S7_LOST_COMMITS\" 2 3 17 18 19 20 21"
 	echo "witnesses W-window \"$S8_WINDOW\" 1 13 22 23 24"
 	echo "witnesses W-window-over-margin \"$S8_OVER_MARGIN\" 22 24"
+	echo "witnesses W-retention \"$S9_RETENTION\" 3 26 27 28 29"
 }
 variant_tasks() {
 	# (the largest first: two failovers about 4 minutes, then the keys' and S7 with heartbeats
@@ -268,6 +288,13 @@ variant_tasks() {
 	# crash between a takeover and a separate park write.
 	echo "clean L3-crash-before-park \"-DLIVENESS $L2_POISON_FAIR -DCRASH_PARK -DPARK_IN_TAKEOVER\" \"$QUICK_LIVE_CFLAGS\" '-a -f'"
 	echo "found L3-crash-before-park-separate \"-DLIVENESS $L2_POISON_FAIR -DCRASH_PARK\" \"$QUICK_LIVE_CFLAGS\" '-a -f'"
+	# Retention: the tombstone's window passed, a retry runs the operation again (the residual);
+	# a tombstone committed before the delete, in a transaction of its own, is as safe as one
+	# written with it; S9 with heartbeats and the retry's second takeover.
+	echo "found S9-tombstone-expired \"$SEED_RETENTION -DTOMB_EXPIRES\" \"$QUICK_CFLAGS\" ''"
+	echo "clean S9-tombstone-first \"$S9_RETENTION -DGC_TOMB_FIRST\" \"$QUICK_CFLAGS\" ''"
+	echo "clean S9-retention-heartbeat \"${S9_RETENTION/-DHBMAX=0/}\" \"$QUICK_CFLAGS\" ''"
+	echo "clean S9-retention-2-tries \"${S9_RETENTION/-DTRIES_B=1/-DTRIES_B=2}\" \"$QUICK_CFLAGS\" ''"
 }
 
 # run: runs the tasks on its input MODEL_JOBS at a time, then prints their results in the order

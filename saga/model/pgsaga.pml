@@ -13,7 +13,9 @@
  * (a zombie): the clock runs while it does not. With LOST_COMMITS the database may fail over to
  * a standby that lacks its last commits (the failover process); with WINDOW_SHRINK the
  * provider's declared in-flight window may drop (the provider); with KEYS the provider also
- * honours idempotency keys.
+ * honours idempotency keys; with GC retention deletes the completed key and leaves its tombstone
+ * (the gc process), the client retries after that, and another request comes under the key (the
+ * other process).
  *
  * One step of an execution is one atomic transition: a crash, or one database statement (with
  * its commit) or one exchange with the provider, plus the local bookkeeping up to the next one.
@@ -75,6 +77,9 @@
 #endif
 #if defined(LOST_COMMITS) && defined(RENEW_ON_RESUME)
 #error "LOST_COMMITS assumes the takeover journals the call's row (a token that survives a loss brings its row)"
+#endif
+#if defined(LOST_COMMITS) && defined(GC)
+#error "LOST_COMMITS and GC are checked apart: both make the client's retry claim a key that is gone"
 #endif
 #define NFL 3          /* requests in flight the model has room for (asserted) */
 
@@ -213,6 +218,30 @@ byte w1, w2, u1, settled;
 byte crashes;
 byte execs;            /* executions started under the current attempt budget */
 
+/* ---- the intent's client ---- */
+#if defined(LOST_COMMITS) || defined(GC)
+bit claimed;           /* the first request's claim committed (the intent exists) */
+bit answered;          /* the client got its answer (a completed key's response, or 410 after
+                        * GC): no more retries */
+#endif
+
+#ifdef GC
+/* ---- retention (GC): the completed key deleted, its tombstone written, in one transaction ----
+ * The tombstone keeps the intent's scope, a hash of its key, its operation and a digest of its
+ * request; a claim under the key probes it after its row is in. Its window is longer than any
+ * retry the model explores (unless TOMB_EXPIRES, in --variants). */
+bit gcopen;            /* a GC batch deleted the key and wrote its tombstone, not committed yet:
+                        * readers still see the key; a claim's INSERT waits on its unique entry */
+bit tomb;              /* the key's tombstone, committed */
+#ifdef BUG_GC_SPLIT
+bit tombdue;           /* the delete committed; the tombstone's own transaction is still to come */
+#endif
+bit waiting;           /* the client's retry: its claim waits on the key GC is deleting */
+bit snaptomb;          /* ... the tombstone its statement's snapshot saw (taken before the wait) */
+byte othersclaim;      /* (ghost) claims of the key by another request */
+bit other410;          /* (ghost) another request answered 410 */
+#endif
+
 #ifdef LOST_COMMITS
 /* ---- the standby: the key as of the last commit it replayed (asynchronous replication) ----
  * A failover brings it back: status, recovery point, token, attempts, the journal's rows and the
@@ -228,8 +257,6 @@ byte s_lease, s_next, s_rq[4], s_hq;
 bit lostlease[4];      /* the execution's lease came from a commit the failover lost */
 #endif
 byte losses;           /* failovers so far */
-bit claimed;           /* the first request's claim committed (the intent exists) */
-bit answered;          /* the client got its answer (a completed key's response): no more retries */
 bit lostkey;           /* a failover brought back "no key" */
 bit chgold;            /* the charge landed before the last failover */
 bit prefo[4];          /* (ghost) the slot's execution started before the last failover */
@@ -258,8 +285,12 @@ byte w1all, w2all;     /* W1, W2 commits on any primary, forgotten ones included
 /* the process is gone: it sends nothing more from this moment */
 #define GONE incall[e] = 0; dl[e] = 0; goto crashed
 
-/* a fenced write found the lease taken over: the execution stops */
+/* a fenced write found the lease taken over (or the key gone): the execution stops */
+#ifdef GC
+#define FENCED_OUT SEEN(W_FENCED); if :: status == NONE && tomb -> SEEN(W_FENCED_GONE) :: else -> skip fi; goto stop
+#else
 #define FENCED_OUT SEEN(W_FENCED); goto stop
+#endif
 
 /* vacuity checks: with PGSAGA_WITNESS=n in the verifier's environment, the model asserts that
  * event n never happens, and spin must find a run where it does (check.sh, "witnesses") */
@@ -308,6 +339,11 @@ c_code {
                             * first) holds the longer window, journaled before it sent */
 #define W_KEY_ANSWERED 25  /* (KEYS) a request landed with the key of the charge made before: the
                             * provider answered that charge */
+#define W_EXPIRED 26       /* (GC) the client's retry after GC answered 410 from the tombstone */
+#define W_GC_WAITED 27     /* (GC) a claim waited on the key for the GC deleting it, went in when
+                            * the GC committed, and its probe answered from the tombstone */
+#define W_OTHER_422 28     /* (GC) another request under the deleted key answered 422 */
+#define W_FENCED_GONE 29   /* (GC) a zombie's write found its key deleted by GC: fenced */
 
 /* With LOST_ANYTIME, an execution whose lease came from a commit the failover lost may still
  * send until its local deadline: the properties about leases and windows hold for the others
@@ -860,8 +896,11 @@ proctype first() {
 		w1++;
 		status = STARTED; rp = RP_P1; tok = e; attempts = 1; next = 0;
 		NEW_REF; myref[e] = ref;
+#if defined(LOST_COMMITS) || defined(GC)
+		claimed = 1;
+#endif
 #ifdef LOST_COMMITS
-		claimed = 1; w1all++;
+		w1all++;
 #endif
 #ifdef BUG_NOW_LEASE
 		lease = L - sb[e]; inphase[e] = 0;
@@ -907,11 +946,50 @@ done:
  * completed key's response, from the first request or a replay) it never retries; until then
  * it retries with the same key, and when a failover lost the key it claims it again: P1 (W1)
  * and the claim in one commit, as the first request did.
+ *
+ * With GC it is the client of the first request too, whose answer was lost: it retries with the
+ * same key until it has an answer, the key's response replayed, or 410 once GC deleted the key.
+ * Every retry begins with the claim (an INSERT of the key row that conflicts with a stored key);
+ * when the key is gone, the row goes in and the probe in its RETURNING finds the tombstone: PGS02
+ * rolls the claim and P1 back. A claim that reaches the key's unique entry while a GC's delete of
+ * it is not committed waits for that GC, and goes in when it commits.
  */
-#ifdef LOST_COMMITS
+#if defined(LOST_COMMITS) || defined(GC)
 #define RETRYING (!answered)
 #else
 #define RETRYING true
+#endif
+
+/* the client's retry claims the key again, the key being gone: P1 (W1) and the claim in one
+ * commit, as the first request did */
+inline reclaim(e) {
+	/* PROPERTY W1 at most once (in the database that survived) */
+	assert(w1 == 0);
+	w1++;
+#ifdef LOST_COMMITS
+	w1all++;
+	SEEN(W_W1_AGAIN);
+#endif
+	status = STARTED; rp = RP_P1; tok = e; attempts = 1; next = 0;
+	NEW_EXECUTION(e);
+	NEW_REF; myref[e] = ref;
+	lease = L; dl[e] = L - M;
+	execs = 1;
+	add_row(e);
+	open_window(e);
+	cur_rp = RP_P1; havewin = 1;
+	enter(e)
+}
+
+#ifdef GC
+/* what the claim's probe of the tombstones sees: the tombstone committed when the probe runs, in
+ * a snapshot of its own after the row is in (pgsaga_key_unexpired in RETURNING); with
+ * BUG_PROBE_IN_SNAPSHOT, in the INSERT's own statement snapshot, taken before a wait on the key */
+#ifdef BUG_PROBE_IN_SNAPSHOT
+#define PROBE(waited, snap) ((waited) -> (snap) : tomb)
+#else
+#define PROBE(waited, snap) tomb
+#endif
 #endif
 
 proctype duplicate() {
@@ -942,20 +1020,32 @@ done:
 		answered = 1 }
 	:: atomic { status == NONE && claimed && !answered ->
 		/* a failover lost the key: the retry claims it again (P1's commit) */
-		/* PROPERTY W1 at most once (in the database that survived) */
-		assert(w1 == 0);
-		w1++; w1all++;
-		SEEN(W_W1_AGAIN);
-		status = STARTED; rp = RP_P1; tok = e; attempts = 1; next = 0;
-		NEW_EXECUTION(e);
-		NEW_REF; myref[e] = ref;
-		lease = L; dl[e] = L - M;
-		execs = 1;
-		add_row(e);
-		open_window(e);
-		cur_rp = RP_P1; havewin = 1;
-		enter(e) }
-#else
+		reclaim(e) }
+#elif defined(GC)
+	:: atomic { status == COMPLETED && !answered && !gcopen ->
+		/* the claim conflicts with the completed key: its response, replayed */
+		answered = 1 }
+	:: atomic { gcopen && !answered && !waiting ->
+		/* the claim's statement takes its snapshot, reaches the key's unique entry and waits
+		 * for the GC deleting it */
+		waiting = 1; snaptomb = tomb }
+	:: atomic { status == NONE && claimed && !answered ->
+		/* the key is gone (the GC it waited for committed): the row goes in; the probe */
+		if
+		:: PROBE(waiting, snaptomb) ->
+			/* PGS02: the engine reads the tombstone, the same operation and request: 410,
+			 * definitive; nothing is stored, nothing runs */
+			SEEN(W_EXPIRED);
+			if :: waiting -> SEEN(W_GC_WAITED) :: else -> skip fi;
+			waiting = 0; snaptomb = 0;
+			answered = 1
+		:: else ->
+			/* no tombstone seen: the key is claimed again */
+			waiting = 0; snaptomb = 0;
+			reclaim(e)
+		fi }
+#endif
+#if !defined(LOST_COMMITS) && !defined(GC)
 	:: tries == 0 -> break
 #endif
 	od
@@ -994,6 +1084,92 @@ done:
 		forget(e)
 	od
 }
+
+#ifdef GC
+/*
+ * Another request under the key (another operation, or another request body): it comes once the
+ * GC deletes the key (before that, the key answers it 422 and it writes nothing, which is not a
+ * step). Its claim waits for a GC deleting the key as the retry's does; when the key is gone,
+ * its row goes in and the probe finds the tombstone: 422, nothing stored.
+ */
+proctype other() {
+	bit waited, snap;
+
+end_other:
+	do
+	:: atomic { gcopen && !waited -> waited = 1; snap = tomb }
+	:: atomic { status == NONE && claimed ->
+		if
+		:: PROBE(waited, snap) ->
+#ifdef BUG_TOMB_NO_DIGEST
+			/* 410 whenever the key has a tombstone, whatever the request */
+			other410 = 1;
+#else
+			/* PGS02: the tombstone's operation or request digest differs: 422 */
+			SEEN(W_OTHER_422);
+#endif
+			/* PROPERTY a 410 answers only the request whose key expired */
+			assert(other410 == 0)
+		:: else ->
+			/* no tombstone seen: another request claims the key */
+			othersclaim++;
+			/* PROPERTY no other request claims the key while its tombstone lives */
+			assert(othersclaim == 0)
+		fi;
+		break }
+	od
+}
+
+/* the key's row deleted, with its call journal and history (the business writes stay) */
+inline delete_key() {
+	status = NONE; rp = 0; tok = NOTOK; lease = 0; next = 0; attempts = 0; execs = 0;
+	parked = PK_NONE; decided = D_NONE; ref = 0;
+	rreach[0] = 0; rreach[1] = 0; rreach[2] = 0; rreach[3] = 0;
+	rq[0] = 0; rq[1] = 0; rq[2] = 0; rq[3] = 0;
+	hreach = 0; hq = 0; pendrec = 0; pendings = 0
+#ifdef WINDOW_SHRINK
+	; rw[0] = 0; rw[1] = 0; rw[2] = 0; rw[3] = 0; hq2 = 0;
+	rdone[0] = 0; rdone[1] = 0; rdone[2] = 0; rdone[3] = 0
+#endif
+}
+
+/*
+ * Retention GC: a batch deletes the completed key (never a started or parked one) and writes its
+ * tombstone in one statement, one transaction, at any moment after the key completed (the model
+ * lets its retention be as short as it likes). Until the batch commits, readers see the key, and
+ * a claim's INSERT waits on the key's unique entry. A GC that dies before its commit leaves
+ * nothing, as if it never ran (not modelled: a claim that waited on it conflicts with the key and
+ * gets the replay). BUG_GC_NO_TOMBSTONE deletes without a tombstone; BUG_GC_SPLIT writes it in a
+ * transaction of its own, after the delete; GC_TOMB_FIRST in one of its own before the delete;
+ * TOMB_EXPIRES lets the tombstone's window pass.
+ */
+#if defined(BUG_GC_SPLIT)
+#define TOMB_WITH_DELETE tombdue = 1
+#elif defined(BUG_GC_NO_TOMBSTONE) || defined(GC_TOMB_FIRST)
+#define TOMB_WITH_DELETE skip
+#else
+#define TOMB_WITH_DELETE tomb = 1
+#endif
+
+active proctype gc() {
+end_idle:
+	do
+#ifdef GC_TOMB_FIRST
+	:: atomic { status == COMPLETED && !tomb -> tomb = 1 }
+	:: atomic { status == COMPLETED && tomb && !gcopen -> gcopen = 1 }
+#else
+	:: atomic { status == COMPLETED && !gcopen -> gcopen = 1 }
+#endif
+	:: atomic { gcopen -> delete_key(); gcopen = 0; TOMB_WITH_DELETE }
+#ifdef BUG_GC_SPLIT
+	:: atomic { tombdue -> tombdue = 0; tomb = 1 }
+#endif
+#ifdef TOMB_EXPIRES
+	:: atomic { tomb -> tomb = 0 }
+#endif
+	od
+}
+#endif
 
 /* The operator: resumes a parked key with a fresh budget, or settles it. An operator acts long
  * after the key parked: every lease, deadline and in-flight window of the runs before has run
@@ -1253,8 +1429,12 @@ init {
 #endif
 		run resumer();
 #ifndef NO_OP
-		run operator()
+		run operator();
 #endif
+#if defined(GC) && !defined(NO_OTHER)
+		run other();
+#endif
+		skip
 	}
 }
 
