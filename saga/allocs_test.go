@@ -23,9 +23,9 @@ import (
 // at its first statement by the key it reads then (phase.go): the phase's context, transaction
 // and run state are what the replay's budget holds beyond the read.
 var allocBudgets = map[string]float64{
-	"replay": 50,
-	"single": 120,
-	"phased": 76,
+	"replay": 55,
+	"single": 123,
+	"phased": 79,
 }
 
 // TestAllocationBudgets runs each path alone (not in parallel: allocations are counted for the
