@@ -23,7 +23,7 @@ import (
 // at its first statement by the key it reads then (phase.go): the phase's context, transaction
 // and run state are what the replay's budget holds beyond the read.
 var allocBudgets = map[string]float64{
-	"replay": 55,
+	"replay": 50,
 	"single": 123,
 	"phased": 79,
 }
