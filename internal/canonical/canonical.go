@@ -3,8 +3,8 @@
 // under the same idempotency key. Package saga's Fingerprint is its public face.
 //
 // It is hand-written because it runs on every request: the same bytes from encoding/json's
-// tokens (plain_test.go, its reference in tests) take 8 to 12 times as long and cost a replay 6-7%
-// of its throughput (docs/performance.md, "Shortcuts measured"), and gowebpki/jcs rounds
+// tokens (plain_test.go, its reference in tests) take 8 to 12 times as long and cost a replay
+// 6-7% of its throughput (docs/performance.md, "Shortcuts measured"), and gowebpki/jcs rounds
 // numbers to doubles, which the fingerprint must not.
 package canonical
 
