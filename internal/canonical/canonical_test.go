@@ -20,9 +20,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The canonicalizer is checked against two references: gowebpki/jcs (RFC 8785) wherever numbers
-// fit doubles, and a slow model (encoding/json with UseNumber, numbers compared with math/big)
-// everywhere.
+// The canonicalizer is checked against three references: gowebpki/jcs (RFC 8785) wherever
+// numbers fit doubles, a slow model (encoding/json with UseNumber, numbers compared with
+// math/big) everywhere, and the plain canonicalizer (plain_test.go) byte for byte.
 
 func canonical(body []byte) ([]byte, error) {
 	var buf bytes.Buffer
@@ -74,6 +74,30 @@ func TestCanonicalMatchesJCS(t *testing.T) {
 		got, err := canonical([]byte(body))
 		require.NoError(t, err, body)
 		require.Equal(t, string(want), string(got), body)
+	}
+}
+
+// Why RFC 8785 alone will not do: gowebpki/jcs reads numbers as doubles, so two amounts one
+// double apart in value but not in rounding are one request to it, which the contract forbids
+// (422 on one key). The canonicalizer keeps them apart.
+func TestJCSRoundsNumbersTheContractComparesExactly(t *testing.T) {
+	t.Parallel()
+	for _, pair := range [][2]string{
+		{`{"amount": 9007199254740993}`, `{"amount": 9007199254740992}`},
+		{`{"amount": 0.1}`, `{"amount": 0.1000000000000000055511151231257827}`},
+		{`{"amount": 1e-400}`, `{"amount": 0}`},
+	} {
+		a, err := jcs.Transform([]byte(pair[0]))
+		require.NoError(t, err)
+		b, err := jcs.Transform([]byte(pair[1]))
+		require.NoError(t, err)
+		require.Equal(t, string(a), string(b), "jcs writes %s and %s alike", pair[0], pair[1])
+
+		fa, err := Fingerprint([]byte(pair[0]))
+		require.NoError(t, err)
+		fb, err := Fingerprint([]byte(pair[1]))
+		require.NoError(t, err)
+		require.NotEqual(t, fa, fb, "%s and %s are different requests", pair[0], pair[1])
 	}
 }
 
@@ -483,34 +507,40 @@ func bodyOfSize(n int) []byte {
 	return []byte(`{"order_id": "ord_1", "currency": "EUR", "items": [` + strings.Join(items, ", ") + `], "note": null}`)
 }
 
-// BenchmarkFingerprint measures Fingerprint against the jcs version it replaced, in the same
-// run: exact and jcs each on their own (ns/op, allocs/op), then interleaved, alternating batches
-// of both so that the load of a shared CPU hits them alike, reporting the median ratio of the
-// rounds (jcs/exact: how many times faster). Run with -count 5 and compare medians. Timings never
-// fail anything.
+// BenchmarkFingerprint measures Fingerprint against the plain canonicalizer (plain_test.go: the
+// same fingerprints on encoding/json's tokens) and gowebpki/jcs (RFC 8785 with numbers rounded to
+// doubles, which the contract does not allow), in the same run: each on its own (ns/op,
+// allocs/op), then interleaved, alternating batches of each so that the load of a shared CPU hits
+// them alike, reporting the median ratios of the rounds (plain/exact, jcs/exact: how many times
+// slower). Timings never fail anything.
 func BenchmarkFingerprint(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		body []byte
-	}{{"payment", paymentBody}, {"4KiB", bodyOfSize(4 << 10)}, {"1MiB", bodyOfSize(1 << 20)}} {
+	}{{"amount", []byte(`{"amount":100}`)}, {"payment", paymentBody}, {"4KiB", bodyOfSize(4 << 10)}, {"1MiB", bodyOfSize(1 << 20)}} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.Run("exact", benchmarkFingerprint(Fingerprint, tc.body))
+			b.Run("plain", benchmarkFingerprint(plainFingerprint, tc.body))
 			b.Run("jcs", benchmarkFingerprint(jcsFingerprint, tc.body))
 			b.Run("interleaved", func(b *testing.B) {
 				// A batch of each takes a few milliseconds.
 				start := time.Now()
 				_, _ = Fingerprint(tc.body)
 				batch := max(1, int(2*time.Millisecond/max(time.Since(start), time.Nanosecond)))
-				var exact, viaJCS, ratios []float64
+				var exact, plain, viaJCS, plainRatios, jcsRatios []float64
 				for b.Loop() {
 					e := timeBatch(b, Fingerprint, tc.body, batch)
+					p := timeBatch(b, plainFingerprint, tc.body, batch)
 					j := timeBatch(b, jcsFingerprint, tc.body, batch)
-					exact, viaJCS, ratios = append(exact, e), append(viaJCS, j), append(ratios, j/e)
+					exact, plain, viaJCS = append(exact, e), append(plain, p), append(viaJCS, j)
+					plainRatios, jcsRatios = append(plainRatios, p/e), append(jcsRatios, j/e)
 				}
 				b.ReportMetric(0, "ns/op")
 				b.ReportMetric(median(exact), "exact-ns/op")
+				b.ReportMetric(median(plain), "plain-ns/op")
 				b.ReportMetric(median(viaJCS), "jcs-ns/op")
-				b.ReportMetric(median(ratios), "jcs/exact")
+				b.ReportMetric(median(plainRatios), "plain/exact")
+				b.ReportMetric(median(jcsRatios), "jcs/exact")
 			})
 		})
 	}
@@ -545,7 +575,7 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-// jcsFingerprint is the Fingerprint this package had before exact numbers.
+// jcsFingerprint is the fingerprint gowebpki/jcs gives: RFC 8785, numbers rounded to doubles.
 func jcsFingerprint(body []byte) ([]byte, error) {
 	canonical, err := jcs.Transform(body)
 	if err != nil {
