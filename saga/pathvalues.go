@@ -2,13 +2,16 @@ package saga
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
+	"unicode/utf8"
 )
 
 // pathValues are the wildcards of the pattern that routed r (http.Request.Pattern, set by
 // Go's ServeMux) and their values, or nil when r was routed by no pattern or one without
 // wildcards. The handler keeps them with the key (Request.PathValues), since a resume has no
-// request to ask.
+// request to ask. A value the key table cannot store (invalid UTF-8, a NUL) is kept in its
+// escaped form (%00, %FF), which names no row: the operation answers it like any unknown id.
 func pathValues(r *http.Request) map[string]string {
 	names := wildcards(r.Pattern)
 	if len(names) == 0 {
@@ -16,7 +19,11 @@ func pathValues(r *http.Request) map[string]string {
 	}
 	values := make(map[string]string, len(names))
 	for _, name := range names {
-		values[name] = r.PathValue(name)
+		value := r.PathValue(name)
+		if !utf8.ValidString(value) || strings.ContainsRune(value, 0) {
+			value = url.PathEscape(value)
+		}
+		values[name] = value
 	}
 	return values
 }
