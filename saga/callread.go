@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsaga/pgsaga/internal/keystore"
 )
 
 // CallReference is one key that journaled calls under a downstream reference: the key, where
@@ -47,19 +49,14 @@ func callReferenceList(ctx context.Context, q pgxQuerier, references []string) (
 	var out []CallReference
 	for start := 0; start < len(references); start += callReferenceBatch {
 		batch := references[start:min(start+callReferenceBatch, len(references))]
-		rows, err := q.Query(ctx, callReferencesSQL, batch)
+		rows, err := keystore.New(q).CallReferences(ctx, &keystore.CallReferencesParams{Refs: batch})
 		if err != nil {
 			return nil, fmt.Errorf("error reading call references: %w", err)
 		}
-		found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (CallReference, error) {
-			var r CallReference
-			err := row.Scan(&r.Reference, &r.Scope.Tenant, &r.Scope.Actor, &r.Key, &r.Status, &r.ProviderIDs)
-			return r, err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("error reading call references: %w", err)
+		for _, r := range rows {
+			out = append(out, CallReference{Reference: r.Reference, Scope: Scope{Tenant: r.TenantID, Actor: r.ActorID},
+				Key: r.Key, Status: KeyStatus(r.Status), ProviderIDs: r.ProviderIds})
 		}
-		out = append(out, found...)
 	}
 	return out, nil
 }

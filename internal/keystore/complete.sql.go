@@ -148,19 +148,19 @@ func (q *Queries) CompleteCallInRow(ctx context.Context, arg *CompleteCallInRowP
 }
 
 const completeCallInRowAlone = `-- name: CompleteCallInRowAlone :one
-UPDATE pgsaga_key r SET status = 'completed', recovery_point = 'finished', state = $1, locked_until = NULL,
-        response_status = $2::integer, response_headers = $3, response_body = $4,
-        completed_at = clock_timestamp(), expires_at = clock_timestamp() + $5::bigint * interval '1 millisecond',
-        updated_at = clock_timestamp(),
-        call_outcome = CASE WHEN $6::integer = 1 AND r.call_step = $7::text
-            THEN $8::text ELSE r.call_outcome END,
-        call_provider_id = CASE WHEN $6::integer = 1 AND r.call_step = $7::text
-            THEN $9::text ELSE r.call_provider_id END,
-        call_ended_at = CASE WHEN $6::integer = 1 AND r.call_step = $7::text
-            THEN clock_timestamp() ELSE r.call_ended_at END
-WHERE r.tenant_id = $10 AND r.actor_id = $11 AND r.key = $12 AND r.lease_token = $13
-      AND r.status = 'started'
-RETURNING CASE WHEN r.waiters THEN pg_notify('pgsaga_key_done',
+UPDATE pgsaga_key SET status = 'completed', recovery_point = 'finished', state = $1, locked_until = NULL,
+    response_status = $2::integer, response_headers = $3, response_body = $4,
+    completed_at = clock_timestamp(), expires_at = clock_timestamp() + $5::bigint * interval '1 millisecond',
+    updated_at = clock_timestamp(),
+    call_outcome = CASE WHEN $6::integer = 1 AND call_step = $7::text
+        THEN $8::text ELSE call_outcome END,
+    call_provider_id = CASE WHEN $6::integer = 1 AND call_step = $7::text
+        THEN $9::text ELSE call_provider_id END,
+    call_ended_at = CASE WHEN $6::integer = 1 AND call_step = $7::text
+        THEN clock_timestamp() ELSE call_ended_at END
+WHERE tenant_id = $10 AND actor_id = $11 AND key = $12 AND lease_token = $13
+  AND status = 'started'
+RETURNING CASE WHEN waiters THEN pg_notify('pgsaga_key_done',
     json_build_array($10::text, $11::text, $12::text)::text) END AS notified
 `
 

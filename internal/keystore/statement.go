@@ -46,6 +46,8 @@ type Statement struct {
 var statements = sync.Pool{New: func() any { return new(Statement) }}
 
 // bind returns sql with the fields of params (a pointer to its generated Params struct) bound.
+// Every value is copied out of params, which bind keeps no pointer to, so that params may live
+// on the caller's stack.
 func bind(sql string, params any) *Statement {
 	s := statements.Get().(*Statement)
 	s.SQL = sql
@@ -79,10 +81,11 @@ func (s *Statement) arg(f reflect.Value) any {
 	case t == byteSliceType:
 		b := &s.bytes[s.nb]
 		s.nb++
-		*b = f.Bytes()
+		*b = *(*[]byte)(f.Addr().UnsafePointer()) // f.Bytes() would make params escape
 		return b
 	case t == stringSliceType:
-		return f.Interface() // one allocation; no request path statement of a first execution takes one
+		// One allocation; no statement of a first execution takes a list.
+		return any(*(*[]string)(f.Addr().UnsafePointer()))
 	case t == textType:
 		return s.text(*(*pgtype.Text)(f.Addr().UnsafePointer()))
 	case t == int8Type:
@@ -136,20 +139,21 @@ func (s *Statement) QueryRow(ctx context.Context, db Querier, row any) error {
 	return s.Scan(db.QueryRow(ctx, s.SQL, s.Args...), row)
 }
 
-// Scan scans r, a row of s, into row: a pointer to the statement's generated Row struct, or a
-// nil pointer of that type to read the row and keep nothing of it. A column the Row struct
-// declares interface{} (a fence, a notification) is read and dropped.
+// Scan scans r, a row of s, into row: a pointer to the statement's generated Row struct. A
+// column the Row struct declares interface{} (a fence) is read and dropped.
 func (s *Statement) Scan(r pgx.Row, row any) error {
-	v := reflect.ValueOf(row)
-	t := v.Type().Elem()
-	n := t.NumField()
-	if !v.IsNil() {
-		v = v.Elem()
-		for i := range n {
-			if f := v.Field(i); f.Kind() != reflect.Interface {
-				s.dest[i] = f.Addr().Interface()
-			}
+	v := reflect.ValueOf(row).Elem()
+	n := v.NumField()
+	for i := range n {
+		if f := v.Field(i); f.Kind() != reflect.Interface {
+			s.dest[i] = f.Addr().Interface()
 		}
 	}
 	return r.Scan(s.dest[:n]...)
+}
+
+// Discard reads r, a row of s with the given number of columns, and keeps nothing of it: for
+// the fenced writes, whose row says only that they wrote.
+func (s *Statement) Discard(r pgx.Row, columns int) error {
+	return r.Scan(s.dest[:columns]...)
 }

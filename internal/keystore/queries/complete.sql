@@ -52,17 +52,17 @@ FROM k;
 -- statement (the phase sent none): a completion that matches no row commits nothing, so no row
 -- back is the fence, and it needs no CTE to raise. The waiters' notification rides in RETURNING.
 -- name: CompleteCallInRowAlone :one
-UPDATE pgsaga_key r SET status = 'completed', recovery_point = 'finished', state = @state, locked_until = NULL,
-        response_status = @response_status::integer, response_headers = @response_headers, response_body = @response_body,
-        completed_at = clock_timestamp(), expires_at = clock_timestamp() + sqlc.arg(retention_ms)::bigint * interval '1 millisecond',
-        updated_at = clock_timestamp(),
-        call_outcome = CASE WHEN @attempt::integer = 1 AND r.call_step = sqlc.narg(done_step)::text
-            THEN sqlc.narg(done_outcome)::text ELSE r.call_outcome END,
-        call_provider_id = CASE WHEN @attempt::integer = 1 AND r.call_step = sqlc.narg(done_step)::text
-            THEN sqlc.narg(done_provider_id)::text ELSE r.call_provider_id END,
-        call_ended_at = CASE WHEN @attempt::integer = 1 AND r.call_step = sqlc.narg(done_step)::text
-            THEN clock_timestamp() ELSE r.call_ended_at END
-WHERE r.tenant_id = @tenant_id AND r.actor_id = @actor_id AND r.key = @key AND r.lease_token = @lease_token
-      AND r.status = 'started'
-RETURNING CASE WHEN r.waiters THEN pg_notify('pgsaga_key_done',
+UPDATE pgsaga_key SET status = 'completed', recovery_point = 'finished', state = @state, locked_until = NULL,
+    response_status = @response_status::integer, response_headers = @response_headers, response_body = @response_body,
+    completed_at = clock_timestamp(), expires_at = clock_timestamp() + sqlc.arg(retention_ms)::bigint * interval '1 millisecond',
+    updated_at = clock_timestamp(),
+    call_outcome = CASE WHEN @attempt::integer = 1 AND call_step = sqlc.narg(done_step)::text
+        THEN sqlc.narg(done_outcome)::text ELSE call_outcome END,
+    call_provider_id = CASE WHEN @attempt::integer = 1 AND call_step = sqlc.narg(done_step)::text
+        THEN sqlc.narg(done_provider_id)::text ELSE call_provider_id END,
+    call_ended_at = CASE WHEN @attempt::integer = 1 AND call_step = sqlc.narg(done_step)::text
+        THEN clock_timestamp() ELSE call_ended_at END
+WHERE tenant_id = @tenant_id AND actor_id = @actor_id AND key = @key AND lease_token = @lease_token
+  AND status = 'started'
+RETURNING CASE WHEN waiters THEN pg_notify('pgsaga_key_done',
     json_build_array(@tenant_id::text, @actor_id::text, @key::text)::text) END AS notified;
