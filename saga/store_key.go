@@ -16,27 +16,12 @@ import (
 	"github.com/pgsaga/pgsaga/phases"
 )
 
-// Every statement on pgsaga_key and the call journal lives in the store_*.go files of this
-// package and nowhere else: the reads of one key in store_head.go, the writes of an execution in
-// store_write_sql.go (chosen and filled here), the takeovers, renewals and the resumer's claims
-// in store_lease.go, the operators' reads and deletions in store_read.go and their actions in
-// store_action.go. One statement per purpose (a claim, an advance, a completion, a release, a
-// park), each writing only what its transition changes: the fewer parameters, the less the
-// client encodes and the server checks.
-//
-// Leases are written with clock_timestamp() (the moment of the write), never now() (the
-// transaction's start): a phase that waited on a lock must not commit a lease already nearly
-// spent.
-//
-// Fencing: every write of an execution that holds a key names the key's lease token and
-// status = 'started', and selects pgsaga_lease_lost() when it wrote no row (fenceSQL). When
-// another execution took the key over, the write matches no row and raises SQLSTATE PGS01: the
-// statement writes nothing (its journal rows are conditioned on the key's row), and inside a
-// phase the COMMIT pipelined after it never runs. (`1 / count(*)`, division by zero, would do
-// without a plpgsql function, but it is SQLSTATE class 22, the class of the client's data errors.)
-
-// fenceSQL, selected over the rows a fenced write wrote (the CTE k), raises when there are none.
-const fenceSQL = `CASE WHEN count(*) = 0 THEN pgsaga_lease_lost($3) END`
+// A key's writes, as saga knows them (keyWrite), bound to the key store's statements
+// (internal/keystore, which owns every statement on the key tables and documents their fencing
+// and clocks): the reads of one key are in store_head.go, the takeovers, renewals and the
+// resumer's claims in store_lease.go, the operators' reads in store_read.go and their actions
+// in store_action.go. One statement per transition (a claim, an advance, a completion, a
+// release, a park), each writing only what its transition changes.
 
 // holder is an execution's hold on a key: what its writes are fenced with.
 type holder struct {
@@ -430,11 +415,15 @@ func isFence(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == sqlstateFence
 }
 
-// asDuplicate translates a claim's unique violation into errDuplicate.
+// asDuplicate translates a claim's refusals: its unique violation into errDuplicate, the
+// tombstone check's (retention.go) into errTombstoned.
 func asDuplicate(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == sqlstateUniqueViolation && pgErr.ConstraintName == keyPrimaryKey {
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == sqlstateUniqueViolation && pgErr.ConstraintName == keyPrimaryKey:
 		return errDuplicate
+	case isTombstoned(err):
+		return errTombstoned
 	}
 	return err
 }

@@ -18,6 +18,7 @@ INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
 VALUES ($1, $2, $3, $4, $5, $6, $7, '', 'completed', 'finished',
     $8, $9::integer, $10, $11, clock_timestamp(),
     clock_timestamp() + $12::bigint * interval '1 millisecond', $13, $14::text)
+RETURNING pgsaga_key_unexpired($1, $2, $3)
 `
 
 type ClaimCompletedParams struct {
@@ -37,6 +38,10 @@ type ClaimCompletedParams struct {
 	TraceContext    pgtype.Text
 }
 
+// Every claim returns pgsaga_key_unexpired's check, which raises SQLSTATE PGS02 when retention
+// deleted the key and left its tombstone: the claim writes nothing (migration 010 says why the
+// check is in RETURNING).
+//
 // ClaimCompleted stores a key finished by its first phase (a single-transaction operation): its
 // response, no lease, no copy of the request body (only resuming needs it, and a finished key is
 // never resumed). The execution's token marks the row as its own, so that an execution whose
@@ -69,6 +74,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, '', 'completed', 'finished',
     $8, $9::integer, $10, $11, clock_timestamp(),
     clock_timestamp() + $12::bigint * interval '1 millisecond', $13, $14::text)
 ON CONFLICT DO NOTHING
+RETURNING pgsaga_key_unexpired($1, $2, $3)
 `
 
 type ClaimCompletedOrNothingParams struct {
@@ -118,6 +124,7 @@ INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
 VALUES ($1, $2, $3, $4, $5, $6, $7, '', 'failed',
     $8, $9, $10::text, $11::text, $12, $13::text)
 ON CONFLICT DO NOTHING
+RETURNING pgsaga_key_unexpired($1, $2, $3)
 `
 
 type ClaimParkedOrNothingParams struct {
@@ -167,7 +174,8 @@ INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'started',
     $9, $10, $11, clock_timestamp() + $12::bigint * interval '1 millisecond',
     $13::text)
-RETURNING created_at, (extract(epoch FROM locked_until - clock_timestamp()) * 1000)::bigint AS lease_left_ms
+RETURNING pgsaga_key_unexpired($1, $2, $3), created_at,
+    (extract(epoch FROM locked_until - clock_timestamp()) * 1000)::bigint AS lease_left_ms
 `
 
 type ClaimStartedParams struct {
@@ -187,8 +195,9 @@ type ClaimStartedParams struct {
 }
 
 type ClaimStartedRow struct {
-	CreatedAt   pgtype.Timestamptz
-	LeaseLeftMs int64
+	PgsagaKeyUnexpired bool
+	CreatedAt          pgtype.Timestamptz
+	LeaseLeftMs        int64
 }
 
 // ClaimStarted stores a started key, leased, at the recovery point its first phase reached,
@@ -210,7 +219,7 @@ func (q *Queries) ClaimStarted(ctx context.Context, arg *ClaimStartedParams) (Cl
 		arg.TraceContext,
 	)
 	var i ClaimStartedRow
-	err := row.Scan(&i.CreatedAt, &i.LeaseLeftMs)
+	err := row.Scan(&i.PgsagaKeyUnexpired, &i.CreatedAt, &i.LeaseLeftMs)
 	return i, err
 }
 
@@ -222,7 +231,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'started',
     $9, $10, $11, clock_timestamp() + $12::bigint * interval '1 millisecond',
     $13::text, $14::text, $15::text, $16::bigint,
     clock_timestamp(), clock_timestamp() + $12::bigint * interval '1 millisecond')
-RETURNING created_at, (extract(epoch FROM locked_until - clock_timestamp()) * 1000)::bigint AS lease_left_ms
+RETURNING pgsaga_key_unexpired($1, $2, $3), created_at,
+    (extract(epoch FROM locked_until - clock_timestamp()) * 1000)::bigint AS lease_left_ms
 `
 
 type ClaimStartedJournalParams struct {
@@ -245,8 +255,9 @@ type ClaimStartedJournalParams struct {
 }
 
 type ClaimStartedJournalRow struct {
-	CreatedAt   pgtype.Timestamptz
-	LeaseLeftMs int64
+	PgsagaKeyUnexpired bool
+	CreatedAt          pgtype.Timestamptz
+	LeaseLeftMs        int64
 }
 
 // ClaimStartedJournal is ClaimStarted with the journal entry of the call about to be sent (the
@@ -272,7 +283,7 @@ func (q *Queries) ClaimStartedJournal(ctx context.Context, arg *ClaimStartedJour
 		arg.CallMaxInFlightMs,
 	)
 	var i ClaimStartedJournalRow
-	err := row.Scan(&i.CreatedAt, &i.LeaseLeftMs)
+	err := row.Scan(&i.PgsagaKeyUnexpired, &i.CreatedAt, &i.LeaseLeftMs)
 	return i, err
 }
 
@@ -285,7 +296,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'started',
     $13::text, $14::text, $15::text, $16::bigint,
     clock_timestamp(), clock_timestamp() + $12::bigint * interval '1 millisecond')
 ON CONFLICT DO NOTHING
-RETURNING created_at, (extract(epoch FROM locked_until - clock_timestamp()) * 1000)::bigint AS lease_left_ms
+RETURNING pgsaga_key_unexpired($1, $2, $3), created_at,
+    (extract(epoch FROM locked_until - clock_timestamp()) * 1000)::bigint AS lease_left_ms
 `
 
 type ClaimStartedJournalOrNothingParams struct {
@@ -308,8 +320,9 @@ type ClaimStartedJournalOrNothingParams struct {
 }
 
 type ClaimStartedJournalOrNothingRow struct {
-	CreatedAt   pgtype.Timestamptz
-	LeaseLeftMs int64
+	PgsagaKeyUnexpired bool
+	CreatedAt          pgtype.Timestamptz
+	LeaseLeftMs        int64
 }
 
 func (q *Queries) ClaimStartedJournalOrNothing(ctx context.Context, arg *ClaimStartedJournalOrNothingParams) (ClaimStartedJournalOrNothingRow, error) {
@@ -332,6 +345,6 @@ func (q *Queries) ClaimStartedJournalOrNothing(ctx context.Context, arg *ClaimSt
 		arg.CallMaxInFlightMs,
 	)
 	var i ClaimStartedJournalOrNothingRow
-	err := row.Scan(&i.CreatedAt, &i.LeaseLeftMs)
+	err := row.Scan(&i.PgsagaKeyUnexpired, &i.CreatedAt, &i.LeaseLeftMs)
 	return i, err
 }
