@@ -23,7 +23,7 @@ func TestKeyConstraintsRefuseBrokenRows(t *testing.T) {
 			CASE WHEN $9::text IS NOT NULL THEN 'charge' END, now(), now(), $9)`
 	const lease = "5b0a4c4e-8f1e-4c55-9f5b-0d6f3d4c2a11"
 	const at = "2026-01-01T00:00:00Z"
-	const stateMachine, keyOutcome = "pgsaga_key_state_machine", "pgsaga_key_call_outcome"
+	const stateMachine = "pgsaga_key_state_machine"
 	for _, tc := range []struct {
 		name, key, status, rp         string
 		lease, respStatus, body, done any
@@ -45,7 +45,7 @@ func TestKeyConstraintsRefuseBrokenRows(t *testing.T) {
 		{"unknown status", "key-00006", "paused", "started", lease, nil, nil, nil, 1, nil, stateMachine},
 		{"failed with a response", "key-00007", "failed", "started", lease, 200, "{}", nil, 1, nil, stateMachine},
 		{"no attempt", "key-00011", "started", "started", lease, nil, nil, nil, 0, nil, stateMachine},
-		{"a call outcome that is no class", "key-00012", "started", "started", lease, nil, nil, nil, 1, "maybe", keyOutcome},
+		{"a call outcome that is no class", "key-00012", "started", "started", lease, nil, nil, nil, 1, "maybe", stateMachine},
 	} {
 		var body any
 		if tc.body != nil {

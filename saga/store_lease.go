@@ -101,8 +101,8 @@ func taken(r *takenRow) (*takenKey, error) {
 	t.Key, err = keyOf(&keystore.PgsagaKey{TenantID: r.TenantID, ActorID: r.ActorID, Key: r.Key, Operation: r.Operation,
 		Method: r.Method, Path: r.Path, RequestHash: r.RequestHash, RequestBody: r.RequestBody, Status: r.Status,
 		RecoveryPoint: r.RecoveryPoint, State: r.State, LockedUntil: r.LockedUntil, Attempts: r.Attempts,
-		AttemptsUnspent: r.AttemptsUnspent, LastError: pgtype.Text{String: r.LastError, Valid: true},
-		NextAttemptAt: r.NextAttemptAt, ParkedReason: pgtype.Text{String: r.ParkedReason, Valid: true},
+		AttemptsUnspent: r.AttemptsUnspent, LastError: r.LastError, NextAttemptAt: r.NextAttemptAt,
+		ParkedReason: r.ParkedReason,
 		ResponseStatus: r.ResponseStatus, ResponseHeaders: r.ResponseHeaders, ResponseBody: r.ResponseBody,
 		CompletedAt: r.CompletedAt, ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt},
 		r.Leased, r.DbNow)

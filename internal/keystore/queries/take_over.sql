@@ -30,8 +30,7 @@ WITH t AS (
            OR (u.status = 'failed' AND @parked::boolean))
     RETURNING u.tenant_id, u.actor_id, u.key, u.operation, u.method, u.path, u.request_hash, u.request_body,
         u.status, u.recovery_point, u.state, u.locked_until, u.attempts, u.attempts_unspent,
-        coalesce(u.last_error, '')::text AS last_error, u.next_attempt_at,
-        coalesce(u.parked_reason, '')::text AS parked_reason, u.response_status, u.response_headers, u.response_body,
+        u.last_error, u.next_attempt_at, u.parked_reason, u.response_status, u.response_headers, u.response_body,
         u.completed_at, u.expires_at, u.created_at, u.updated_at,
         coalesce(u.locked_until > clock_timestamp(), false)::boolean AS leased, clock_timestamp()::timestamptz AS db_now,
         u.lease_token, u.trace_context),
