@@ -12,7 +12,7 @@ import (
 
 	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/gateway/sim"
-	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 )
 
 // world is a test's database with the payments service running in the test process, against a
