@@ -6,16 +6,12 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
-
-// libraryRoot is the library module's directory, from this package's.
-const libraryRoot = "../../.."
 
 // pendingExamples are Example files that still need a package of the library's internals;
 // each is listed with the reason, and the test fails once it no longer does, so the list only
@@ -41,13 +37,7 @@ func TestExamplesCompileInAUsersModule(t *testing.T) {
 	files := exampleFiles(t, root)
 	require.NotEmpty(t, files, "the walk finds the library's Examples")
 
-	user := t.TempDir()
-	module := "module example.com/user\n\ngo 1.26.0\n\nrequire github.com/pgsaga/pgsaga v0.0.0\n\n" +
-		"replace github.com/pgsaga/pgsaga => " + root + "\n"
-	require.NoError(t, os.WriteFile(filepath.Join(user, "go.mod"), []byte(module), 0o644))
-	sums, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(user, "go.sum"), sums, 0o644))
+	user := newUserModule(t, root)
 
 	copied := 0
 	for _, f := range files {
@@ -63,12 +53,7 @@ func TestExamplesCompileInAUsersModule(t *testing.T) {
 		require.True(t, containsPath(files, path), "pendingExamples names %s, which holds no Examples", path)
 	}
 
-	cmd := exec.Command("go", "build", "./...")
-	cmd.Dir = user
-	// The library's own go.work does not reach the user's module; every module comes from the
-	// local cache, as the library's own build left it.
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
-	out, err := cmd.CombinedOutput()
+	out, err := goIn(user, "build", "./...")
 	require.NoError(t, err, "the Examples do not build in a user's module:\n%s", out)
 	t.Logf("%d files of Examples build in a user's module", copied)
 }
