@@ -115,7 +115,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	res, err := h.c.Run(r.Context(), h.operation, &Request{Scope: scope, Key: key, Method: r.Method, Path: r.URL.Path, Body: body,
+	res, err := h.c.Run(r.Context(), h.operation, &Request{Scope: scope, Key: key, Method: r.Method, Path: requestPath(r), Body: body,
 		PathValues: pathValues(r)})
 	if err != nil {
 		h.fail(w, r, err)
