@@ -38,7 +38,7 @@ import (
 // Every method returns once ctx is done, with ctx's error (or one wrapping it), whether or not
 // the provider answered: the engine bounds each request by the adapter's per-request timeout
 // and the call by the lease, and a method that outlives its context holds the key's execution
-// past both. gatewaytest checks it.
+// past both. gatewaytest checks that Send does.
 type Effect[P, R any] interface {
 	Kind() *Kind[P, R]
 	Capabilities() Capabilities
