@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 )
 
 // TestKeyConstraintsRefuseBrokenRows: the schema enforces the key state machine and the call

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m, nil) }

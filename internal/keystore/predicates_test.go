@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 )
 
 // TestPredicatesAreInlined: the predicates of migration 012 cost what their expressions cost
