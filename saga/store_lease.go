@@ -102,8 +102,8 @@ func taken(r *takenRow) (*takenKey, error) {
 		Method: r.Method, Path: r.Path, RequestHash: r.RequestHash, RequestBody: r.RequestBody, Status: r.Status,
 		RecoveryPoint: r.RecoveryPoint, State: r.State, LockedUntil: r.LockedUntil, Attempts: r.Attempts,
 		AttemptsUnspent: r.AttemptsUnspent, LastError: r.LastError, NextAttemptAt: r.NextAttemptAt,
-		ParkedReason:   r.ParkedReason,
-		ResponseStatus: r.ResponseStatus, ResponseHeaders: r.ResponseHeaders, ResponseBody: r.ResponseBody,
+		ParkedReason: r.ParkedReason, ResponseStatus: r.ResponseStatus, ResponseHeaders: r.ResponseHeaders,
+		ResponseBody: r.ResponseBody,
 		CompletedAt: r.CompletedAt, ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt},
 		r.Leased, r.DbNow)
 	if err != nil {
