@@ -98,14 +98,33 @@ type takenRow = keystore.TakeOverRow
 func taken(r *takenRow) (*takenKey, error) {
 	t := &takenKey{token: r.LeaseToken, prior: r.PriorCalls, traceContext: r.TraceContext.String}
 	var err error
-	t.Key, err = keyOf(&keystore.PgsagaKey{TenantID: r.TenantID, ActorID: r.ActorID, Key: r.Key, Operation: r.Operation,
-		Method: r.Method, Path: r.Path, RequestHash: r.RequestHash, RequestBody: r.RequestBody, Status: r.Status,
-		RecoveryPoint: r.RecoveryPoint, State: r.State, LockedUntil: r.LockedUntil, Attempts: r.Attempts,
-		AttemptsUnspent: r.AttemptsUnspent, LastError: r.LastError, NextAttemptAt: r.NextAttemptAt,
-		ParkedReason: r.ParkedReason, ResponseStatus: r.ResponseStatus, ResponseHeaders: r.ResponseHeaders,
-		ResponseBody: r.ResponseBody,
-		CompletedAt: r.CompletedAt, ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt},
-		r.Leased, r.DbNow)
+	stored := keystore.PgsagaKey{
+		TenantID:        r.TenantID,
+		ActorID:         r.ActorID,
+		Key:             r.Key,
+		Operation:       r.Operation,
+		Method:          r.Method,
+		Path:            r.Path,
+		RequestHash:     r.RequestHash,
+		RequestBody:     r.RequestBody,
+		Status:          r.Status,
+		RecoveryPoint:   r.RecoveryPoint,
+		State:           r.State,
+		LockedUntil:     r.LockedUntil,
+		Attempts:        r.Attempts,
+		AttemptsUnspent: r.AttemptsUnspent,
+		LastError:       r.LastError,
+		NextAttemptAt:   r.NextAttemptAt,
+		ParkedReason:    r.ParkedReason,
+		ResponseStatus:  r.ResponseStatus,
+		ResponseHeaders: r.ResponseHeaders,
+		ResponseBody:    r.ResponseBody,
+		CompletedAt:     r.CompletedAt,
+		ExpiresAt:       r.ExpiresAt,
+		CreatedAt:       r.CreatedAt,
+		UpdatedAt:       r.UpdatedAt,
+	}
+	t.Key, err = keyOf(&stored, r.Leased, r.DbNow)
 	if err != nil {
 		return nil, err
 	}
