@@ -1,6 +1,7 @@
 // Package keystore owns every statement on the key tables: pgsaga_key, pgsaga_call (and the
-// journal view over both, pgsaga_call_journal), pgsaga_key_action and pgsaga_key_tombstone. Each statement is written
-// whole, with named parameters, in one .sql file per state change or concern under queries/:
+// journal view over both, pgsaga_call_journal), pgsaga_key_action and pgsaga_key_tombstone.
+// Each statement is written whole, with named parameters, in one .sql file per state change or
+// concern under queries/:
 //
 //	read.sql       a key's head (the request path's read), the whole key, its writer
 //	claim.sql      the claims: a key's first write, in the state its first phase left it in
