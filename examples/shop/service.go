@@ -119,5 +119,5 @@ func (s *Service) Handler(scope saga.ScopeFunc) (http.Handler, error) {
 	}
 	mux.Handle("PUT /products/{sku}", checkedPathValues(scope, saga.Authenticated(scope, s.putProduct)))
 	mux.Handle("GET /orders/{id}", checkedPathValues(scope, saga.Authenticated(scope, s.getOrder)))
-	return problemErrors(mux), nil
+	return saga.RouteErrors(mux), nil
 }
