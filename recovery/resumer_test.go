@@ -185,7 +185,7 @@ func TestKeyThatAlwaysFailsIsParkedAfterMaxAttempts(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, &recovery.RunResult{Claimed: 1, Parked: 1}, res)
 	k = keyRow(t, c, "always-fails")
-	require.Equal(t, saga.KeyStatusFailed, k.Status)
+	require.Equal(t, saga.KeyStatusParked, k.Status)
 	require.Equal(t, 3, k.Attempts)
 	require.Contains(t, k.LastError, "attempts exhausted (3 of 3)")
 	require.Contains(t, k.LastError, errFlaky.Error())
@@ -427,7 +427,7 @@ func TestResumeKeysBatchOfMixedKeys(t *testing.T) {
 	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`), "only the due key ran its effect")
 	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM effect_rows WHERE key = 'due-00000'`))
 	spent := keyRow(t, c, "spent-00000")
-	require.Equal(t, saga.KeyStatusFailed, spent.Status)
+	require.Equal(t, saga.KeyStatusParked, spent.Status)
 	require.Equal(t, saga.ParkedAttemptsExhausted, spent.ParkedReason)
 	for _, k := range []string{"leased-00000", "later-00000", "other-00000"} {
 		require.Equal(t, 1, keyRow(t, c, k).Attempts, "%s: a key not taken spends no attempt", k)

@@ -145,7 +145,7 @@ func TestCompensationOfAPermanentFailureParks(t *testing.T) {
 	requireReleasedOnce(t, h, key)
 
 	k := h.key(key)
-	require.Equal(t, saga.KeyStatusFailed, k.Status)
+	require.Equal(t, saga.KeyStatusParked, k.Status)
 	require.Contains(t, k.LastError, "card number is malformed")
 	require.Nil(t, k.Response)
 	_, err = h.client.Run(t.Context(), opReserve, h.req(key, `{}`))

@@ -175,7 +175,7 @@ func TestResumeLeavesUnknownOperationsAlone(t *testing.T) {
 	require.ErrorIs(t, err, saga.ErrUnknownOperation)
 	parked, err := c.KeyGet(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key)
 	require.NoError(t, err)
-	require.Equal(t, saga.KeyStatusFailed, parked.Status, "a client that cannot run the key must not take it")
+	require.Equal(t, saga.KeyStatusParked, parked.Status, "a client that cannot run the key must not take it")
 	require.Equal(t, 1, parked.Attempts)
 
 	// Expired and started, as a resumer would find it: still not this client's to take.

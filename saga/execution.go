@@ -389,7 +389,7 @@ func (e *execution) leaseLost(ctx context.Context) (*Result, error) {
 
 // park marks the key failed for an operator, keeping its recovery point and committed values.
 func (e *execution) park(ctx context.Context, reason ParkedReason, msg string) (*Result, error) {
-	w := &keyWrite{kind: writePark, status: KeyStatusFailed, recoveryPoint: e.rp, state: e.committed, lastError: msg,
+	w := &keyWrite{kind: writePark, status: KeyStatusParked, recoveryPoint: e.rp, state: e.committed, lastError: msg,
 		reason: reason, done: e.done}
 	if _, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w); err != nil {
 		if errors.Is(err, ErrLeaseLost) {

@@ -93,7 +93,7 @@ func keyList(ctx context.Context, q pgxQuerier, p *KeyListParams) (*KeyListResul
 		return nil, fmt.Errorf("saga: KeyListParams.Limit must be 1-10000, got %d", p.Limit)
 	}
 	switch p.State {
-	case "", KeyStatusStarted, KeyStatusCompleted, KeyStatusFailed:
+	case "", KeyStatusStarted, KeyStatusCompleted, KeyStatusParked:
 	default:
 		return nil, fmt.Errorf("saga: KeyListParams.State must be started, completed or failed, got %q", p.State)
 	}

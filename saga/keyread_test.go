@@ -91,7 +91,7 @@ func TestKeyListFilters(t *testing.T) {
 		return out
 	}
 	require.ElementsMatch(t, []string{"stuck-0000", "parked-0000"}, keysOf(&saga.KeyListParams{Stuck: true}))
-	require.Equal(t, []string{"parked-0000"}, keysOf(&saga.KeyListParams{State: saga.KeyStatusFailed}))
+	require.Equal(t, []string{"parked-0000"}, keysOf(&saga.KeyListParams{State: saga.KeyStatusParked}))
 	require.Equal(t, []string{"stuck-0000"}, keysOf(&saga.KeyListParams{State: saga.KeyStatusStarted}))
 	require.Equal(t, []string{"done-other"}, keysOf(&saga.KeyListParams{Tenant: "tenant-2"}))
 	require.ElementsMatch(t, []string{"done-0000", "done-0001", "done-0002", "done-other"}, keysOf(&saga.KeyListParams{KeyPrefix: "done-"}))
@@ -118,7 +118,7 @@ func TestKeyCountsAndEstimate(t *testing.T) {
 	seedStates(t, h, 4)
 	c, err := h.client.KeyCount(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, map[saga.KeyStatus]int{saga.KeyStatusCompleted: 4, saga.KeyStatusStarted: 1, saga.KeyStatusFailed: 1}, c.ByState)
+	require.Equal(t, map[saga.KeyStatus]int{saga.KeyStatusCompleted: 4, saga.KeyStatusStarted: 1, saga.KeyStatusParked: 1}, c.ByState)
 	require.Equal(t, c.ByState, c.ByOperation[opReserve])
 	require.Equal(t, 2, c.Stuck)
 	require.NotNil(t, c.OldestStuck)

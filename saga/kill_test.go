@@ -134,7 +134,7 @@ func TestPoisonKeyKilledProcessesPark(t *testing.T) {
 	require.False(t, killed, "the fourth execution must not reach the call")
 	require.Equal(t, 4, code, "the fourth execution parks the key")
 	k := h.key(key)
-	require.Equal(t, saga.KeyStatusFailed, k.Status)
+	require.Equal(t, saga.KeyStatusParked, k.Status)
 	require.Equal(t, saga.ParkedAttemptsExhausted, k.ParkedReason)
 	require.Len(t, k.Calls, 3, "three killed calls, each journaled before it ran")
 	require.Zero(t, h.count(`SELECT count(*) FROM test_reservation WHERE status = 'released'`), "attempts running out compensates nothing")

@@ -86,7 +86,7 @@ func TestTransientFailuresPark(t *testing.T) {
 	require.ErrorAs(t, err, &parked)
 	require.Equal(t, saga.ParkedAttemptsExhausted, parked.Reason)
 	k = h.key(key)
-	require.Equal(t, saga.KeyStatusFailed, k.Status)
+	require.Equal(t, saga.KeyStatusParked, k.Status)
 	require.Equal(t, "prepared", k.RecoveryPoint, "a parked key keeps its recovery point")
 	require.Equal(t, 2, k.Attempts)
 	require.Contains(t, k.LastError, "attempts exhausted")

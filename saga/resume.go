@@ -55,7 +55,7 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 			return &Result{Response: k.Response, Replayed: true}, nil
 		case opts.Due:
 			return nil, ErrNotDue
-		case k.Status == KeyStatusFailed:
+		case k.Status == KeyStatusParked:
 			return nil, &ParkedError{Reason: k.ParkedReason, LastError: k.LastError}
 		}
 		return nil, &InProgressError{LeaseRemaining: k.LeaseLeft, RetryAfter: k.LeaseLeft}

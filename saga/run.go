@@ -134,7 +134,7 @@ func (e *execution) decide(ctx context.Context, k *keyHead, o decideOpts) (*Resu
 			return &Result{Response: k.Response, Resumed: e.st != nil && e.st.Resumed()}, nil
 		}
 		return &Result{Response: k.Response, Replayed: true}, nil
-	case KeyStatusFailed:
+	case KeyStatusParked:
 		return nil, &ParkedError{Reason: k.ParkedReason, LastError: k.LastError}
 	}
 	if k.LeaseLeft > 0 {

@@ -133,7 +133,7 @@ func TestSettleRefusals(t *testing.T) {
 		})
 	}
 	k := h.key(parkedKey)
-	require.Equal(t, saga.KeyStatusFailed, k.Status, "a refused settlement changes nothing")
+	require.Equal(t, saga.KeyStatusParked, k.Status, "a refused settlement changes nothing")
 	require.Empty(t, k.History)
 	require.Zero(t, h.effects(parkedKey, "settled"))
 }

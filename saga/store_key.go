@@ -264,7 +264,7 @@ func (w *keyWrite) claim(s *keyStatement, h *holder, req *Request, hash []byte, 
 		p := claimCompletedParams{requestParams: request, state: state, status: status, headers: headers, body: body,
 			retentionMs: millis(w.retention), token: &h.token, traceContext: w.traceContext}
 		p.add(a)
-	case KeyStatusFailed:
+	case KeyStatusParked:
 		if !w.orNothing {
 			return errors.New("saga: a parked key is claimed only outside a phase")
 		}

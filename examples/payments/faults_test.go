@@ -212,7 +212,7 @@ func TestGatewayWithoutKeys(t *testing.T) {
 		require.Equal(t, "operation_parked", parked.code(t))
 		require.Equal(t, 1, e.sim.TotalCharges(), "never charged again blindly")
 		k := e.key(alice, key)
-		require.Equal(t, saga.KeyStatusFailed, k.Status)
+		require.Equal(t, saga.KeyStatusParked, k.Status)
 		require.Equal(t, "payment_created", k.RecoveryPoint)
 		require.Contains(t, k.LastError, "neither inquiry nor idempotency keys")
 		again := e.do("POST", "/payments", alice, key, body)
