@@ -56,10 +56,12 @@ const (
 
 // execution is one run of an operation's steps by this process.
 type execution struct {
-	c    *Client
-	op   *phases.Operation
-	req  *Request
-	hash []byte
+	c   *Client
+	op  *phases.Operation
+	req *Request
+	// request is the engine's copy of the caller's request, which req points at.
+	request Request
+	hash    []byte
 	// by is who runs the execution; operator names the operator of a byOperator one.
 	by       runner
 	operator string
@@ -114,10 +116,13 @@ type journaledCall struct {
 }
 
 func (c *Client) newExecution(op *phases.Operation, req *Request, hash []byte, by runner) *execution {
-	return &execution{
-		c: c, op: op, req: req, hash: hash, by: by, rp: phases.RecoveryPointStarted, spent: 1,
+	e := &execution{
+		c: c, op: op, request: *req, hash: hash, by: by, rp: phases.RecoveryPointStarted, spent: 1,
 		h: holder{scope: req.Scope, key: req.Key, attempt: 1},
 	}
+	e.request.operation = op.Name
+	e.req = &e.request
+	return e
 }
 
 // keyHead is where the execution reads the key into.

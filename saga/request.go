@@ -24,8 +24,9 @@ type Request struct {
 	// which the fingerprint covers. Defaults to none.
 	PathValues map[string]string
 
-	// Operation is filled in by the client.
-	Operation string
+	// operation is the name of the operation running the request, set on the engine's own copy:
+	// Run and RunTx never change the caller's Request.
+	operation string
 }
 
 // checkRequest refuses what the database would refuse (text must be valid UTF-8 without NUL),

@@ -152,7 +152,7 @@ func (c *Client) ReserveDueTx(ctx context.Context, tx pgx.Tx, limit int, hold ti
 
 // newResumption is an execution that continues key k, which the caller just took over.
 func (c *Client) newResumption(op *phases.Operation, k *Key, by runner) *execution {
-	req := &Request{Scope: k.Scope, Key: k.Key, Method: k.Method, Path: k.Path, Body: k.RequestBody, Operation: k.Operation}
+	req := &Request{Scope: k.Scope, Key: k.Key, Method: k.Method, Path: k.Path, Body: k.RequestBody}
 	return c.newExecution(op, req, k.RequestHash, by)
 }
 

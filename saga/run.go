@@ -71,7 +71,6 @@ func (c *Client) prepare(operation string, req *Request) (*phases.Operation, []b
 	if err := checkRequest(req); err != nil {
 		return nil, nil, err
 	}
-	req.Operation = op.Name
 	hash, err := Fingerprint(req.Body)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)

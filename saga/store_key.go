@@ -250,7 +250,7 @@ func inRow(done *callDone, sql, inKeyRow string) string {
 // claim prepares s as the claim of a key in the state w describes.
 func (w *keyWrite) claim(s *keyStatement, h *holder, req *Request, hash []byte, state []byte, a *args) error {
 	request := requestParams{tenant: req.Scope.Tenant, actor: req.Scope.Actor, key: req.Key,
-		operation: req.Operation, method: req.Method, path: req.Path, hash: hash}
+		operation: req.operation, method: req.Method, path: req.Path, hash: hash}
 	switch w.status {
 	case KeyStatusCompleted:
 		status, headers, body, err := encodeResponse(w.response)
