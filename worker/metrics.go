@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgsaga/pgsaga/internal/promreg"
-	"github.com/pgsaga/pgsaga/recovery"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -70,7 +69,7 @@ func (m *metrics) sweep(err error) {
 	}
 }
 
-func (m *metrics) resume(out recovery.Outcome, err error) {
+func (m *metrics) resume(out resumeOutcome, err error) {
 	if m != nil {
 		m.resumes.WithLabelValues(resultOf(err, string(out))).Inc()
 	}

@@ -108,7 +108,7 @@ func (r *resumeBatchWorker) Work(ctx context.Context, job *river.Job[ResumeBatch
 	for i, k := range job.Args.Keys {
 		refs[i] = k.ref()
 	}
-	outs, err := r.w.resumer.ResumeKeys(ctx, refs)
+	outs, err := r.w.resumer.resumeKeys(ctx, refs)
 	if err != nil {
 		r.w.metrics.resume("", err)
 		return err
@@ -132,7 +132,7 @@ func (r *resumeWorker) Middleware(*rivertype.JobRow) []rivertype.WorkerMiddlewar
 // reach the database returns an error for River to retry.
 func (r *resumeWorker) Work(ctx context.Context, job *river.Job[ResumeArgs]) error {
 	ref := job.Args.ref()
-	out, err := r.w.resumer.ResumeKey(ctx, ref)
+	out, err := r.w.resumer.resumeKey(ctx, ref)
 	r.w.metrics.resume(out, err)
 	return err
 }

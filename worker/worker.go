@@ -15,7 +15,6 @@ import (
 
 	"github.com/pgsaga/pgsaga/internal/pgavail"
 	"github.com/pgsaga/pgsaga/reconcile"
-	"github.com/pgsaga/pgsaga/recovery"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -25,7 +24,7 @@ const jobTimeout = time.Minute
 // Worker runs the resumer, outbox delivery and retention GC on River.
 type Worker struct {
 	cfg     *Config
-	resumer *recovery.Resumer
+	resumer *resumer
 	river   *river.Client[pgx.Tx]
 	metrics *metrics
 	// resumeBatch is how many keys one resume job takes.
@@ -52,7 +51,7 @@ func New(cfg *Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	resumer, err := recovery.New(&recovery.Config{Client: cfg.Client, Logger: cfg.Logger})
+	resumer, err := newResumer(&resumerConfig{Client: cfg.Client, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}

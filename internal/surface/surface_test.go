@@ -32,7 +32,6 @@ var libraryPackages = []string{
 	"migrations",
 	"phases",
 	"reconcile",
-	"recovery",
 	"saga",
 	"saga/sagaprom",
 	"worker",
