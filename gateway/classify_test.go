@@ -30,11 +30,11 @@ func TestClassify(t *testing.T) {
 		"refunded":           {&gateway.Charge{Status: "refunded"}, nil, unknown},
 		"empty status":       {&gateway.Charge{}, nil, unknown},
 		"no charge no error": {nil, nil, unknown},
-		"not done":           {nil, &gateway.NotDoneError{Err: boom}, failedBefore},
-		"wrapped not done":   {nil, fmt.Errorf("ctx: %w", &gateway.NotDoneError{Err: boom}), failedBefore},
-		"unknown":            {nil, &gateway.UnknownError{Err: boom}, unknown},
-		"unknown wins":       {nil, &gateway.UnknownError{Err: &gateway.NotDoneError{Err: boom}}, unknown},
-		"permanent":          {nil, &gateway.PermanentError{Err: boom}, failedBefore},
+		"not done":           {nil, gateway.NotDone(boom), failedBefore},
+		"wrapped not done":   {nil, fmt.Errorf("ctx: %w", gateway.NotDone(boom)), failedBefore},
+		"unknown":            {nil, gateway.Unknown(boom), unknown},
+		"unknown wins":       {nil, gateway.Unknown(gateway.NotDone(boom)), unknown},
+		"permanent":          {nil, phases.Permanent(boom), failedBefore},
 		"phases permanent":   {nil, phases.Permanent(boom), failedBefore},
 		"outcome unknown":    {nil, phases.OutcomeUnknown(boom), unknown},
 		"key expired":        {nil, fmt.Errorf("resume: %w", gateway.ErrKeyExpired), unknown},
@@ -46,7 +46,7 @@ func TestClassify(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, tc.want, gateway.Classify(tc.charge, tc.err))
+			require.Equal(t, tc.want, gateway.Charges.Classify(tc.charge, tc.err))
 		})
 	}
 }
@@ -61,7 +61,7 @@ func TestUnresolvableSentinelsAreOutcomeUnknown(t *testing.T) {
 		require.False(t, phases.IsRetryable(wrapped), "%v", err)
 		require.ErrorIs(t, wrapped, err)
 	}
-	for _, err := range []error{gateway.ErrPending, gateway.ErrInFlight, &gateway.UnknownError{Err: io.EOF}, &gateway.PermanentError{Err: io.EOF}} {
+	for _, err := range []error{gateway.ErrPending, gateway.ErrInFlight, gateway.Unknown(io.EOF), phases.Permanent(io.EOF)} {
 		require.False(t, phases.IsOutcomeUnknown(err), "%v", err)
 	}
 }
@@ -74,9 +74,9 @@ func TestTransportError(t *testing.T) {
 	require.NoError(t, ln.Close())
 	_, refused := http.Get("http://" + addr)
 	require.Error(t, refused)
-	require.Equal(t, failedBefore, gateway.Classify(nil, gateway.TransportError(refused)))
+	require.Equal(t, failedBefore, gateway.Classify(gateway.TransportError(refused)))
 
 	for _, err := range []error{io.EOF, io.ErrUnexpectedEOF, context.DeadlineExceeded, errors.New("connection reset by peer")} {
-		require.Equal(t, unknown, gateway.Classify(nil, gateway.TransportError(err)), "%v", err)
+		require.Equal(t, unknown, gateway.Classify(gateway.TransportError(err)), "%v", err)
 	}
 }

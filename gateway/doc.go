@@ -40,7 +40,7 @@
 //   - succeeded, declined: the provider's final answer; a decline is a result (a record with
 //     StatusDeclined), stored and replayed, never an error.
 //   - failed_before: the provider certainly did not act (a refused connection, an explicit
-//     "not processed", a validation refusal). A NotDoneError is retried; a PermanentError
+//     "not processed", a validation refusal). NotDone is retried; phases.Permanent
 //     (Retryable false) is compensated and parked by the engine.
 //   - pending: the provider accepted the request and has not decided. It is never sent again;
 //     it is read back (Get) until it is final.

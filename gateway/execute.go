@@ -41,7 +41,7 @@ import (
 //   - A send that certainly did not act is retried; one whose outcome is unknown is resolved
 //     the same way (inquiry, measured from when that send stopped, or the same key), never by
 //     guessing. An effect answered pending is never sent again.
-//   - When the rounds or ctx run out, it returns the last failure, an UnknownError when this
+//   - When the rounds or ctx run out, it returns the last failure, Unknown when this
 //     attempt may have acted.
 //
 // What it records: succeeded, declined or pending (with the provider's id) when it saw the
@@ -54,7 +54,7 @@ func ExecuteEffect[P, R any](ctx context.Context, j Journal, e Effect[P, R], par
 		if j != nil {
 			j.RecordCall(phases.CallOutcomeFailedBefore, "")
 		}
-		return nil, &PermanentError{Err: err}
+		return nil, phases.Permanent(err)
 	}
 	x := newExecution(j, e, kind, params, opts.withDefaults())
 	r, err := x.run(ctx)
@@ -264,10 +264,10 @@ func (x *execution[P, R]) send(ctx context.Context) result[R] {
 	x.attempts = append(x.attempts, phases.CallRecord{StartedAt: now, EndedAt: &now, MaxInFlight: window})
 	switch {
 	case err == nil && r == nil:
-		err = &UnknownError{Err: errors.New("the provider answered neither a record nor an error")}
+		err = Unknown(errors.New("the provider answered neither a record nor an error"))
 	case err == nil:
 		id, status := x.verdict(r)
-		err = &UnknownError{Err: fmt.Errorf("%s %s has status %q", x.kind.Name, id, status)}
+		err = Unknown(fmt.Errorf("%s %s has status %q", x.kind.Name, id, status))
 	}
 	err = fmt.Errorf("error sending %s %q: %w", x.kind.Name, x.ref, err)
 	if phases.IsOutcomeUnknown(err) {
@@ -323,9 +323,9 @@ func (x *execution[P, R]) unlessUnsupported(ctx context.Context, r result[R]) re
 // what this attempt came to: unknown when one of its own sends may have acted, else not done.
 func (x *execution[P, R]) classed(err error) error {
 	if x.outcome == phases.CallOutcomeUnknown {
-		return &UnknownError{Err: err}
+		return Unknown(err)
 	}
-	return &NotDoneError{Err: err}
+	return NotDone(err)
 }
 
 // inquire asks the provider what it holds for the reference: held is false when it holds
@@ -456,8 +456,8 @@ func (x *execution[P, R]) gaveUp(ctx context.Context) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 		err = fmt.Errorf("%w (gave up: %w)", err, ctxErr)
 	}
-	if x.outcome == phases.CallOutcomeUnknown && ClassifyError(err) != phases.CallOutcomeUnknown {
-		return &UnknownError{Err: err}
+	if x.outcome == phases.CallOutcomeUnknown && Classify(err) != phases.CallOutcomeUnknown {
+		return Unknown(err)
 	}
 	return err
 }

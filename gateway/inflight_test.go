@@ -42,7 +42,7 @@ func sendAndGiveUp(t *testing.T, gw gateway.Gateway, arrived <-chan struct{}, p 
 		cancel()
 	}()
 	_, err := gw.Charge(ctx, p)
-	require.Equal(t, unknown, gateway.Classify(nil, err), "%v", err)
+	require.Equal(t, unknown, gateway.Classify(err), "%v", err)
 }
 
 // The zombie's charge lands after the next execution's first, empty inquiry. Execute does not
@@ -102,11 +102,11 @@ func TestExecuteInFlightWindowDefers(t *testing.T) {
 	charge, err := gateway.Execute(ctx, &j, gw, p, fast(5))
 	require.Nil(t, charge)
 	require.ErrorIs(t, err, gateway.ErrInFlight)
-	var after *phases.RetryAfterError
-	require.ErrorAs(t, err, &after)
-	require.Greater(t, after.After, time.Second)
-	require.LessOrEqual(t, after.After, hold)
-	require.Equal(t, failedBefore, gateway.Classify(nil, err), "this attempt sent nothing")
+	after, ok := phases.RetryDelay(err)
+	require.True(t, ok)
+	require.Greater(t, after, time.Second)
+	require.LessOrEqual(t, after, hold)
+	require.Equal(t, failedBefore, gateway.Classify(err), "this attempt sent nothing")
 	require.Equal(t, []string{"inquire"}, gw.list())
 	require.Equal(t, failedBefore, j.Outcomes()[1])
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/pgsaga/pgsaga/phases"
 )
 
 // ChargeParams is one charge request.
@@ -54,9 +52,9 @@ type Charge struct {
 // Gateway is a payment provider adapter: the Effect of charges, with the payment words. An
 // adapter implements Gateway; Execute (or ExecuteEffect on ChargeEffect(gw)) drives it.
 // Implementations are safe for concurrent use and classify every failure by behaviour, as an
-// Effect does: an error whose provider certainly did not act is a NotDoneError (or a
-// PermanentError when sending it again cannot help); one whose provider may have acted is an
-// UnknownError. An error they cannot place is taken as unknown.
+// Effect does: an error whose provider certainly did not act is NotDone (or phases.Permanent
+// when sending it again cannot help); one whose provider may have acted is Unknown. An error
+// they cannot place is taken as unknown.
 //
 // Capabilities returns what the provider supports now, its per-request timeout among them.
 //
@@ -114,10 +112,4 @@ func (g chargeEffect) Send(ctx context.Context, p ChargeParams) (*Charge, error)
 // error the engine acts on by behaviour (see ExecuteEffect).
 func Execute(ctx context.Context, j Journal, gw Gateway, params ChargeParams, opts *ExecuteOpts) (*Charge, error) {
 	return ExecuteEffect(ctx, j, ChargeEffect(gw), params, opts)
-}
-
-// Classify tells what one charge attempt (a Charge call's result, or Execute's) came to:
-// Charges.Classify.
-func Classify(charge *Charge, err error) phases.CallOutcome {
-	return Charges.Classify(charge, err)
 }

@@ -65,10 +65,10 @@ func TestExecutePendingAcrossAttempts(t *testing.T) {
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(-1))
 	require.Nil(t, charge)
 	require.ErrorIs(t, err, gateway.ErrPending)
-	require.Equal(t, pending, gateway.Classify(nil, err))
-	var after *phases.RetryAfterError
-	require.ErrorAs(t, err, &after, "transient, with a poll delay")
-	require.GreaterOrEqual(t, after.After, time.Second)
+	require.Equal(t, pending, gateway.Classify(err))
+	after, ok := phases.RetryDelay(err)
+	require.True(t, ok, "transient, with a poll delay")
+	require.GreaterOrEqual(t, after, time.Second)
 	require.True(t, phases.IsRetryable(err))
 	require.False(t, phases.IsOutcomeUnknown(err))
 	first := j.Calls()[0]

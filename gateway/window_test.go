@@ -91,7 +91,7 @@ func TestExecuteSendsNothingWhenTheWindowCannotBeJournaled(t *testing.T) {
 
 	_, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.ErrorIs(t, err, lost)
-	require.Equal(t, failedBefore, gateway.Classify(nil, err))
+	require.Equal(t, failedBefore, gateway.Classify(err))
 	require.NotContains(t, gw.list(), "charge")
 	require.Equal(t, 0, s.TotalCharges())
 	require.Equal(t, []phases.CallOutcome{failedBefore}, j.Outcomes())

@@ -36,24 +36,24 @@ const (
 // may have reached the provider; QuietAt is when it certainly stopped sending.
 type CallRecord = runstate.CallRecord
 
-// OutcomeUnknownError is a call whose effect may or may not have happened, with nothing left
-// that can tell which (no inquiry and no idempotency keys, a downstream key past the provider's
-// window, a charge pending past its settle window). The engine parks the key with reason
-// outcome_unknown and runs no compensation: money may have moved, and only a person who looks
-// at the provider can settle it.
-type OutcomeUnknownError struct{ Err error }
+// outcomeUnknownError is a call whose effect may or may not have happened (see OutcomeUnknown).
+type outcomeUnknownError struct{ err error }
 
-func (e *OutcomeUnknownError) Error() string { return "outcome unknown: " + e.Err.Error() }
-func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
+func (e *outcomeUnknownError) Error() string { return "outcome unknown: " + e.err.Error() }
+func (e *outcomeUnknownError) Unwrap() error { return e.err }
 
 // Retryable is false: running the call again cannot resolve it.
-func (e *OutcomeUnknownError) Retryable() bool { return false }
+func (e *outcomeUnknownError) Retryable() bool { return false }
 
 // OutcomeUnknown reports true.
-func (e *OutcomeUnknownError) OutcomeUnknown() bool { return true }
+func (e *outcomeUnknownError) OutcomeUnknown() bool { return true }
 
-// OutcomeUnknown marks err as an effect that may have happened and cannot be resolved.
-func OutcomeUnknown(err error) error { return &OutcomeUnknownError{Err: err} }
+// OutcomeUnknown marks err as a call whose effect may or may not have happened, with nothing
+// left that can tell which (no inquiry and no idempotency keys, a downstream key past the
+// provider's window, a charge pending past its settle window). The engine parks the key with
+// reason outcome_unknown and runs no compensation: money may have moved, and only a person who
+// looks at the provider can settle it.
+func OutcomeUnknown(err error) error { return &outcomeUnknownError{err: err} }
 
 // IsOutcomeUnknown reports whether err, or an error it wraps, says its effect may have
 // happened and cannot be resolved: it has a method OutcomeUnknown() bool that reports true.

@@ -295,15 +295,15 @@ func (e *execution) fail(ctx context.Context, i int, err error) (*Result, error)
 	}
 	if answer, stored := refusal(err); answer != nil {
 		e.c.cfg.Logger.WarnContext(ctx, "request refused by the database", "operation", e.op.Name, "key", e.req.Key,
-			"status", answer.Status, "error", err)
+			"status", answer.status, "error", err)
 		if e.stage == stageNew && !stored {
-			return nil, &InvalidRequestError{Err: errors.New(answer.Message)}
+			return nil, &InvalidRequestError{Err: errors.New(answer.message)}
 		}
-		err = answer
+		return e.compensate(ctx, i-1, &outcome{Response: rejectResponse(*answer)})
 	}
-	var reject *phases.RejectError
+	reject, isReject := rejected(err)
 	switch {
-	case errors.As(err, &reject):
+	case isReject:
 		return e.compensate(ctx, i-1, &outcome{Response: rejectResponse(reject)})
 	case phases.IsOutcomeUnknown(err) && e.stage != stageNew:
 		return e.park(ctx, ParkedOutcomeUnknown, err.Error())
@@ -315,9 +315,9 @@ func (e *execution) fail(ctx context.Context, i int, err error) (*Result, error)
 }
 
 // rejectResponse is the stored answer of a business rejection.
-func rejectResponse(r *phases.RejectError) *storedResponse {
-	return &storedResponse{Status: r.Status, Header: map[string][]string{"Content-Type": {ContentTypeProblem}},
-		Body: errorBody(r.Status, r.Code, r.Message)}
+func rejectResponse(r rejection) *storedResponse {
+	return &storedResponse{Status: r.status, Header: map[string][]string{"Content-Type": {ContentTypeProblem}},
+		Body: errorBody(r.status, r.code, r.message)}
 }
 
 // transient handles a failure a retry may fix. A key this execution holds gets its lease back
@@ -351,9 +351,8 @@ func (e *execution) transient(ctx context.Context, err error) (*Result, error) {
 		return e.park(ctx, ParkedAttemptsExhausted, fmt.Sprintf("attempts exhausted (%d of %d): %v", e.spent, limit, err))
 	}
 	delay := e.c.cfg.RetryDelay(e.spent)
-	var after *phases.RetryAfterError
-	if errors.As(err, &after) {
-		delay = after.After
+	if after, ok := phases.RetryDelay(err); ok {
+		delay = after
 	}
 	w := &keyWrite{kind: writeRelease, status: KeyStatusStarted, recoveryPoint: e.rp, state: e.committed,
 		lastError: err.Error(), retryIn: delay, unspent: pending, done: e.done}

@@ -54,14 +54,14 @@ func (e *execution) runTx(ctx context.Context, tx pgx.Tx) (*Result, error) {
 
 	resp, err := e.effectTx(ctx, savepoint)
 	if err != nil {
+		reject, ok := rejected(err)
 		if answer, stored := refusal(err); answer != nil {
 			if !stored {
-				return nil, &InvalidRequestError{Err: errors.New(answer.Message)}
+				return nil, &InvalidRequestError{Err: errors.New(answer.message)}
 			}
-			err = answer
+			reject, ok = *answer, true
 		}
-		var reject *phases.RejectError
-		if !errors.As(err, &reject) {
+		if !ok {
 			return nil, err
 		}
 		// The effect's writes go; the business outcome is what gets stored.

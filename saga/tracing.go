@@ -281,9 +281,8 @@ func errorType(err error) string {
 	case phases.IsRetryable(err):
 		return "retryable"
 	}
-	var reject *phases.RejectError
-	if errors.As(err, &reject) {
-		return reject.Code
+	if reject, ok := rejected(err); ok {
+		return reject.code
 	}
 	return "permanent"
 }

@@ -93,11 +93,11 @@ func TestLostResponseGivesUpThenRetryFinishes(t *testing.T) {
 		}},
 		"inquiry unavailable": {chaosOpts{gatewayRetries: 1}, func(e *chaosEnv) {
 			e.sim.LoseNext(1) // the charge's answer is lost, then the inquiry fails
-			e.points.Fail(chaos.InquireBefore, &gateway.NotDoneError{Err: errors.New("inquiry endpoint down")})
+			e.points.Fail(chaos.InquireBefore, gateway.NotDone(errors.New("inquiry endpoint down")))
 		}},
 		"inquiry only, inquiry unavailable": {chaosOpts{sim: &sim.Config{Idempotency: off()}, gatewayRetries: 1}, func(e *chaosEnv) {
 			e.sim.LoseNext(1)
-			e.points.Fail(chaos.InquireBefore, &gateway.NotDoneError{Err: errors.New("inquiry endpoint down")})
+			e.points.Fail(chaos.InquireBefore, gateway.NotDone(errors.New("inquiry endpoint down")))
 		}},
 	}
 	for name, tc := range cases {

@@ -37,7 +37,7 @@
 //     whose payment fails returns to requires_payment_method, or is canceled once it has been
 //     confirmed too often), or it was canceled; no money moved and Stripe makes no further
 //     attempt by itself.
-//   - any other status: an UnknownError from Charge and Get (never taken for a verdict); listed
+//   - any other status: Unknown from Charge and Get (never taken for a verdict); listed
 //     with Stripe's status as is.
 //
 // A decline usually comes back as an error (a card_error, 402) carrying the PaymentIntent: it
@@ -52,7 +52,7 @@
 // PaymentIntent back by the reference in its metadata (Stripe's search). Search is eventually
 // consistent (Stripe: usually under a minute, up to an hour during outages; not for
 // read-after-write), so a PaymentIntent it finds settles the call while an empty answer proves
-// nothing: the call stays unknown (an UnknownError; a later re-send of the key is a harmless replay
+// nothing: the call stays unknown (Unknown; a later re-send of the key is a harmless replay
 // followed by another search) until the PaymentIntent shows up or the key leaves its window
 // (gateway.ErrKeyExpired: parked for an operator).
 //

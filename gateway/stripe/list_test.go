@@ -119,7 +119,7 @@ func TestListChargesStopsAtAFailure(t *testing.T) {
 		if err != nil {
 			errs++
 			require.Zero(t, c)
-			require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(nil, err), "a read changes nothing: %v", err)
+			require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(err), "a read changes nothing: %v", err)
 			require.True(t, phases.IsRetryable(err))
 			continue
 		}

@@ -60,7 +60,7 @@ func TestServerErrorBeforeChargeStaysUnknown(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast)
 	require.Nil(t, charge)
-	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, err), "%v", err)
+	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(err), "%v", err)
 	require.True(t, phases.IsRetryable(err))
 	require.Zero(t, f.chargesFor(p.Reference))
 	require.Equal(t, []phases.CallOutcome{phases.CallOutcomeUnknown}, j.Outcomes())
@@ -112,7 +112,7 @@ func TestKeyUsedWithOtherParameters(t *testing.T) {
 		j.Add(phases.CallRecord{StartedAt: time.Now()})
 		charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast)
 		require.Nil(t, charge)
-		require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, err), "%v", err)
+		require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(err), "%v", err)
 		require.True(t, phases.IsRetryable(err), "not a refusal that compensates: %v", err)
 
 		_, err = gateway.Execute(ctxFor(t), &j, gw, p, later)

@@ -47,13 +47,13 @@ func describe(pi *stripeapi.PaymentIntent, reference string) gateway.Charge {
 	return charge
 }
 
-// toCharge maps a PaymentIntent; a status this adapter does not know is a gateway.UnknownError,
+// toCharge maps a PaymentIntent; a status this adapter does not know is gateway.Unknown,
 // never taken for a verdict.
 func toCharge(pi *stripeapi.PaymentIntent, reference string) (*gateway.Charge, error) {
 	charge := describe(pi, reference)
 	status, ok := chargeStatus(pi.Status)
 	if !ok {
-		return nil, &gateway.UnknownError{Err: fmt.Errorf("stripe PaymentIntent %s for %q has status %q", pi.ID, charge.Reference, pi.Status)}
+		return nil, gateway.Unknown(fmt.Errorf("stripe PaymentIntent %s for %q has status %q", pi.ID, charge.Reference, pi.Status))
 	}
 	charge.Status = status
 	return &charge, nil
@@ -72,7 +72,7 @@ func toListed(pi *stripeapi.PaymentIntent) gateway.Charge {
 }
 
 // fromChargesAPI maps a charge of the Charges API: succeeded, failed (declined) or pending;
-// any other status is a gateway.UnknownError.
+// any other status is gateway.Unknown.
 func fromChargesAPI(ch *stripeapi.Charge) (*gateway.Charge, error) {
 	charge := &gateway.Charge{
 		ID:        ch.ID,
@@ -89,7 +89,7 @@ func fromChargesAPI(ch *stripeapi.Charge) (*gateway.Charge, error) {
 	case stripeapi.ChargeStatusPending:
 		charge.Status = gateway.ChargeStatusPending
 	default:
-		return nil, &gateway.UnknownError{Err: fmt.Errorf("stripe charge %s for %q has status %q", ch.ID, charge.Reference, ch.Status)}
+		return nil, gateway.Unknown(fmt.Errorf("stripe charge %s for %q has status %q", ch.ID, charge.Reference, ch.Status))
 	}
 	return charge, nil
 }

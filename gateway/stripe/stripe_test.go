@@ -147,7 +147,7 @@ func TestSearchAfterUnknownStripeMock(t *testing.T) {
 
 	charge, err := newGateway(t, srv.URL).Charge(context.Background(), params("payment:it's-searched", 700))
 	require.Nil(t, charge)
-	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(charge, err), "%v", err)
+	require.Equal(t, phases.CallOutcomeUnknown, gateway.Charges.Classify(charge, err), "%v", err)
 	require.ErrorContains(t, err, "no PaymentIntent listed", "the canned PaymentIntent carries no reference")
 	require.Equal(t, []int{http.StatusOK}, searches, "stripe-mock accepted the search")
 }
@@ -244,9 +244,9 @@ func TestPaymentIntentStatuses(t *testing.T) {
 			_, base := newStub(t, http.StatusOK, intentBody(status))
 			gw := newGateway(t, base)
 			charge, err := gw.Charge(context.Background(), params("payment:stub", 700))
-			require.Equal(t, want, gateway.Classify(charge, err), "Charge: %v", err)
+			require.Equal(t, want, gateway.Charges.Classify(charge, err), "Charge: %v", err)
 			got, err := gw.Get(context.Background(), "pi_stub")
-			require.Equal(t, want, gateway.Classify(got, err), "Get: %v", err)
+			require.Equal(t, want, gateway.Charges.Classify(got, err), "Get: %v", err)
 			if want == phases.CallOutcomeUnknown {
 				require.Nil(t, charge)
 				require.ErrorContains(t, err, status)
@@ -282,7 +282,7 @@ func TestChargeClassification(t *testing.T) {
 			t.Parallel()
 			s, base := newStub(t, tc.status, tc.body)
 			charge, err := newGateway(t, base).Charge(context.Background(), params("payment:stub", 700))
-			require.Equal(t, tc.want, gateway.Classify(charge, err), "%v", err)
+			require.Equal(t, tc.want, gateway.Charges.Classify(charge, err), "%v", err)
 			if tc.want == phases.CallOutcomeUnknown {
 				// An unknown outcome is read back by reference (the stub answers the search with
 				// the same error, so it stays unknown).
@@ -323,7 +323,7 @@ func TestChargeTransportFailures(t *testing.T) {
 	closed := "http://" + ln.Addr().String()
 	require.NoError(t, ln.Close())
 	_, err = newGateway(t, closed).Charge(context.Background(), params("payment:refused", 100))
-	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(nil, err), "%v", err)
+	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(err), "%v", err)
 
 	// A provider that never answers: the deadline ends the call, which may have charged.
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -335,7 +335,7 @@ func TestChargeTransportFailures(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err = newGateway(t, hang.URL).Charge(ctx, params("payment:hang", 100))
-	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, err), "%v", err)
+	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(err), "%v", err)
 	require.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
 }
 
@@ -347,7 +347,7 @@ func TestGetClassification(t *testing.T) {
 
 	_, base = newStub(t, http.StatusInternalServerError, `{"error":{"type":"api_error","message":"boom"}}`)
 	_, err = newGateway(t, base).Get(context.Background(), "pi_1")
-	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(nil, err), "a read changes nothing: %v", err)
+	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(err), "a read changes nothing: %v", err)
 	require.True(t, phases.IsRetryable(err))
 }
 
