@@ -56,7 +56,7 @@ type Kind[P, R any] struct {
 	Verdict func(r *R) (providerID string, status Status)
 	// Match returns nil when r is the effect params asks for (a charge's amount, currency and
 	// reference), else an error saying how it differs. A record that does not match is never
-	// taken for the intent's: ExecuteEffect returns ErrMismatch.
+	// taken for the intent's: ExecuteEffect returns ErrCannotResolve.
 	Match func(params P, r *R) error
 	// Recorded returns the record params came to as the call journal holds it, a provider id
 	// and a final status, for an attempt that finds its call already decided: nothing is sent

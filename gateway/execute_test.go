@@ -130,7 +130,8 @@ func TestExecuteInquiryMismatchIsOutcomeUnknown(t *testing.T) {
 
 			charge, err := gateway.Execute(ctxFor(t), &j, gw, params(ref, 100), fast(5))
 			require.Nil(t, charge)
-			require.ErrorIs(t, err, gateway.ErrMismatch)
+			require.ErrorIs(t, err, gateway.ErrCannotResolve)
+			require.ErrorContains(t, err, "does not match the intent")
 			require.True(t, phases.IsOutcomeUnknown(err), "park, never compensate: %v", err)
 			require.False(t, phases.IsRetryable(err))
 			require.Equal(t, []string{"inquire"}, gw.list(), "never charged over")
@@ -202,7 +203,8 @@ func TestExecuteKeyExpired(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, o)
 	require.Nil(t, charge)
-	require.ErrorIs(t, err, gateway.ErrKeyExpired)
+	require.ErrorIs(t, err, gateway.ErrCannotResolve)
+	require.ErrorContains(t, err, "key retention window")
 	require.True(t, phases.IsOutcomeUnknown(err), "money may have moved: park, never compensate")
 	require.False(t, phases.IsRetryable(err))
 	require.Equal(t, unknown, gateway.Classify(err))
@@ -221,7 +223,8 @@ func TestExecuteKeyExpired(t *testing.T) {
 	// Without a journal, KeyCreatedAt says when the key was first sent.
 	o.MayHaveReached, o.KeyCreatedAt = true, now.Add(-25*time.Hour)
 	_, err = gateway.Execute(ctxFor(t), nil, gw, p, o)
-	require.ErrorIs(t, err, gateway.ErrKeyExpired)
+	require.ErrorIs(t, err, gateway.ErrCannotResolve)
+	require.ErrorContains(t, err, "key retention window")
 }
 
 func TestExecuteCannotResolve(t *testing.T) {

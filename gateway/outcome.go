@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"net"
 
 	"github.com/pgsaga/pgsaga/phases"
@@ -37,25 +38,27 @@ func (e *unknownError) Retryable() bool { return true }
 // and parks the key.
 func Unknown(err error) error { return &unknownError{err: err} }
 
-// ErrKeyExpired means an earlier attempt may have acted, the provider cannot be asked (no
-// inquiry), and the idempotency key is older than the provider's key window: re-sending it
-// could act twice. It satisfies phases.IsOutcomeUnknown: the engine parks the key for an
-// operator and compensates nothing (money may have moved, a message may have gone out).
-var ErrKeyExpired error = phases.OutcomeUnknown(errors.New("gateway: idempotency key is older than the provider's key retention window"))
+// ErrCannotResolve means an earlier attempt may have acted and nothing can tell whether it did.
+// It satisfies phases.IsOutcomeUnknown: the engine parks the key for an operator and
+// compensates nothing (money may have moved, a message may have gone out). The error wrapping
+// it says why:
+//
+//   - the provider supports neither inquiry nor idempotency keys, or a pending effect can be
+//     read back neither by id nor by reference;
+//   - the provider cannot be asked and the idempotency key is older than its key retention
+//     window: re-sending it could act twice;
+//   - the provider holds a record for the reference that is not the intent's effect (a charge
+//     of another amount or currency; see Kind.Match), which is never taken as the intent's;
+//   - the effect stayed pending past ExecuteOpts.PendingWindow.
+var ErrCannotResolve error = phases.OutcomeUnknown(errors.New("gateway: an earlier attempt may have acted and nothing can tell whether it did"))
 
-// ErrCannotResolve means an earlier attempt may have acted and nothing can tell whether it
-// did: the provider supports neither inquiry nor idempotency keys, or a pending effect can be
-// read back neither by id nor by reference. It satisfies phases.IsOutcomeUnknown.
-var ErrCannotResolve error = phases.OutcomeUnknown(errors.New("gateway: an earlier attempt may have acted and the provider has neither inquiry nor idempotency keys"))
-
-// ErrMismatch means the provider holds a record for the reference that is not the intent's
-// effect (a charge of another amount or currency; see Kind.Match). It is never taken as the
-// intent's; it satisfies phases.IsOutcomeUnknown.
-var ErrMismatch error = phases.OutcomeUnknown(errors.New("gateway: the provider's record does not match the intent"))
-
-// ErrPendingTooLong means an effect stayed pending past ExecuteOpts.PendingWindow. It
-// satisfies phases.IsOutcomeUnknown.
-var ErrPendingTooLong error = phases.OutcomeUnknown(errors.New("gateway: the effect is still pending past its settle window"))
+// The reasons ErrCannotResolve is returned for, besides a provider with neither inquiry nor
+// idempotency keys.
+var (
+	errKeyExpired     = fmt.Errorf("%w: the idempotency key is older than the provider's key retention window", ErrCannotResolve)
+	errMismatch       = fmt.Errorf("%w: the provider's record does not match the intent", ErrCannotResolve)
+	errPendingTooLong = fmt.Errorf("%w: the effect is still pending past its settle window", ErrCannotResolve)
+)
 
 // ErrPending means the effect was made and the provider has not decided it yet. ExecuteEffect
 // returns it wrapped in phases.RetryAfter (transient): the effect is never sent again, only

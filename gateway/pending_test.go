@@ -131,7 +131,8 @@ func TestExecutePendingTooLong(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(3))
 	require.Nil(t, charge)
-	require.ErrorIs(t, err, gateway.ErrPendingTooLong)
+	require.ErrorIs(t, err, gateway.ErrCannotResolve)
+	require.ErrorContains(t, err, "past its settle window")
 	require.True(t, phases.IsOutcomeUnknown(err))
 	require.Equal(t, []string{"get"}, gw.list())
 	require.Equal(t, pending, j.Outcomes()[1])
@@ -142,7 +143,8 @@ func TestExecutePendingTooLong(t *testing.T) {
 	now := time.Now().Add(-2 * time.Minute)
 	k.Add(phases.CallRecord{StartedAt: now, EndedAt: &now, Outcome: pending, ProviderID: first.ID})
 	_, err = gateway.Execute(ctxFor(t), &k, gw, p, &gateway.ExecuteOpts{PendingWindow: time.Minute})
-	require.ErrorIs(t, err, gateway.ErrPendingTooLong)
+	require.ErrorIs(t, err, gateway.ErrCannotResolve)
+	require.ErrorContains(t, err, "past its settle window")
 }
 
 // A pending charge that can be read back neither by id nor by reference cannot be followed.

@@ -157,7 +157,8 @@ func TestMessageForAnotherIntentIsAMismatch(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = sms.Send(ctxFor(t), nil, s, message(ref), fast)
-	require.ErrorIs(t, err, gateway.ErrMismatch)
+	require.ErrorIs(t, err, gateway.ErrCannotResolve)
+	require.ErrorContains(t, err, "does not match the intent")
 	require.True(t, phases.IsOutcomeUnknown(err))
 	require.Equal(t, 1, s.Count(ref))
 }

@@ -54,7 +54,7 @@
 // read-after-write), so a PaymentIntent it finds settles the call while an empty answer proves
 // nothing: the call stays unknown (Unknown; a later re-send of the key is a harmless replay
 // followed by another search) until the PaymentIntent shows up or the key leaves its window
-// (gateway.ErrKeyExpired: parked for an operator).
+// (gateway.ErrCannotResolve: parked for an operator).
 //
 // For the same reason Inquiry is not offered: Capabilities.Inquiry promises an answer that is
 // authoritative once MaxInFlight has passed, and an empty search is not, for as long as an hour.

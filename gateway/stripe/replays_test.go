@@ -68,7 +68,8 @@ func TestServerErrorBeforeChargeStaysUnknown(t *testing.T) {
 	// A day later the key is past Stripe's window: nothing more is sent, an operator settles it.
 	posts := f.postCount()
 	_, err = gateway.Execute(ctxFor(t), &j, gw, p, &gateway.ExecuteOpts{Now: func() time.Time { return time.Now().Add(25 * time.Hour) }})
-	require.ErrorIs(t, err, gateway.ErrKeyExpired)
+	require.ErrorIs(t, err, gateway.ErrCannotResolve)
+	require.ErrorContains(t, err, "key retention window")
 	require.True(t, phases.IsOutcomeUnknown(err))
 	require.Equal(t, posts, f.postCount())
 }
@@ -116,7 +117,8 @@ func TestKeyUsedWithOtherParameters(t *testing.T) {
 		require.True(t, phases.IsRetryable(err), "not a refusal that compensates: %v", err)
 
 		_, err = gateway.Execute(ctxFor(t), &j, gw, p, later)
-		require.ErrorIs(t, err, gateway.ErrKeyExpired)
+		require.ErrorIs(t, err, gateway.ErrCannotResolve)
+		require.ErrorContains(t, err, "key retention window")
 		require.Zero(t, f.chargesFor(p.Reference))
 	})
 
@@ -132,7 +134,8 @@ func TestKeyUsedWithOtherParameters(t *testing.T) {
 		p.Amount = 900
 		charge, err := gateway.Execute(ctxFor(t), &gatewaytest.Journal{}, gw, p, fast)
 		require.Nil(t, charge, "a PaymentIntent of 700 is not the charge of 900")
-		require.ErrorIs(t, err, gateway.ErrMismatch)
+		require.ErrorIs(t, err, gateway.ErrCannotResolve)
+		require.ErrorContains(t, err, "does not match the intent")
 		require.True(t, phases.IsOutcomeUnknown(err), "parked, not compensated")
 		require.Equal(t, 1, f.chargesFor(p.Reference))
 	})

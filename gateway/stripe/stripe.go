@@ -211,7 +211,7 @@ func (g *Gateway) Inquire(context.Context, string) ([]gateway.Charge, error) {
 // classified error. When the outcome is unknown Stripe may hold the PaymentIntent, and re-sending
 // the key would only replay this answer: it is read back by reference, and taken when found and
 // it is this charge (amount and currency); one for another amount or currency is
-// gateway.ErrMismatch, never taken for it.
+// gateway.ErrCannotResolve, never taken for it.
 func (g *Gateway) classify(ctx context.Context, params gateway.ChargeParams, err error) (*gateway.Charge, error) {
 	charge, err := classifyError(params, err)
 	if charge != nil || gateway.Classify(err) != phases.CallOutcomeUnknown {
@@ -222,8 +222,8 @@ func (g *Gateway) classify(ctx context.Context, params gateway.ChargeParams, err
 	case found == nil:
 		return nil, fmt.Errorf("%w (read back: %w)", err, findErr)
 	case found.Amount != params.Amount || !strings.EqualFold(found.Currency, params.Currency):
-		return nil, fmt.Errorf("%w (read back PaymentIntent %s for %q, %d %s, asked %d %s: %w)", err, found.ID,
-			params.Reference, found.Amount, found.Currency, params.Amount, params.Currency, gateway.ErrMismatch)
+		return nil, fmt.Errorf("%w (read back PaymentIntent %s for %q, %d %s, asked %d %s: it does not match the intent: %w)",
+			err, found.ID, params.Reference, found.Amount, found.Currency, params.Amount, params.Currency, gateway.ErrCannotResolve)
 	}
 	return found, nil
 }

@@ -102,7 +102,8 @@ func TestExecuteStripeMock(t *testing.T) {
 	var old gatewaytest.Journal
 	old.Add(phases.CallRecord{StartedAt: time.Now().Add(-25 * time.Hour)})
 	_, err = gateway.Execute(context.Background(), &old, gw, params("payment:old", 500), nil)
-	require.ErrorIs(t, err, gateway.ErrKeyExpired)
+	require.ErrorIs(t, err, gateway.ErrCannotResolve)
+	require.ErrorContains(t, err, "key retention window")
 	require.True(t, phases.IsOutcomeUnknown(err))
 }
 
