@@ -23,6 +23,7 @@ type errorAnswer struct {
 // answerError is the one place an error's answer is decided.
 func answerError(err error) errorAnswer {
 	var (
+		expired    *KeyExpiredError
 		inProgress *InProgressError
 		parked     *ParkedError
 		invalid    *InvalidRequestError
@@ -32,15 +33,15 @@ func answerError(err error) errorAnswer {
 	case errors.Is(err, ErrKeyReused):
 		return errorAnswer{status: http.StatusUnprocessableEntity, code: CodeKeyReused, message: ErrKeyReused.Error(),
 			outcome: OutcomeMismatch}
-	case errors.Is(err, ErrKeyExpired):
+	case errors.As(err, &expired):
 		return errorAnswer{status: http.StatusGone, code: CodeKeyExpired, message: err.Error(), outcome: OutcomeExpired}
 	case errors.As(err, &inProgress):
-		return errorAnswer{status: http.StatusConflict, code: CodeRequestInProgress, message: ErrInProgress.Error(),
+		return errorAnswer{status: http.StatusConflict, code: CodeRequestInProgress, message: msgInProgress,
 			retryAfter: max(inProgress.RetryAfter, time.Nanosecond), outcome: OutcomeInProgress}
 	case errors.As(err, &parked):
-		return errorAnswer{status: http.StatusServiceUnavailable, code: CodeOperationParked, message: ErrParked.Error(),
+		return errorAnswer{status: http.StatusServiceUnavailable, code: CodeOperationParked, message: msgParked,
 			outcome: OutcomeParked}
-	case errors.Is(err, ErrInvalidJSON):
+	case errors.Is(err, errInvalidJSON):
 		return errorAnswer{status: http.StatusBadRequest, code: CodeInvalidJSON, message: err.Error(), outcome: OutcomeRejected}
 	case errors.As(err, &invalid):
 		return errorAnswer{status: http.StatusBadRequest, code: CodeInvalidRequest, message: invalid.Error(),

@@ -141,7 +141,7 @@ func TestCompensationOfAPermanentFailureParks(t *testing.T) {
 	h := newHarness(t, nil, r.ops)
 	key := "permanent-" + newID()
 	_, err := h.client.Run(t.Context(), opReserve, h.req(key, `{}`))
-	require.ErrorIs(t, err, saga.ErrParked)
+	require.ErrorAs(t, err, new(*saga.ParkedError))
 	requireReleasedOnce(t, h, key)
 
 	k := h.key(key)
@@ -149,7 +149,7 @@ func TestCompensationOfAPermanentFailureParks(t *testing.T) {
 	require.Contains(t, k.LastError, "card number is malformed")
 	require.Nil(t, k.Response)
 	_, err = h.client.Run(t.Context(), opReserve, h.req(key, `{}`))
-	require.ErrorIs(t, err, saga.ErrParked)
+	require.ErrorAs(t, err, new(*saga.ParkedError))
 	requireReleasedOnce(t, h, key)
 }
 

@@ -44,8 +44,8 @@ const (
 // HeaderReplayed marks a replayed response.
 const HeaderReplayed = "Idempotent-Replayed"
 
-// ErrInvalidJSON is returned for a body that is not JSON.
-var ErrInvalidJSON = errors.New("request body is not valid JSON")
+// errInvalidJSON is returned for a body that is not JSON.
+var errInvalidJSON = errors.New("request body is not valid JSON")
 
 // Handler serves an operation over HTTP with the IETF Idempotency-Key semantics. Checks run in
 // this order, the first failing one answering: authentication (401), key present and well
@@ -89,8 +89,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, http.StatusUnauthorized, CodeUnauthenticated, err.Error())
 		return
 	}
-	key, err := ParseKeyHeader(r.Header.Values("Idempotency-Key"))
-	if errors.Is(err, ErrKeyMissing) {
+	key, err := parseKeyHeader(r.Header.Values("Idempotency-Key"))
+	if errors.Is(err, errKeyMissing) {
 		h.reject(w, http.StatusBadRequest, CodeKeyMissing, err.Error())
 		return
 	} else if err != nil {
@@ -111,7 +111,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body = []byte("{}") // a POST without a body means "no parameters"
 	}
 	if !json.Valid(body) {
-		h.reject(w, http.StatusBadRequest, CodeInvalidJSON, ErrInvalidJSON.Error())
+		h.reject(w, http.StatusBadRequest, CodeInvalidJSON, errInvalidJSON.Error())
 		return
 	}
 

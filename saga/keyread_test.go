@@ -29,7 +29,7 @@ func seedStates(t *testing.T, h *harness, completed int) {
 		return phases.OutcomeUnknown(errors.New("nothing can tell"))
 	}}).ops)
 	_, err := parker.Run(t.Context(), opReserve, h.req("parked-0000", `{}`))
-	require.ErrorIs(t, err, saga.ErrParked)
+	require.ErrorAs(t, err, new(*saga.ParkedError))
 }
 
 func TestKeyListPagesNewestFirstWithoutRepeats(t *testing.T) {

@@ -87,7 +87,7 @@ func runKillProcess(role string) int {
 	key := os.Getenv(envKillKey)
 	req := &saga.Request{Scope: saga.Scope{Tenant: "tenant-1", Actor: "alice"}, Key: key, Method: "POST", Path: "/test", Body: []byte(`{}`)}
 	_, err = client.Run(ctx, "killed", req)
-	if errors.Is(err, saga.ErrParked) {
+	if errors.As(err, new(*saga.ParkedError)) {
 		return 4
 	}
 	if err != nil {

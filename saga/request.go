@@ -10,7 +10,7 @@ import (
 type Request struct {
 	// Scope owns the key; take it from authentication, never from the body.
 	Scope Scope
-	// Key is the client's idempotency key (see ValidateKey).
+	// Key is the client's idempotency key: 8-255 characters from '!' to '~', but '"' and '\'.
 	Key string
 	// Method and Path are those of the HTTP request (or any stable names for non-HTTP use). A key
 	// reused with another method or path is rejected with ErrKeyReused.
@@ -35,7 +35,7 @@ func checkRequest(req *Request) error {
 	if req == nil {
 		return errors.New("saga: nil Request")
 	}
-	if err := ValidateKey(req.Key); err != nil {
+	if err := validateKey(req.Key); err != nil {
 		return err
 	}
 	if !storableText(req.Scope.Tenant, 64) || !storableText(req.Scope.Actor, 64) {

@@ -74,8 +74,8 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 }
 
 // ResumeNextDue claims the key that has waited longest among those due for an execution (of
-// this client's operations) and resumes it, returning its key and result. It returns
-// ErrNoDueKey when none is due. Concurrent callers (in any process) claim different keys.
+// this client's operations) and resumes it, returning its key and result. It returns no key and
+// no error when none is due. Concurrent callers (in any process) claim different keys.
 func (c *Client) ResumeNextDue(ctx context.Context) (*KeyRef, *Result, error) {
 	ctx = context.WithoutCancel(ctx)
 	sent := time.Now()
@@ -84,7 +84,7 @@ func (c *Client) ResumeNextDue(ctx context.Context) (*KeyRef, *Result, error) {
 		return nil, nil, err
 	}
 	if len(keys) == 0 {
-		return nil, nil, ErrNoDueKey
+		return nil, nil, nil
 	}
 	k := keys[0]
 	ref := &KeyRef{Scope: k.Scope, Key: k.Key.Key}

@@ -73,7 +73,7 @@ func (c *Client) prepare(operation string, req *Request) (*phases.Operation, []b
 	}
 	hash, err := Fingerprint(req.Body)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
+		return nil, nil, &InvalidRequestError{Err: fmt.Errorf("%w: %v", errInvalidJSON, err)}
 	}
 	return op, hash, nil
 }

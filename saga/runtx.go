@@ -11,8 +11,8 @@ import (
 	"github.com/pgsaga/pgsaga/phases"
 )
 
-// ErrNotSingleTransaction is returned by RunTx for an operation with more than one step.
-var ErrNotSingleTransaction = errors.New("RunTx runs single-transaction operations only (one atomic phase)")
+// errNotSingleTransaction is returned by RunTx for an operation with more than one step.
+var errNotSingleTransaction = errors.New("RunTx runs single-transaction operations only (one atomic phase)")
 
 // RunTx runs a single-transaction operation inside the caller's transaction: the claim of the
 // key, the effect and the stored response commit when the caller commits, together with the
@@ -32,7 +32,7 @@ func (c *Client) runTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 		return nil, err
 	}
 	if !op.SingleTransaction() {
-		return nil, fmt.Errorf("%w: %q", ErrNotSingleTransaction, op.Name)
+		return nil, fmt.Errorf("%w: %q", errNotSingleTransaction, op.Name)
 	}
 	e := c.newExecution(op, req, hash, byClient)
 	ctx = e.traceRequest(ctx)

@@ -359,7 +359,7 @@ func TestTracingParkedThenSettled(t *testing.T) {
 	h := newHarness(t, &saga.Config{TracerProvider: sp.tp}, payOp(unknown))
 	key := "parked-" + newID()
 	_, err := h.client.Run(t.Context(), opPay, h.req(key, `{}`))
-	require.ErrorIs(t, err, saga.ErrParked)
+	require.ErrorAs(t, err, new(*saga.ParkedError))
 
 	req := sp.one("pgsaga.request")
 	require.Equal(t, codes.Error, req.Status().Code)

@@ -90,16 +90,16 @@ func (r *resumer) runOnce(ctx context.Context) (*runResult, error) {
 				out, err := r.resumeNext(ctx)
 				mu.Lock()
 				switch {
-				case errors.Is(err, saga.ErrNoDueKey):
-					res.Claimed--
 				case err != nil:
 					res.Claimed--
 					claimErr = err
+				case out == "":
+					res.Claimed-- // none was due
 				default:
 					res.count(out)
 				}
 				mu.Unlock()
-				if err != nil {
+				if err != nil || out == "" {
 					return
 				}
 			}
@@ -109,8 +109,8 @@ func (r *resumer) runOnce(ctx context.Context) (*runResult, error) {
 	return res, claimErr
 }
 
-// resumeNext claims and resumes the next due key. It returns saga.ErrNoDueKey when none is due,
-// and an error only when the claim itself failed.
+// resumeNext claims and resumes the next due key. It returns no outcome and no error when none
+// is due, and an error only when the claim itself failed.
 func (r *resumer) resumeNext(ctx context.Context) (resumeOutcome, error) {
 	ref, res, err := r.cfg.Client.ResumeNextDue(ctx)
 	if ref == nil {
@@ -131,7 +131,7 @@ func (r *resumer) resumeKey(ctx context.Context, ref saga.KeyRef) (resumeOutcome
 		return outcomeSkipped, nil
 	}
 	var unavailable *saga.TransientError
-	if err != nil && !errors.As(err, &unavailable) && !errors.Is(err, saga.ErrParked) && !errors.Is(err, saga.ErrLeaseLost) {
+	if err != nil && !errors.As(err, &unavailable) && !errors.As(err, new(*saga.ParkedError)) && !errors.Is(err, saga.ErrLeaseLost) {
 		// The takeover itself failed: let the job retry.
 		return "", err
 	}
@@ -163,7 +163,7 @@ func (r *resumer) outcome(ctx context.Context, ref saga.KeyRef, res *saga.Result
 		return outcomeCompleted
 	case errors.Is(err, saga.ErrLeaseLost):
 		return outcomeSuperseded
-	case errors.Is(err, saga.ErrParked):
+	case errors.As(err, new(*saga.ParkedError)):
 		return outcomeParked
 	}
 	r.cfg.Logger.WarnContext(ctx, "resume did not finish the key", "tenant", ref.Scope.Tenant, "key", ref.Key, "error", err)
