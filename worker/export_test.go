@@ -44,3 +44,10 @@ func (r *resumer) ResumeKeys(ctx context.Context, refs []saga.KeyRef) ([]resumeO
 func (r *resumer) ResumeKey(ctx context.Context, ref saga.KeyRef) (resumeOutcome, error) {
 	return r.resumeKey(ctx, ref)
 }
+
+// The job arguments, for the external tests.
+type (
+	ResumeArgs      = resumeArgs
+	ResumeBatchArgs = resumeBatchArgs
+	OutboxArgs      = outboxArgs
+)

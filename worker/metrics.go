@@ -105,8 +105,8 @@ func resultOf(err error, ok string) string {
 	return ok
 }
 
-// DefaultStateMaxAge is how long the key gauges, once read, answer the scrapes that follow.
-const DefaultStateMaxAge = 5 * time.Second
+// defaultStateMaxAge is how long the key gauges, once read, answer the scrapes that follow.
+const defaultStateMaxAge = 5 * time.Second
 
 // StateCollectorOpts are optional settings of NewStateCollector.
 type StateCollectorOpts struct {
@@ -115,7 +115,7 @@ type StateCollectorOpts struct {
 	// read is under way wait for it instead of starting their own (one query in flight per
 	// collector), so a scrape storm costs one query, not a pooled connection per scrape. A
 	// failed read is kept as long, and reported as an error, never as stale numbers. Negative:
-	// read on every scrape (still one at a time). Defaults to DefaultStateMaxAge (5s).
+	// read on every scrape (still one at a time). Defaults to defaultStateMaxAge (5s).
 	MaxAge time.Duration
 	// Now is the clock MaxAge is measured on. Defaults to time.Now.
 	Now func() time.Time
@@ -145,7 +145,7 @@ type stateCollector struct {
 func NewStateCollector(client *saga.Client, opts *StateCollectorOpts) prometheus.Collector {
 	s := &stateCollector{
 		client: client,
-		maxAge: DefaultStateMaxAge,
+		maxAge: defaultStateMaxAge,
 		now:    time.Now,
 		keys:   prometheus.NewDesc("pgsaga_keys", "Idempotency keys by state (completed is an estimate).", []string{"state"}, nil),
 		stuck:  prometheus.NewDesc("pgsaga_keys_stuck", "Keys started with an expired lease, or parked as failed.", nil, nil),

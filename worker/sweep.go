@@ -144,7 +144,7 @@ func (w *Worker) sweep(ctx context.Context) (int, error) {
 	}
 	var params []river.InsertManyParams
 	for batch := range slices.Chunk(refs, w.resumeBatch) {
-		args := ResumeBatchArgs{Keys: make([]ResumeArgs, len(batch))}
+		args := resumeBatchArgs{Keys: make([]resumeArgs, len(batch))}
 		for i, ref := range batch {
 			args.Keys[i] = resumeArgsOf(ref)
 		}

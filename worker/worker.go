@@ -105,10 +105,10 @@ func New(cfg *Config) (*Worker, error) {
 			// worker took them (BenchmarkWorkerResume, 10,000 keys, two workers: 2,570-2,780
 			// keys/s with 1s, 2,930-2,950 with 50ms). The cost is a light fetch query per 50ms
 			// per idle worker.
-			QueueResume: {MaxWorkers: max(cfg.ResumeConcurrency/w.resumeBatch, 1), FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
-			QueueOutbox: {MaxWorkers: cfg.OutboxConcurrency},
+			queueResume: {MaxWorkers: max(cfg.ResumeConcurrency/w.resumeBatch, 1), FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
+			queueOutbox: {MaxWorkers: cfg.OutboxConcurrency},
 			// GC and reconciliation run every minute or more: River's 1s poll is soon enough.
-			QueueMaintenance: {MaxWorkers: 2},
+			queueMaintenance: {MaxWorkers: 2},
 		},
 	})
 	if err != nil {
