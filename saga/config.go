@@ -121,7 +121,7 @@ func (c *Config) WithDefaults() *Config {
 		out.Retention = 24 * time.Hour
 	}
 	if out.RetryDelay == nil {
-		out.RetryDelay = DefaultRetryDelay
+		out.RetryDelay = defaultRetryDelay
 	}
 	if out.StoredHeaders == nil {
 		out.StoredHeaders = []string{"Content-Type", "Location"}
@@ -170,9 +170,9 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// DefaultRetryDelay is exponential from 1s, doubling per attempt, capped at 5m, with ±50%
+// defaultRetryDelay is exponential from 1s, doubling per attempt, capped at 5m, with ±50%
 // jitter so that keys failed together are not retried together.
-func DefaultRetryDelay(attempt int) time.Duration {
+func defaultRetryDelay(attempt int) time.Duration {
 	base := time.Second
 	for i := 1; i < attempt && base < 5*time.Minute; i++ {
 		base *= 2
