@@ -23,9 +23,9 @@ func TestClassify(t *testing.T) {
 		err    error
 		want   phases.CallOutcome
 	}{
-		"succeeded":          {&gateway.Charge{Status: gateway.ChargeStatusSucceeded}, nil, succeeded},
-		"declined":           {&gateway.Charge{Status: gateway.ChargeStatusDeclined}, nil, declined},
-		"pending":            {&gateway.Charge{Status: gateway.ChargeStatusPending}, nil, pending},
+		"succeeded":          {&gateway.Charge{Status: gateway.StatusSucceeded}, nil, succeeded},
+		"declined":           {&gateway.Charge{Status: gateway.StatusDeclined}, nil, declined},
+		"pending":            {&gateway.Charge{Status: gateway.StatusPending}, nil, pending},
 		"processing":         {&gateway.Charge{Status: "processing"}, nil, unknown},
 		"refunded":           {&gateway.Charge{Status: "refunded"}, nil, unknown},
 		"empty status":       {&gateway.Charge{}, nil, unknown},

@@ -35,7 +35,7 @@ func TestExecuteLostResponseWithIdempotency(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, []string{"charge", "charge"}, gw.list(), "the same key, re-sent")
 	require.Equal(t, 1, s.ChargesFor(p.Reference), "the re-sent key must not charge again")
 	require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())
@@ -52,7 +52,7 @@ func TestExecuteLostResponseWithInquiryOnly(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, p.Reference, charge.Reference)
 	require.Equal(t, []string{"inquire", "charge", "inquire"}, gw.list(), "inquiry resolves it without a second charge")
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
@@ -150,7 +150,7 @@ func TestExecuteResumeWithInquiryNothingFoundCharges(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, []string{"inquire", "charge"}, gw.list())
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 }
@@ -217,7 +217,7 @@ func TestExecuteKeyExpired(t *testing.T) {
 	fresh.Add(crashed(now.Add(-23 * time.Hour)))
 	charge, err = gateway.Execute(ctxFor(t), &fresh, gw, p, o)
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 
 	// Without a journal, KeyCreatedAt says when the key was first sent.
@@ -270,7 +270,7 @@ func TestExecuteRetriesNotDone(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, []string{"charge", "charge", "charge", "charge"}, gw.list())
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 	require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())
@@ -330,7 +330,7 @@ func TestExecuteDeclineIsAResult(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, params("payment:big", 5000), fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusDeclined, charge.Status)
+	require.Equal(t, gateway.StatusDeclined, charge.Status)
 	require.Equal(t, []string{"charge"}, gw.list(), "a decline is not retried")
 	require.Equal(t, []phases.CallOutcome{declined}, j.Outcomes())
 }

@@ -73,7 +73,7 @@ func TestExecuteZombieLandsAfterEmptyInquiry(t *testing.T) {
 
 			charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 			require.NoError(t, err)
-			require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+			require.Equal(t, gateway.StatusSucceeded, charge.Status)
 			require.Equal(t, "inquire", gw.list()[0])
 			require.Eventually(t, func() bool { return s.ChargesFor(p.Reference) == tc.charges }, 5*time.Second, 10*time.Millisecond)
 			if !tc.trustEmpty {
@@ -114,7 +114,7 @@ func TestExecuteInFlightWindowDefers(t *testing.T) {
 	require.Eventually(t, func() bool { return s.ChargesFor(p.Reference) == 1 }, 5*time.Second, 10*time.Millisecond)
 	charge, err = gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.NotContains(t, gw.list(), "charge")
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 }
@@ -135,7 +135,7 @@ func TestExecuteOwnTimeoutWaitsOutWindow(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, []string{"inquire", "charge", "inquire", "inquire"}, gw.list(), "asked again after the window")
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 	require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())
@@ -165,7 +165,7 @@ func TestExecuteProxy502AfterChargeIsResolvedNotResent(t *testing.T) {
 	var j gatewaytest.Journal
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, []string{"inquire", "charge", "inquire"}, gw.list())
 	require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())
 	require.Equal(t, 1, s.ChargesFor(p.Reference), "one charge, never a second after a 502")

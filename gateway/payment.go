@@ -19,19 +19,6 @@ type ChargeParams struct {
 	IdempotencyKey string
 }
 
-// ChargeStatus is the provider's verdict on a charge: the Status every effect has.
-type ChargeStatus = Status
-
-const (
-	// ChargeStatusSucceeded: the money moved. Final.
-	ChargeStatusSucceeded = StatusSucceeded
-	// ChargeStatusDeclined: the provider refused; deterministic, stored and replayed. Final.
-	ChargeStatusDeclined = StatusDeclined
-	// ChargeStatusPending: the provider accepted the charge and has not decided yet. It is a
-	// charge (sending another one is a double charge); Gateway.Get shows it turn final.
-	ChargeStatusPending = StatusPending
-)
-
 // Charge is a charge as the provider knows it.
 type Charge struct {
 	// ID is the provider's identifier for the charge.
@@ -43,7 +30,7 @@ type Charge struct {
 	// Reference is ChargeParams.Reference as the provider recorded it.
 	Reference string `json:"reference"`
 	// Status is the provider's verdict, as it stands.
-	Status ChargeStatus `json:"status"`
+	Status Status `json:"status"`
 	// CreatedAt is when the provider created the charge, on its clock; zero when the adapter
 	// does not know it.
 	CreatedAt time.Time `json:"created_at,omitzero"`

@@ -248,7 +248,7 @@ func decodeCharge(resp *http.Response) (*gateway.Charge, error) {
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&charge); err != nil {
 		return nil, err
 	}
-	if !charge.Status.Final() && charge.Status != gateway.ChargeStatusPending {
+	if !charge.Status.Final() && charge.Status != gateway.StatusPending {
 		return nil, fmt.Errorf("charge %s has unknown status %q", charge.ID, charge.Status)
 	}
 	return &charge, nil

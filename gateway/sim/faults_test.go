@@ -104,7 +104,7 @@ func TestLoseNextThenReplay(t *testing.T) {
 	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(err))
 	charge, err := c.Charge(context.Background(), p)
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 }
 
@@ -116,7 +116,7 @@ func TestLatencyHappensAfterCharging(t *testing.T) {
 	start := time.Now()
 	charge, err := c.Charge(context.Background(), chargeParams("payment:slow", 100))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
 
 	// A client that gives up while waiting has already been charged.
@@ -137,11 +137,11 @@ func TestDeclineOver(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status)
 	var declined gateway.Charge
 	require.NoError(t, json.Unmarshal(body, &declined))
-	require.Equal(t, gateway.ChargeStatusDeclined, declined.Status)
+	require.Equal(t, gateway.StatusDeclined, declined.Status)
 
 	charge, err := s.Gateway().Charge(context.Background(), chargeParams("payment:edge", 1000))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status, "only amounts above the limit decline")
+	require.Equal(t, gateway.StatusSucceeded, charge.Status, "only amounts above the limit decline")
 	require.Equal(t, 2, s.TotalCharges(), "a decline is a charge in the ledger")
 }
 
@@ -280,7 +280,7 @@ func TestLedger(t *testing.T) {
 	require.NoError(t, json.Unmarshal(body, &ledger))
 	require.Len(t, ledger.Charges, 3)
 	require.Equal(t, map[string]int{"payment:a": 2, "payment:b": 1}, ledger.ByReference)
-	require.Equal(t, gateway.ChargeStatusDeclined, ledger.Charges[2].Status)
+	require.Equal(t, gateway.StatusDeclined, ledger.Charges[2].Status)
 	require.Equal(t, s.Ledger(), ledger)
 
 	status, body = get(t, newServer(t, sim.New(nil)).URL+"/_sim/ledger")

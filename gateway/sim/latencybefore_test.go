@@ -42,7 +42,7 @@ func TestLatencyBeforeDelaysTheAnswer(t *testing.T) {
 	start := time.Now()
 	charge, err := c.Charge(context.Background(), chargeParams("payment:held", 100))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.GreaterOrEqual(t, time.Since(start), hold)
 }
 

@@ -157,7 +157,7 @@ func (c *Client) listPage(ctx context.Context, since time.Time, after string) (*
 		return nil, gateway.NotDone(fmt.Errorf("error reading the list: %w", err))
 	}
 	for _, charge := range page.Charges {
-		if !charge.Status.Final() && charge.Status != gateway.ChargeStatusPending {
+		if !charge.Status.Final() && charge.Status != gateway.StatusPending {
 			return nil, fmt.Errorf("charge %s has unknown status %q", charge.ID, charge.Status)
 		}
 	}

@@ -47,7 +47,7 @@
 //
 // Stripe saves a key's first answer and replays it for the key's life, a pending charge and a
 // 500 included, so re-sending a key can settle neither: a pending charge is answered as
-// gateway.ChargeStatusPending (gateway.Execute then reads it back by id with Get, never re-sending
+// gateway.StatusPending (gateway.Execute then reads it back by id with Get, never re-sending
 // it), and a 5xx (or any answer whose outcome is unknown) is resolved by reading the
 // PaymentIntent back by the reference in its metadata (Stripe's search). Search is eventually
 // consistent (Stripe: usually under a minute, up to an hour during outages; not for

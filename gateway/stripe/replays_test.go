@@ -25,7 +25,7 @@ func TestPendingIsReadBackNotResent(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, newGateway(t, f.url()), p, polling)
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, 1, f.postCount(), "a pending PaymentIntent is never sent again")
 	require.Equal(t, 1, f.chargesFor(p.Reference))
 	require.Equal(t, []phases.CallOutcome{phases.CallOutcomeSucceeded}, j.Outcomes())
@@ -40,7 +40,7 @@ func TestServerErrorAfterChargeIsReadBack(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, newGateway(t, f.url()), p, fast)
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, p.Reference, charge.Reference)
 	require.Equal(t, 1, f.postCount(), "found by reading back: the key is not sent again")
 	require.Equal(t, 1, f.chargesFor(p.Reference))
@@ -154,7 +154,7 @@ func TestChargesAPIPendingIsFollowed(t *testing.T) {
 	charge, err := gateway.Execute(ctxFor(t), &j, newGateway(t, f.url()), p, polling)
 	require.NoError(t, err)
 	require.Equal(t, id, charge.ID)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Zero(t, f.postCount(), "nothing sent")
 
 	_, err = newGateway(t, f.url()).Get(ctxFor(t), "ch_missing")

@@ -15,18 +15,18 @@ const referenceKey = "reference"
 
 // chargeStatus is the class of a PaymentIntent status (see the package documentation); false
 // for a status this adapter does not know.
-func chargeStatus(s stripeapi.PaymentIntentStatus) (gateway.ChargeStatus, bool) {
+func chargeStatus(s stripeapi.PaymentIntentStatus) (gateway.Status, bool) {
 	switch s {
 	case stripeapi.PaymentIntentStatusSucceeded:
-		return gateway.ChargeStatusSucceeded, true
+		return gateway.StatusSucceeded, true
 	case stripeapi.PaymentIntentStatusProcessing,
 		stripeapi.PaymentIntentStatusRequiresAction,
 		stripeapi.PaymentIntentStatusRequiresConfirmation,
 		stripeapi.PaymentIntentStatusRequiresCapture:
-		return gateway.ChargeStatusPending, true
+		return gateway.StatusPending, true
 	case stripeapi.PaymentIntentStatusRequiresPaymentMethod,
 		stripeapi.PaymentIntentStatusCanceled:
-		return gateway.ChargeStatusDeclined, true
+		return gateway.StatusDeclined, true
 	}
 	return "", false
 }
@@ -65,7 +65,7 @@ func toListed(pi *stripeapi.PaymentIntent) gateway.Charge {
 	charge := describe(pi, "")
 	status, ok := chargeStatus(pi.Status)
 	if !ok {
-		status = gateway.ChargeStatus(pi.Status)
+		status = gateway.Status(pi.Status)
 	}
 	charge.Status = status
 	return charge
@@ -83,11 +83,11 @@ func fromChargesAPI(ch *stripeapi.Charge) (*gateway.Charge, error) {
 	}
 	switch ch.Status {
 	case stripeapi.ChargeStatusSucceeded:
-		charge.Status = gateway.ChargeStatusSucceeded
+		charge.Status = gateway.StatusSucceeded
 	case stripeapi.ChargeStatusFailed:
-		charge.Status = gateway.ChargeStatusDeclined
+		charge.Status = gateway.StatusDeclined
 	case stripeapi.ChargeStatusPending:
-		charge.Status = gateway.ChargeStatusPending
+		charge.Status = gateway.StatusPending
 	default:
 		return nil, gateway.Unknown(fmt.Errorf("stripe charge %s for %q has status %q", ch.ID, charge.Reference, ch.Status))
 	}

@@ -264,7 +264,7 @@ func declined(params gateway.ChargeParams, se *stripeapi.Error) *gateway.Charge 
 		Amount:    params.Amount,
 		Currency:  params.Currency,
 		Reference: params.Reference,
-		Status:    gateway.ChargeStatusDeclined,
+		Status:    gateway.StatusDeclined,
 	}
 	if pi := se.PaymentIntent; pi != nil && pi.ID != "" {
 		charge.ID, charge.CreatedAt = pi.ID, createdAt(pi.Created)
@@ -291,7 +291,7 @@ func (g *Gateway) find(ctx context.Context, reference string) (*gateway.Charge, 
 		if err != nil || charge.Reference != reference {
 			continue
 		}
-		if found == nil || charge.Status == gateway.ChargeStatusSucceeded {
+		if found == nil || charge.Status == gateway.StatusSucceeded {
 			found = charge
 		}
 	}

@@ -71,7 +71,7 @@ func TestChargeStripeMock(t *testing.T) {
 		require.Equal(t, int64(2000), charge.Amount)
 		require.Equal(t, "USD", charge.Currency)
 		require.Equal(t, "payment:stripe-mock", charge.Reference)
-		require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+		require.Equal(t, gateway.StatusSucceeded, charge.Status)
 		require.False(t, charge.CreatedAt.IsZero(), "created is read")
 	}
 }
@@ -82,12 +82,12 @@ func TestGetStripeMock(t *testing.T) {
 	charge, err := gw.Get(context.Background(), "pi_123")
 	require.NoError(t, err)
 	require.Equal(t, "pi_123", charge.ID)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 
 	charge, err = gw.Get(context.Background(), "ch_123")
 	require.NoError(t, err, "a Charges API id is read from the Charges API")
 	require.Equal(t, "ch_123", charge.ID)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 }
 
 func TestExecuteStripeMock(t *testing.T) {
@@ -97,7 +97,7 @@ func TestExecuteStripeMock(t *testing.T) {
 	j.Add(phases.CallRecord{StartedAt: time.Now().Add(-time.Hour)})
 	charge, err := gateway.Execute(context.Background(), &j, gw, params("payment:execute", 500), nil)
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 
 	var old gatewaytest.Journal
 	old.Add(phases.CallRecord{StartedAt: time.Now().Add(-25 * time.Hour)})
@@ -114,7 +114,7 @@ func TestListChargesStripeMock(t *testing.T) {
 	gw := newGateway(t, stripeMockURL(t))
 	got := listAll(t, gw, time.Time{})
 	require.Len(t, got, 1, "the canned PaymentIntent, once")
-	require.Equal(t, gateway.ChargeStatusSucceeded, got[0].Status)
+	require.Equal(t, gateway.StatusSucceeded, got[0].Status)
 	require.Equal(t, time.Date(2009, 2, 13, 23, 31, 30, 0, time.UTC), got[0].CreatedAt)
 
 	require.Empty(t, listAll(t, gw, time.Now().Add(-time.Hour)), "the canned PaymentIntent is older")
@@ -201,7 +201,7 @@ func TestChargeSendsOneConfirmedPaymentIntent(t *testing.T) {
 	charge, err := newGateway(t, base).Charge(context.Background(), params("payment:stub", 700))
 	require.NoError(t, err)
 	require.Equal(t, &gateway.Charge{ID: "pi_stub", Amount: 700, Currency: "USD", Reference: "payment:stub",
-		Status: gateway.ChargeStatusSucceeded, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, charge)
+		Status: gateway.StatusSucceeded, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, charge)
 	require.Equal(t, "payment:stub", s.key.Load())
 	require.Equal(t, url.Values{
 		"amount":                             {"700"},
@@ -295,7 +295,7 @@ func TestChargeClassification(t *testing.T) {
 			case phases.CallOutcomeDeclined:
 				require.NoError(t, err)
 				require.Equal(t, &gateway.Charge{ID: "pi_declined", Amount: 700, Currency: "USD", Reference: "payment:stub",
-					Status: gateway.ChargeStatusDeclined, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, charge,
+					Status: gateway.StatusDeclined, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, charge,
 					"the declined PaymentIntent, stored and replayed")
 			case phases.CallOutcomeFailedBefore:
 				if tc.status != http.StatusTooManyRequests {
@@ -313,7 +313,7 @@ func TestCardDeclineWithoutPaymentIntent(t *testing.T) {
 		`{"error":{"type":"card_error","code":"card_declined","message":"Your card was declined.","charge":"ch_declined"}}`)
 	charge, err := newGateway(t, base).Charge(context.Background(), params("payment:declined", 900))
 	require.NoError(t, err)
-	require.Equal(t, &gateway.Charge{ID: "ch_declined", Amount: 900, Currency: "USD", Reference: "payment:declined", Status: gateway.ChargeStatusDeclined}, charge)
+	require.Equal(t, &gateway.Charge{ID: "ch_declined", Amount: 900, Currency: "USD", Reference: "payment:declined", Status: gateway.StatusDeclined}, charge)
 }
 
 func TestChargeTransportFailures(t *testing.T) {
