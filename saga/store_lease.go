@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The statements that take and keep leases on pgsaga_key: heartbeats, takeovers, the worker's
@@ -254,7 +253,7 @@ SELECT ` + takenColumns
 
 // claimDue claims up to limit due keys of ops. The caller must start every one at once: their
 // leases run from now.
-func claimDue(ctx context.Context, db *pgxpool.Pool, ops []string, calls *resumeCalls, lease time.Duration, limit int) ([]*takenKey, error) {
+func claimDue(ctx context.Context, db pgxQuerier, ops []string, calls *resumeCalls, lease time.Duration, limit int) ([]*takenKey, error) {
 	rows, err := db.Query(ctx, claimDueSQL, ops, lease.Milliseconds(), limit,
 		calls.operations, calls.recoveryPoints, calls.steps, calls.maxAttempts, calls.maxAgeMs, true)
 	return collectTaken(rows, err, "error claiming due keys")
@@ -303,7 +302,7 @@ SELECT ` + takenColumns
 
 // claimKeys claims those of refs that are due. The caller must start every one at once: their
 // leases run from now.
-func claimKeys(ctx context.Context, db *pgxpool.Pool, ops []string, calls *resumeCalls, lease time.Duration, refs []KeyRef) ([]*takenKey, error) {
+func claimKeys(ctx context.Context, db pgxQuerier, ops []string, calls *resumeCalls, lease time.Duration, refs []KeyRef) ([]*takenKey, error) {
 	tenants, actors, keys := make([]string, len(refs)), make([]string, len(refs)), make([]string, len(refs))
 	for i, r := range refs {
 		tenants[i], actors[i], keys[i] = r.Scope.Tenant, r.Scope.Actor, r.Key
