@@ -135,7 +135,7 @@ func (c *Config) validate() error {
 	if c.MaxAttempts < 1 {
 		return errors.New("Config.MaxAttempts must be at least 1")
 	}
-	if c.Header.Get(HeaderIdempotencyKey) != "" {
+	if c.Header.Get(headerIdempotencyKey) != "" {
 		return errors.New("Config.Header must not set Idempotency-Key: each intent carries its own")
 	}
 	if c.MaxElapsed < 0 {
