@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/internal/sibling"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
 // Config configures a Reconciler.
 type Config struct {
-	// Client reads the call journal (saga.Client.CallReferenceList) and its database holds
+	// Client reads the call journal (by reference) and its database holds
 	// pgsaga_unmatched_charge. Required.
 	Client *saga.Client
 	// Lister lists the provider's charges. Required by Check and Run; List and Count work
@@ -122,11 +123,11 @@ func (r *Reconciler) unmatched(ctx context.Context, charges []gateway.Charge) ([
 		refs = append(refs, c.Reference)
 	}
 	slices.Sort(refs)
-	found, err := r.cfg.Client.CallReferenceList(ctx, slices.Compact(refs))
+	found, err := r.cfg.Client.Internal(sibling.Token{}).CallReferenceList(ctx, slices.Compact(refs))
 	if err != nil {
 		return nil, err
 	}
-	byRef := map[string][]saga.CallReference{}
+	byRef := map[string][]sibling.CallReference{}
 	for _, f := range found {
 		byRef[f.Reference] = append(byRef[f.Reference], f)
 	}
@@ -141,9 +142,9 @@ func (r *Reconciler) unmatched(ctx context.Context, charges []gateway.Charge) ([
 
 // accountedFor reports whether one of the keys that journaled c's reference accounts for c: a
 // key still started or parked, or a completed key that recorded c's id, or no id, under it.
-func accountedFor(c gateway.Charge, keys []saga.CallReference) bool {
+func accountedFor(c gateway.Charge, keys []sibling.CallReference) bool {
 	for _, k := range keys {
-		if k.Status != saga.KeyStatusCompleted || len(k.ProviderIDs) == 0 || slices.Contains(k.ProviderIDs, c.ID) {
+		if saga.KeyStatus(k.Status) != saga.KeyStatusCompleted || len(k.ProviderIDs) == 0 || slices.Contains(k.ProviderIDs, c.ID) {
 			return true
 		}
 	}

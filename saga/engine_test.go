@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/internal/sibling"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -183,7 +184,7 @@ func TestResumeLeavesUnknownOperationsAlone(t *testing.T) {
 	require.NoError(t, err)
 	_, err = other.Resume(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key, &saga.ResumeOpts{Due: true})
 	require.ErrorIs(t, err, saga.ErrUnknownOperation, "a resumer without the operation does not take the key")
-	ref, _, err := other.ResumeNextDue(t.Context())
+	ref, _, err := other.Internal(sibling.Token{}).ResumeNextDue(t.Context())
 	require.NoError(t, err)
 	require.Nil(t, ref, "a resumer without the operation sees no due key")
 	k, err := c.KeyGet(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key)

@@ -18,3 +18,19 @@ const (
 
 // ErrNotSingleTransaction is what RunTx returns for a phased operation, for the external tests.
 var ErrNotSingleTransaction = errNotSingleTransaction
+
+// The request outcomes, for the external tests.
+const (
+	OutcomeExecuted    = outcomeExecuted
+	OutcomeReplayed    = outcomeReplayed
+	OutcomeInProgress  = outcomeInProgress
+	OutcomeMismatch    = outcomeMismatch
+	OutcomeExpired     = outcomeExpired
+	OutcomeRejected    = outcomeRejected
+	OutcomeUnavailable = outcomeUnavailable
+	OutcomeParked      = outcomeParked
+	OutcomeError       = outcomeError
+)
+
+// Fingerprint is the canonical fingerprint of a body, for the external tests.
+var Fingerprint = fingerprint

@@ -122,7 +122,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	a := answerError(err)
-	if a.outcome == OutcomeError {
+	if a.outcome == outcomeError {
 		h.c.cfg.Logger.ErrorContext(r.Context(), "request failed", "operation", h.operation, "error", err)
 	}
 	if a.retryAfter > 0 {
@@ -137,7 +137,7 @@ func retryAfter(d time.Duration) string {
 }
 
 func (h *handler) reject(w http.ResponseWriter, status int, code, message string) {
-	h.c.observer.Request(h.operation, OutcomeRejected)
+	h.c.observer.Request(h.operation, outcomeRejected)
 	WriteError(w, status, code, message)
 }
 

@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsaga/pgsaga/internal/sibling"
 )
 
 // The operators' read API: what the CLI, the console and the worker's metrics use instead of
@@ -239,7 +241,7 @@ type KeyCounts struct {
 }
 
 // KeyCount counts keys by state and operation, exactly (it reads the whole table: for an
-// operator's overview, not for a metrics scrape — see KeyEstimate).
+// operator's overview, not for a metrics scrape, which reads an estimate).
 func (c *Client) KeyCount(ctx context.Context) (*KeyCounts, error) {
 	rows, err := c.cfg.DB.Query(ctx, countKeysSQL)
 	if err != nil {
@@ -270,21 +272,13 @@ func (c *Client) KeyCount(ctx context.Context) (*KeyCounts, error) {
 	return out, nil
 }
 
-// KeyEstimate is a cheap count for metrics: started, parked and stuck keys exactly (they are
-// few and indexed), completed keys estimated from the planner's statistics.
-type KeyEstimate struct {
-	Started, Failed, Stuck int
-	// CompletedEstimate is the table's estimated rows minus the started and parked ones.
-	CompletedEstimate int
-}
-
-// KeyEstimate reads a KeyEstimate without counting the whole table.
-func (c *Client) KeyEstimate(ctx context.Context) (*KeyEstimate, error) {
-	var e KeyEstimate
+// KeyEstimate reads a sibling.KeyEstimate without counting the whole table.
+func (o *internalOps) KeyEstimate(ctx context.Context) (*sibling.KeyEstimate, error) {
+	var e sibling.KeyEstimate
 	var total int
-	if err := c.cfg.DB.QueryRow(ctx, estimateKeysSQL).Scan(&e.Started, &e.Failed, &e.Stuck, &total); err != nil {
+	if err := o.c.cfg.DB.QueryRow(ctx, estimateKeysSQL).Scan(&e.Started, &e.Parked, &e.Stuck, &total); err != nil {
 		return nil, fmt.Errorf("error estimating keys: %w", err)
 	}
-	e.CompletedEstimate = max(total-e.Started-e.Failed, 0)
+	e.CompletedEstimate = max(total-e.Started-e.Parked, 0)
 	return &e, nil
 }

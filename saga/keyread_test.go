@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgsaga/pgsaga/internal/chaos"
 	"github.com/pgsaga/pgsaga/internal/crash"
+	"github.com/pgsaga/pgsaga/internal/sibling"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -124,10 +125,10 @@ func TestKeyCountsAndEstimate(t *testing.T) {
 	require.NotNil(t, c.OldestStuck)
 	require.Equal(t, "stuck-0000", c.OldestStuck.Key, "the one that has waited longest since its last change")
 
-	e, err := h.client.KeyEstimate(t.Context())
+	e, err := h.client.Internal(sibling.Token{}).KeyEstimate(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, 1, e.Started)
-	require.Equal(t, 1, e.Failed)
+	require.Equal(t, 1, e.Parked)
 	require.Equal(t, 2, e.Stuck)
 }
 

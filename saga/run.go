@@ -71,7 +71,7 @@ func (c *Client) prepare(operation string, req *Request) (*phases.Operation, []b
 	if err := checkRequest(req); err != nil {
 		return nil, nil, err
 	}
-	hash, err := Fingerprint(req.Body)
+	hash, err := fingerprint(req.Body)
 	if err != nil {
 		return nil, nil, &InvalidRequestError{Err: fmt.Errorf("%w: %v", errInvalidJSON, err)}
 	}

@@ -192,15 +192,15 @@ func endExecution(span trace.Span, res *Result, err error) {
 // failure of the service rather than of the request.
 func outcomeCode(outcome RequestOutcome) (code string, failed bool) {
 	switch outcome {
-	case OutcomeMismatch:
+	case outcomeMismatch:
 		return CodeKeyReused, false
-	case OutcomeInProgress:
+	case outcomeInProgress:
 		return CodeRequestInProgress, false
-	case OutcomeRejected:
+	case outcomeRejected:
 		return CodeInvalidRequest, false
-	case OutcomeParked:
+	case outcomeParked:
 		return CodeOperationParked, true
-	case OutcomeUnavailable:
+	case outcomeUnavailable:
 		return CodeTemporarilyUnavailable, true
 	}
 	return CodeInternal, true

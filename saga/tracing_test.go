@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgsaga/pgsaga/internal/chaos"
 	"github.com/pgsaga/pgsaga/internal/crash"
+	"github.com/pgsaga/pgsaga/internal/sibling"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -306,8 +307,8 @@ func TestTracingCrashMidCallResumed(t *testing.T) {
 				// As the worker's resume job runs it: under its job's span.
 				var ctx context.Context
 				ctx, job = sp.start(t.Context(), "river.work/pgsaga_resume_batch")
-				var out []saga.ResumeDueResult
-				out, err = h.client.ResumeDue(ctx, []saga.KeyRef{{Scope: h.scope, Key: key}})
+				out, rerr := h.client.Internal(sibling.Token{}).ResumeDue(ctx, []saga.KeyRef{{Scope: h.scope, Key: key}})
+				err = rerr
 				require.NoError(t, err)
 				require.True(t, out[0].Taken)
 				res, err = out[0].Result, out[0].Err

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgsaga/pgsaga/internal/promreg"
+	"github.com/pgsaga/pgsaga/internal/sibling"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -132,7 +133,7 @@ type stateCollector struct {
 	// mu is held during a read: scrapes that arrive meanwhile wait for its result.
 	mu     sync.Mutex
 	readAt time.Time
-	last   *saga.KeyEstimate
+	last   *sibling.KeyEstimate
 	err    error
 }
 
@@ -140,7 +141,7 @@ type stateCollector struct {
 // never counts the whole table, shared by the scrapes of opts.MaxAge; a failed read reports an
 // invalid metric instead of stale numbers): pgsaga_keys{state} counts keys by state — started
 // and failed exactly, completed estimated from the planner's statistics
-// (saga.Client.KeyEstimate) — and pgsaga_keys_stuck counts keys needing attention: started with
+// (an estimate from the planner's statistics) — and pgsaga_keys_stuck counts keys needing attention: started with
 // an expired lease (not yet resumed) or failed (parked for an operator). opts may be nil.
 func NewStateCollector(client *saga.Client, opts *StateCollectorOpts) prometheus.Collector {
 	s := &stateCollector{
@@ -175,12 +176,12 @@ func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(e.Started), "started")
 	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(e.CompletedEstimate), "completed")
-	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(e.Failed), "failed")
+	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(e.Parked), "failed")
 	ch <- prometheus.MustNewConstMetric(s.stuck, prometheus.GaugeValue, float64(e.Stuck))
 }
 
 // read returns the last read when it is younger than maxAge, else reads the database.
-func (s *stateCollector) read() (*saga.KeyEstimate, error) {
+func (s *stateCollector) read() (*sibling.KeyEstimate, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.readAt.IsZero() && s.now().Sub(s.readAt) < s.maxAge {
@@ -188,7 +189,7 @@ func (s *stateCollector) read() (*saga.KeyEstimate, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	s.last, s.err = s.client.KeyEstimate(ctx)
+	s.last, s.err = s.client.Internal(sibling.Token{}).KeyEstimate(ctx)
 	s.readAt = s.now()
 	return s.last, s.err
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/pgsaga/pgsaga/internal/sibling"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -112,7 +113,7 @@ func (r *resumer) runOnce(ctx context.Context) (*runResult, error) {
 // resumeNext claims and resumes the next due key. It returns no outcome and no error when none
 // is due, and an error only when the claim itself failed.
 func (r *resumer) resumeNext(ctx context.Context) (resumeOutcome, error) {
-	ref, res, err := r.cfg.Client.ResumeNextDue(ctx)
+	ref, res, err := r.cfg.Client.Internal(sibling.Token{}).ResumeNextDue(ctx)
 	if ref == nil {
 		return "", err
 	}
@@ -139,11 +140,11 @@ func (r *resumer) resumeKey(ctx context.Context, ref saga.KeyRef) (resumeOutcome
 }
 
 // resumeKeys takes the leases of those of refs that are due, in one statement, and resumes them
-// all at once (saga.Client.ResumeDue); it is what a resume job runs for a batch of keys
+// all at once (ResumeDue of saga.Client.Internal); it is what a resume job runs for a batch of keys
 // ReserveDueTx returned. It returns one outcome per ref, in order (outcomeSkipped for a key that
 // was not due), and an error only when the database could not be reached to claim them.
 func (r *resumer) resumeKeys(ctx context.Context, refs []saga.KeyRef) ([]resumeOutcome, error) {
-	results, err := r.cfg.Client.ResumeDue(ctx, refs)
+	results, err := r.cfg.Client.Internal(sibling.Token{}).ResumeDue(ctx, refs)
 	if err != nil {
 		return nil, err
 	}
