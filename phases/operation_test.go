@@ -36,7 +36,6 @@ func TestCheckNamesWhatIsWrong(t *testing.T) {
 	}
 	ok := phases.Operation{Name: "x", Steps: []phases.Step{phases.Atomic("a", noop).WithCompensation(noop)}}
 	require.NoError(t, ok.Check())
-	require.True(t, ok.SingleTransaction())
 }
 
 func TestErrorsClassifyByBehaviour(t *testing.T) {

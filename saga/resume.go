@@ -211,7 +211,7 @@ func (e *execution) resumeFrom(ctx context.Context, t *takenKey, sent time.Time)
 		}
 		return e.finishCompensated(ctx, out)
 	case strings.HasPrefix(rp, phases.RecoveryPointCompensatePrefix):
-		i := e.op.StepIndex(strings.TrimPrefix(rp, phases.RecoveryPointCompensatePrefix))
+		i := stepIndex(e.op, strings.TrimPrefix(rp, phases.RecoveryPointCompensatePrefix))
 		if i < 0 {
 			return e.park(ctx, ParkedPermanent, fmt.Sprintf("operation %q has no step to compensate at %q (renamed? keep the old name in WithAliases)", e.op.Name, rp))
 		}
@@ -223,7 +223,7 @@ func (e *execution) resumeFrom(ctx context.Context, t *takenKey, sent time.Time)
 	case rp == phases.RecoveryPointStarted:
 		return e.execute(ctx, 0)
 	default:
-		i := e.op.StepIndex(rp)
+		i := stepIndex(e.op, rp)
 		if i < 0 {
 			return e.park(ctx, ParkedPermanent, fmt.Sprintf("operation %q has no step %q to resume after (renamed? keep the old name in WithAliases)", e.op.Name, rp))
 		}
@@ -238,7 +238,7 @@ func (e *execution) journaledByTakeover(t *takenKey) error {
 	if t.call == nil {
 		return nil
 	}
-	i := e.op.StepIndex(t.call.step)
+	i := stepIndex(e.op, t.call.step)
 	if i < 0 {
 		return fmt.Errorf("operation %q has no call %q", e.op.Name, t.call.step)
 	}

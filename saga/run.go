@@ -122,7 +122,7 @@ type decideOpts struct {
 // (or a bounded wait for it), not yet due, or a takeover of an expired lease followed by a
 // resume.
 func (e *execution) decide(ctx context.Context, k *keyHead, o decideOpts) (*Result, error) {
-	if !e.op.Is(k.Operation) || k.Method != e.req.Method || k.Path != e.req.Path || !bytes.Equal(k.RequestHash, e.hash) {
+	if !isOperation(e.op, k.Operation) || k.Method != e.req.Method || k.Path != e.req.Path || !bytes.Equal(k.RequestHash, e.hash) {
 		return nil, ErrKeyReused
 	}
 	switch k.Status {

@@ -31,7 +31,7 @@ func (c *Client) runTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 	if err != nil {
 		return nil, err
 	}
-	if !op.SingleTransaction() {
+	if !singleTransaction(op) {
 		return nil, fmt.Errorf("%w: %q", errNotSingleTransaction, op.Name)
 	}
 	e := c.newExecution(op, req, hash, byClient)
