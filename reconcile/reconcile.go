@@ -51,8 +51,8 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// ErrNoLister is returned by Check and Run on a Reconciler without a Lister.
-var ErrNoLister = errors.New("reconcile: the gateway cannot list its charges (Config.Lister is nil)")
+// errNoLister is returned by Check and Run on a Reconciler without a Lister.
+var errNoLister = errors.New("reconcile: the gateway cannot list its charges (Config.Lister is nil)")
 
 // Reconciler checks a provider's charges against the keys here.
 type Reconciler struct {
@@ -84,7 +84,7 @@ type Result struct {
 // ends it: a partial answer could hide a charge.
 func (r *Reconciler) Check(ctx context.Context, since time.Time) (*Result, error) {
 	if r.cfg.Lister == nil {
-		return nil, ErrNoLister
+		return nil, errNoLister
 	}
 	res := &Result{}
 	batch := make([]gateway.Charge, 0, r.cfg.BatchSize)
