@@ -34,9 +34,9 @@ func answerError(err error) errorAnswer {
 		return errorAnswer{status: http.StatusUnprocessableEntity, code: CodeKeyReused, message: ErrKeyReused.Error(),
 			outcome: outcomeMismatch}
 	case errors.As(err, &expired):
-		return errorAnswer{status: http.StatusGone, code: CodeKeyExpired, message: err.Error(), outcome: outcomeExpired}
+		return errorAnswer{status: http.StatusGone, code: codeKeyExpired, message: err.Error(), outcome: outcomeExpired}
 	case errors.As(err, &inProgress):
-		return errorAnswer{status: http.StatusConflict, code: CodeRequestInProgress, message: msgInProgress,
+		return errorAnswer{status: http.StatusConflict, code: codeRequestInProgress, message: msgInProgress,
 			retryAfter: max(inProgress.RetryAfter, time.Nanosecond), outcome: outcomeInProgress}
 	case errors.As(err, &parked):
 		return errorAnswer{status: http.StatusServiceUnavailable, code: CodeOperationParked, message: msgParked,

@@ -19,20 +19,23 @@ type HandlerOpts struct {
 	MaxBodyBytes int64
 }
 
-// Error codes answered by the handler, stable for clients.
+// Error codes answered by the handler, stable for clients. Those exported are the ones an
+// application's own handlers answer with too; the engine alone answers the others.
 const (
 	CodeUnauthenticated        = "unauthenticated"
-	CodeKeyMissing             = "idempotency_key_missing"
-	CodeKeyInvalid             = "idempotency_key_invalid"
 	CodeRequestTooLarge        = "request_too_large"
 	CodeInvalidJSON            = "invalid_json"
 	CodeInvalidRequest         = "invalid_request"
 	CodeKeyReused              = "idempotency_key_reused"
-	CodeRequestInProgress      = "request_in_progress"
 	CodeTemporarilyUnavailable = "temporarily_unavailable"
 	CodeOperationParked        = "operation_parked"
-	CodeKeyExpired             = "idempotency_key_expired"
 	CodeInternal               = "internal_error"
+
+	codeKeyMissing        = "idempotency_key_missing"
+	codeKeyInvalid        = "idempotency_key_invalid"
+	codeRequestInProgress = "request_in_progress"
+	codeKeyExpired        = "idempotency_key_expired"
+	codeConflict          = "conflict" // a unique or exclusion constraint refused the effect
 )
 
 // HeaderReplayed marks a replayed response.
@@ -79,10 +82,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	key, err := parseKeyHeader(r.Header.Values("Idempotency-Key"))
 	if errors.Is(err, errKeyMissing) {
-		h.reject(w, http.StatusBadRequest, CodeKeyMissing, err.Error())
+		h.reject(w, http.StatusBadRequest, codeKeyMissing, err.Error())
 		return
 	} else if err != nil {
-		h.reject(w, http.StatusBadRequest, CodeKeyInvalid, err.Error())
+		h.reject(w, http.StatusBadRequest, codeKeyInvalid, err.Error())
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))

@@ -8,9 +8,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// CodeConflict answers an effect a unique or exclusion constraint refused.
-const CodeConflict = "conflict"
-
 // A database refusal of a phase's business SQL that will be the same on every retry is an
 // answer, not a transient failure (a 503 on every retry would never give a definite answer):
 //
@@ -51,7 +48,7 @@ func refusal(err error) (answer *rejection, stored bool) {
 	case code == "23503":
 		return invalid("the request refers to something that does not exist"), false
 	case (code == "23505" && pgErr.ConstraintName != keyPrimaryKey) || code == "23P01":
-		return &rejection{status: http.StatusConflict, code: CodeConflict,
+		return &rejection{status: http.StatusConflict, code: codeConflict,
 			message: fmt.Sprintf("the request conflicts with data already stored (constraint %q)", pgErr.ConstraintName)}, true
 	}
 	return nil, false

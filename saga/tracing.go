@@ -195,7 +195,7 @@ func outcomeCode(outcome RequestOutcome) (code string, failed bool) {
 	case outcomeMismatch:
 		return CodeKeyReused, false
 	case outcomeInProgress:
-		return CodeRequestInProgress, false
+		return codeRequestInProgress, false
 	case outcomeRejected:
 		return CodeInvalidRequest, false
 	case outcomeParked:
