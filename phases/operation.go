@@ -189,4 +189,3 @@ func checkStepName(name string) error {
 	}
 	return nil
 }
-

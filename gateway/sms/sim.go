@@ -77,4 +77,3 @@ func validate(p Params) error {
 	}
 	return nil
 }
-

@@ -39,7 +39,7 @@ type Tx struct {
 	pooled  *pgxpool.Conn
 	release func()
 	conn    *pgx.Conn
-	opts   pgx.TxOptions
+	opts    pgx.TxOptions
 	// beforeBegin is BeginOpts.BeforeBegin until it has run; refused is its error.
 	beforeBegin func(ctx context.Context, conn *pgx.Conn) error
 	refused     error
