@@ -19,12 +19,12 @@ import (
 // The library's budget: the most exported names its packages may have together. It only goes
 // down: libraryTarget is where it is headed.
 const (
-	libraryBudget = 325
+	libraryBudget = 319
 	libraryTarget = 300
 )
 
 // The test kits' budget: today's count, so that they do not grow unnoticed.
-const testKitBudget = 79
+const testKitBudget = 85
 
 // libraryPackages are the packages an application imports to run: the root module's packages
 // outside internal/ and examples/, the engine and the effects it ships.
@@ -43,13 +43,16 @@ var libraryPackages = []string{
 
 // testKitPackages are what users import in their tests only: the test kits (gatewaytest,
 // sagatest) and the simulated providers behind them and the demo (gateway/sim,
-// gateway/effectsim). They are counted apart, under a budget of their own: a test kit's reach is
-// its job, and its names are not what an application runs on. The modules beside the library
-// (cmd, gateway/stripe, examples/offline-client, bench) are programs or one adapter, not counted.
+// gateway/effectsim, gateway/sms/smssim, gateway/webhook/webhooksim). They are counted apart,
+// under a budget of their own: a test kit's reach is its job, and its names are not what an
+// application runs on. The modules beside the library (cmd, gateway/stripe,
+// examples/offline-client, bench, soak) are programs or one adapter, not counted.
 var testKitPackages = []string{
 	"gateway/effectsim",
 	"gateway/gatewaytest",
 	"gateway/sim",
+	"gateway/sms/smssim",
+	"gateway/webhook/webhooksim",
 	"saga/sagatest",
 }
 
