@@ -275,7 +275,7 @@ func (x *execution[P, R]) send(ctx context.Context) result[R] {
 	}
 	if !x.caps.Inquiry && !x.keyed() {
 		// Neither inquiry nor keys: another send could be a second effect. Never guess.
-		return failed[R](fmt.Errorf("%w (%w)", ErrCannotResolve, err))
+		return failed[R](fmt.Errorf("%w (%w)", errNoResolution, err))
 	}
 	return retryLater[R](err)
 }
@@ -391,7 +391,7 @@ func (x *execution[P, R]) check(r *R) error {
 // the first request instead of acting again, while it remembers the key.
 func (x *execution[P, R]) resendKey(ctx context.Context) result[R] {
 	if !x.keyed() {
-		return failed[R](fmt.Errorf("error resolving %s %q: %w", x.kind.Name, x.ref, ErrCannotResolve))
+		return failed[R](fmt.Errorf("error resolving %s %q: %w", x.kind.Name, x.ref, errNoResolution))
 	}
 	created := x.opts.KeyCreatedAt
 	if x.caps.KeyRetention > 0 && !created.IsZero() && created.Before(x.opts.Now().Add(-x.caps.KeyRetention)) {

@@ -52,9 +52,9 @@ func Unknown(err error) error { return &unknownError{err: err} }
 //   - the effect stayed pending past ExecuteOpts.PendingWindow.
 var ErrCannotResolve error = phases.OutcomeUnknown(errors.New("gateway: an earlier attempt may have acted and nothing can tell whether it did"))
 
-// The reasons ErrCannotResolve is returned for, besides a provider with neither inquiry nor
-// idempotency keys.
+// The reasons ErrCannotResolve is returned for.
 var (
+	errNoResolution   = fmt.Errorf("%w: the provider has neither inquiry nor idempotency keys", ErrCannotResolve)
 	errKeyExpired     = fmt.Errorf("%w: the idempotency key is older than the provider's key retention window", ErrCannotResolve)
 	errMismatch       = fmt.Errorf("%w: the provider's record does not match the intent", ErrCannotResolve)
 	errPendingTooLong = fmt.Errorf("%w: the effect is still pending past its settle window", ErrCannotResolve)
