@@ -51,3 +51,6 @@ type (
 	ResumeBatchArgs = resumeBatchArgs
 	OutboxArgs      = outboxArgs
 )
+
+// DeleteOldInbox is deleteOldInbox, for the external tests.
+var DeleteOldInbox = deleteOldInbox

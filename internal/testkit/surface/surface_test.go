@@ -19,7 +19,7 @@ import (
 // The library's budget: the most exported names its packages may have together. It only goes
 // down: libraryTarget is where it is headed.
 const (
-	libraryBudget = 319
+	libraryBudget = 314
 	libraryTarget = 300
 )
 
