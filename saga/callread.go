@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/pgsaga/pgsaga/internal/keystore"
 	"github.com/pgsaga/pgsaga/internal/sibling"
 )
 
@@ -28,19 +27,14 @@ func callReferenceList(ctx context.Context, q pgxQuerier, references []string) (
 	var out []sibling.CallReference
 	for start := 0; start < len(references); start += callReferenceBatch {
 		batch := references[start:min(start+callReferenceBatch, len(references))]
-		rows, err := q.Query(ctx, callReferencesSQL, batch)
+		rows, err := keystore.New(q).CallReferences(ctx, &keystore.CallReferencesParams{Refs: batch})
 		if err != nil {
 			return nil, fmt.Errorf("error reading call references: %w", err)
 		}
-		found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (sibling.CallReference, error) {
-			var r sibling.CallReference
-			err := row.Scan(&r.Reference, &r.Tenant, &r.Actor, &r.Key, &r.Status, &r.ProviderIDs)
-			return r, err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("error reading call references: %w", err)
+		for _, r := range rows {
+			out = append(out, sibling.CallReference{Reference: r.Reference, Tenant: r.TenantID, Actor: r.ActorID,
+				Key: r.Key, Status: r.Status, ProviderIDs: r.ProviderIds})
 		}
-		out = append(out, found...)
 	}
 	return out, nil
 }

@@ -22,7 +22,6 @@ const createEffects = `CREATE TABLE effects (id bigserial PRIMARY KEY, key text 
 func newClient(t *testing.T, ops ...*phases.Operation) (*saga.Client, *dbtest.DB) {
 	t.Helper()
 	db := dbtest.NewDB(t)
-	t.Cleanup(func() { dbtest.RequireKeyInvariants(t, db) })
 	_, err := db.Pool.Exec(t.Context(), createEffects)
 	require.NoError(t, err)
 	c, err := saga.NewClient(&saga.Config{DB: db.Pool, Operations: ops})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsaga/pgsaga/internal/keystore"
 	"github.com/pgsaga/pgsaga/internal/sibling"
 )
 
@@ -243,42 +244,35 @@ type KeyCounts struct {
 // KeyCount counts keys by state and operation, exactly (it reads the whole table: for an
 // operator's overview, not for a metrics scrape, which reads an estimate).
 func (c *Client) KeyCount(ctx context.Context) (*KeyCounts, error) {
-	rows, err := c.cfg.DB.Query(ctx, countKeysSQL)
+	rows, err := keystore.New(c.cfg.DB).CountKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("error counting keys: %w", err)
 	}
 	out := &KeyCounts{ByState: map[KeyStatus]int{}, ByOperation: map[string]map[KeyStatus]int{}}
-	var op, status string
-	var n, stuck int
-	_, err = pgx.ForEachRow(rows, []any{&op, &status, &n, &stuck}, func() error {
-		out.ByState[KeyStatus(status)] += n
-		if out.ByOperation[op] == nil {
-			out.ByOperation[op] = map[KeyStatus]int{}
+	for _, r := range rows {
+		status, n := KeyStatus(r.Status), int(r.Keys)
+		out.ByState[status] += n
+		if out.ByOperation[r.Operation] == nil {
+			out.ByOperation[r.Operation] = map[KeyStatus]int{}
 		}
-		out.ByOperation[op][KeyStatus(status)] += n
-		out.Stuck += stuck
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("error counting keys: %w", err)
+		out.ByOperation[r.Operation][status] += n
+		out.Stuck += int(r.Stuck)
 	}
 	if out.Stuck > 0 {
-		k, err := scanKey(c.cfg.DB.QueryRow(ctx, oldestStuckSQL))
-		if err != nil && !errors.Is(err, ErrKeyNotFound) {
-			return nil, fmt.Errorf("error reading the oldest stuck key: %w", err)
+		if out.OldestStuck, err = oldestStuck(ctx, c.cfg.DB); err != nil {
+			return nil, err
 		}
-		out.OldestStuck = k
 	}
 	return out, nil
 }
 
 // KeyEstimate reads a sibling.KeyEstimate without counting the whole table.
 func (o *internalOps) KeyEstimate(ctx context.Context) (*sibling.KeyEstimate, error) {
-	var e sibling.KeyEstimate
-	var total int
-	if err := o.c.cfg.DB.QueryRow(ctx, estimateKeysSQL).Scan(&e.Started, &e.Parked, &e.Stuck, &total); err != nil {
+	r, err := keystore.New(o.c.cfg.DB).EstimateKeys(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("error estimating keys: %w", err)
 	}
-	e.CompletedEstimate = max(total-e.Started-e.Parked, 0)
+	e := sibling.KeyEstimate{Started: int(r.Started), Parked: int(r.Parked), Stuck: int(r.Stuck)}
+	e.CompletedEstimate = max(int(r.Total)-e.Started-e.Parked, 0)
 	return &e, nil
 }

@@ -60,20 +60,20 @@ func confirmReads(ctx context.Context, tx *pgpipe.Tx, name string, err error) er
 // lease taken over: in both the statement raised, so the COMMIT queued after it never ran and
 // the phase committed nothing. The fence's error is recognised on the write's own result, read
 // by its own callback: only the engine's write can say the lease was lost.
-func commitPhase(ctx context.Context, tx *pgpipe.Tx, s *keyStatement, fenced bool) (*written, error) {
+func commitPhase(ctx context.Context, tx *pgpipe.Tx, s keyStatement, fenced bool) (*written, error) {
 	out := &written{}
 	lost := false
 	var err error
 	if s.exec {
 		b := &pgx.Batch{}
-		b.Queue(s.sql, s.args...).Exec(func(pgconn.CommandTag) error { return nil })
+		b.Queue(s.st.SQL, s.st.Args...).Exec(func(pgconn.CommandTag) error { return nil })
 		err = tx.CommitWith(ctx, b)
 	} else {
 		err = tx.CommitRow(ctx, func(row pgx.Row) error {
-			err := s.read(row, out)
+			err := s.read(s.st, row, out)
 			lost = fenced && s.fence(err)
 			return err
-		}, s.sql, s.args...)
+		}, s.st.SQL, s.st.Args...)
 	}
 	switch {
 	case err == nil:
