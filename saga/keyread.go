@@ -212,10 +212,11 @@ func keyDeleteExpired(ctx context.Context, q pgxQuerier, p *KeyDeleteExpiredPara
 	case batch < 0:
 		return 0, fmt.Errorf("saga: KeyDeleteExpiredParams.BatchSize must be positive, got %d", batch)
 	}
+	store := keystore.New(q)
 	if p.DryRun {
-		return countExpired(ctx, q, p.OlderThan)
+		return countExpired(ctx, store, p.OlderThan)
 	}
-	run := &retentionRun{q: q, batch: batch, tombstones: tombstones.Milliseconds(), onBatch: p.OnBatch}
+	run := &retentionRun{q: store, batch: batch, tombstones: tombstones.Milliseconds(), onBatch: p.OnBatch}
 	var err error
 	if p.OlderThan != nil {
 		err = run.byAge(ctx, *p.OlderThan)
@@ -225,8 +226,7 @@ func keyDeleteExpired(ctx context.Context, q pgxQuerier, p *KeyDeleteExpiredPara
 	if err != nil {
 		return run.deleted, err
 	}
-	_, err = run.expireTombstones(ctx)
-	return run.deleted, err
+	return run.deleted, run.expireTombstones(ctx)
 }
 
 // KeyCounts is how many keys there are, by state and by operation, for an overview.

@@ -1,6 +1,7 @@
 // Package keystore owns every statement on the key tables: pgsaga_key, pgsaga_call (and the
-// journal view over both, pgsaga_call_journal) and pgsaga_key_action. Each statement is written
-// whole, with named parameters, in one .sql file per state change or concern under queries/:
+// journal view over both, pgsaga_call_journal), pgsaga_key_action and pgsaga_key_tombstone.
+// Each statement is written whole, with named parameters, in one .sql file per state change or
+// concern under queries/:
 //
 //	read.sql       a key's head (the request path's read), the whole key, its writer
 //	claim.sql      the claims: a key's first write, in the state its first phase left it in
@@ -14,6 +15,7 @@
 //	settle.sql     an operator's settlement of a parked key
 //	list.sql       the operators' listing, a key's journal and history, the call references
 //	count.sql      counts and estimates by state
+//	retention.sql  retention GC's batches (by expiry, by age), tombstones and their expiry
 //
 // sqlc v1.31.1 generates the typed XxxParams and XxxRow structs and a method per statement
 // (the *.sql.go files, models.go, db.go) from these files and the migrations: `make generate`.
