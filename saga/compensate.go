@@ -149,7 +149,7 @@ func (e *execution) final(out *outcome) *keyWrite {
 		return &keyWrite{kind: writeComplete, status: KeyStatusCompleted, recoveryPoint: phases.RecoveryPointFinished,
 			state: e.committed, response: out.Response.response(), retention: e.c.retention(e.op), done: e.done}
 	}
-	return &keyWrite{kind: writePark, status: KeyStatusFailed, recoveryPoint: phases.RecoveryPointCompensated,
+	return &keyWrite{kind: writePark, status: KeyStatusParked, recoveryPoint: phases.RecoveryPointCompensated,
 		state: e.committed, lastError: out.Error, reason: ParkedPermanent, done: e.done}
 }
 

@@ -17,7 +17,7 @@
 //   - A crash (or kill -9) in the middle: every atomic phase either committed with the key's
 //     recovery point or left nothing. A single-transaction operation leaves no key at all, so
 //     the retry starts fresh. A phased operation leaves a started key whose lease expires; the
-//     next retry, the worker (package recovery, package worker) or an operator takes the lease
+//     next retry, the worker (package worker) or an operator takes the lease
 //     over and falls through the remaining phases.
 //   - External calls: each attempt is journaled in the same fenced write that renews the lease
 //     (the call a key's claim journals in the key row itself, every other attempt in

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsaga/pgsaga/internal/keystore"
+	"github.com/pgsaga/pgsaga/internal/sibling"
 )
 
 // The operators' read API: what the CLI, the console and the worker's metrics use instead of
@@ -95,7 +96,7 @@ func keyList(ctx context.Context, q pgxQuerier, p *KeyListParams) (*KeyListResul
 		return nil, fmt.Errorf("saga: KeyListParams.Limit must be 1-10000, got %d", p.Limit)
 	}
 	switch p.State {
-	case "", KeyStatusStarted, KeyStatusCompleted, KeyStatusFailed:
+	case "", KeyStatusStarted, KeyStatusCompleted, KeyStatusParked:
 	default:
 		return nil, fmt.Errorf("saga: KeyListParams.State must be started, completed or failed, got %q", p.State)
 	}
@@ -241,7 +242,7 @@ type KeyCounts struct {
 }
 
 // KeyCount counts keys by state and operation, exactly (it reads the whole table: for an
-// operator's overview, not for a metrics scrape — see KeyEstimate).
+// operator's overview, not for a metrics scrape, which reads an estimate).
 func (c *Client) KeyCount(ctx context.Context) (*KeyCounts, error) {
 	rows, err := keystore.New(c.cfg.DB).CountKeys(ctx)
 	if err != nil {
@@ -265,21 +266,13 @@ func (c *Client) KeyCount(ctx context.Context) (*KeyCounts, error) {
 	return out, nil
 }
 
-// KeyEstimate is a cheap count for metrics: started, parked and stuck keys exactly (they are
-// few and indexed), completed keys estimated from the planner's statistics.
-type KeyEstimate struct {
-	Started, Failed, Stuck int
-	// CompletedEstimate is the table's estimated rows minus the started and parked ones.
-	CompletedEstimate int
-}
-
-// KeyEstimate reads a KeyEstimate without counting the whole table.
-func (c *Client) KeyEstimate(ctx context.Context) (*KeyEstimate, error) {
-	r, err := keystore.New(c.cfg.DB).EstimateKeys(ctx)
+// KeyEstimate reads a sibling.KeyEstimate without counting the whole table.
+func (o *internalOps) KeyEstimate(ctx context.Context) (*sibling.KeyEstimate, error) {
+	r, err := keystore.New(o.c.cfg.DB).EstimateKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("error estimating keys: %w", err)
 	}
-	e := KeyEstimate{Started: int(r.Started), Failed: int(r.Parked), Stuck: int(r.Stuck)}
-	e.CompletedEstimate = max(int(r.Total)-e.Started-e.Failed, 0)
+	e := sibling.KeyEstimate{Started: int(r.Started), Parked: int(r.Parked), Stuck: int(r.Stuck)}
+	e.CompletedEstimate = max(int(r.Total)-e.Started-e.Parked, 0)
 	return &e, nil
 }

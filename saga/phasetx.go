@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgsaga/pgsaga/internal/pgpipe"
 )
@@ -27,12 +26,12 @@ import (
 
 // beginPhase opens a phase's transaction; nothing is sent yet. before, when set, runs right before
 // the transaction's first round trip (pgpipe.BeginOpts.BeforeBegin).
-func beginPhase(ctx context.Context, db *pgxpool.Pool, before func(context.Context, *pgx.Conn) error) (*pgpipe.Tx, error) {
+func beginPhase(ctx context.Context, db DB, before func(context.Context, *pgx.Conn) error) (*pgpipe.Tx, error) {
 	var opts *pgpipe.BeginOpts
 	if before != nil {
 		opts = &pgpipe.BeginOpts{BeforeBegin: before}
 	}
-	tx, err := pgpipe.Begin(ctx, db, opts)
+	tx, err := beginOn(ctx, db, opts)
 	if err != nil {
 		return nil, fmt.Errorf("error beginning a phase: %w", err)
 	}

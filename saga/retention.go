@@ -162,7 +162,7 @@ func (e *execution) expired(ctx context.Context, q keystore.DBTX) (*Result, erro
 		return nil, transient(err, 0)
 	case t == nil:
 		return nil, transient(errors.New("the key's tombstone expired while it was read; retry"), 0)
-	case !e.op.Is(t.operation) || !t.sameRequest:
+	case !isOperation(e.op, t.operation) || !t.sameRequest:
 		return nil, ErrKeyReused
 	}
 	return nil, &KeyExpiredError{CompletedAt: t.completedAt}

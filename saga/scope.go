@@ -30,11 +30,11 @@ func authenticate(w http.ResponseWriter, r *http.Request, scope ScopeFunc, retry
 	if temporary := (*TransientError)(nil); errors.As(err, &temporary) {
 		w.Header().Set("Retry-After", retryAfter(temporary.RetryAfter))
 		WriteError(w, http.StatusServiceUnavailable, CodeTemporarilyUnavailable, "the request could not be authenticated now; "+retry)
-		return Scope{}, OutcomeUnavailable, false
+		return Scope{}, outcomeUnavailable, false
 	}
 	if err != nil {
 		WriteError(w, http.StatusUnauthorized, CodeUnauthenticated, err.Error())
-		return Scope{}, OutcomeRejected, false
+		return Scope{}, outcomeRejected, false
 	}
 	return s, "", true
 }

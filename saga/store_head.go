@@ -153,7 +153,7 @@ func decodeCalls(raw []byte, keep func(*callJSON) bool) ([]runstate.CallRecord, 
 		out = append(out, runstate.CallRecord{Step: r.Step, Attempt: r.Attempt, Reference: deref(r.Reference),
 			StartedAt: r.StartedAt, EndedAt: r.EndedAt, Deadline: r.Deadline,
 			MaxInFlight: time.Duration(deref(r.MaxInFlightMs)) * time.Millisecond,
-			Outcome:     deref(r.Outcome), ProviderID: deref(r.ProviderID)})
+			Outcome:     runstate.CallOutcome(deref(r.Outcome)), ProviderID: deref(r.ProviderID)})
 	}
 	return out, nil
 }

@@ -290,7 +290,7 @@ func (w *keyWrite) claim(h *holder, req *Request, hash []byte, state []byte) (ke
 			return keyStatement{}, err
 		}
 		p := keystore.ClaimCompletedParams{TenantID: req.Scope.Tenant, ActorID: req.Scope.Actor, Key: req.Key,
-			Operation: req.Operation, Method: req.Method, Path: req.Path, RequestHash: hash, State: state,
+			Operation: req.operation, Method: req.Method, Path: req.Path, RequestHash: hash, State: state,
 			ResponseStatus: status, ResponseHeaders: headers, ResponseBody: body, RetentionMs: millis(w.retention),
 			LeaseToken: h.token, TraceContext: trace}
 		if w.orNothing {
@@ -298,12 +298,12 @@ func (w *keyWrite) claim(h *holder, req *Request, hash []byte, state []byte) (ke
 			return keyStatement{st: keystore.BindClaimCompletedOrNothing(&orNothing), exec: true}, nil
 		}
 		return keyStatement{st: keystore.BindClaimCompleted(&p), exec: true}, nil
-	case KeyStatusFailed:
+	case KeyStatusParked:
 		if !w.orNothing {
 			return keyStatement{}, errors.New("saga: a parked key is claimed only outside a phase")
 		}
 		return keyStatement{st: keystore.BindClaimParkedOrNothing(&keystore.ClaimParkedOrNothingParams{
-			TenantID: req.Scope.Tenant, ActorID: req.Scope.Actor, Key: req.Key, Operation: req.Operation,
+			TenantID: req.Scope.Tenant, ActorID: req.Scope.Actor, Key: req.Key, Operation: req.operation,
 			Method: req.Method, Path: req.Path, RequestHash: hash, RecoveryPoint: w.recoveryPoint, State: state,
 			LastError: w.lastError, ParkedReason: string(w.reason), LeaseToken: h.token, TraceContext: trace,
 		}), exec: true}, nil
@@ -313,14 +313,14 @@ func (w *keyWrite) claim(h *holder, req *Request, hash []byte, state []byte) (ke
 			return keyStatement{}, errors.New("saga: a started key is claimed outside a phase only to journal a call")
 		}
 		return keyStatement{st: keystore.BindClaimStarted(&keystore.ClaimStartedParams{
-			TenantID: req.Scope.Tenant, ActorID: req.Scope.Actor, Key: req.Key, Operation: req.Operation,
+			TenantID: req.Scope.Tenant, ActorID: req.Scope.Actor, Key: req.Key, Operation: req.operation,
 			Method: req.Method, Path: req.Path, RequestHash: hash, RequestBody: req.Body,
 			RecoveryPoint: w.recoveryPoint, State: state, LeaseToken: h.token, LeaseMs: millis(w.lease),
 			TraceContext: trace,
 		}), read: readClaimed}, nil
 	}
 	p := keystore.ClaimStartedJournalParams{TenantID: req.Scope.Tenant, ActorID: req.Scope.Actor, Key: req.Key,
-		Operation: req.Operation, Method: req.Method, Path: req.Path, RequestHash: hash, RequestBody: req.Body,
+		Operation: req.operation, Method: req.Method, Path: req.Path, RequestHash: hash, RequestBody: req.Body,
 		RecoveryPoint: w.recoveryPoint, State: state, LeaseToken: h.token, LeaseMs: millis(w.lease),
 		TraceContext: trace, CallStep: w.next.step, CallReference: textOrNull(w.next.reference),
 		CallMaxInFlightMs: ceilMillis(w.next.window)}

@@ -31,8 +31,8 @@ const (
 	pollMax   = 100 * time.Millisecond
 )
 
-// listenDB is where the bounded wait listens: Config.ListenDB, else Config.DB unless it is
-// transaction-pooled; nil when the wait polls.
+// listenDB is where the bounded wait listens: Config.ListenDB, else Config.DB when it is a pool
+// and not transaction-pooled; nil when the wait polls.
 func (c *Client) listenDB() *pgxpool.Pool {
 	switch {
 	case c.cfg.ListenDB != nil:
@@ -40,7 +40,8 @@ func (c *Client) listenDB() *pgxpool.Pool {
 	case c.cfg.TransactionPooling:
 		return nil
 	}
-	return c.cfg.DB
+	pool, _ := c.cfg.DB.(*pgxpool.Pool)
+	return pool
 }
 
 // waitForKey waits, up to d and never past the key's lease, for an in-flight key to leave the

@@ -28,7 +28,7 @@ const (
 type Config struct {
 	// Pool is the database, migrated with Migrations. Required.
 	Pool *pgxpool.Pool
-	// SMS sends the texts that tell customers their order shipped. Required: sms.NewSim gives
+	// SMS sends the texts that tell customers their order shipped. Required: smssim.New gives
 	// an in-process provider without keys and with inquiry.
 	SMS sms.Provider
 	// Partner receives a delivery for every shipped order (webhook.New over the partner's URL).
