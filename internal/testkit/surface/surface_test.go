@@ -19,7 +19,7 @@ import (
 // The library's budget: the most exported names its packages may have together. It only goes
 // down: libraryTarget is where it is headed.
 const (
-	libraryBudget = 314
+	libraryBudget = 313
 	libraryTarget = 300
 )
 
