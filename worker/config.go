@@ -50,10 +50,6 @@ type Config struct {
 	HTTPClient *http.Client
 	// OutboxConcurrency is how many events this worker delivers at once. Defaults to 4.
 	OutboxConcurrency int
-	// Retention, when set, overrides every key's own expiry: completed keys older than it are
-	// deleted. Defaults to 0: each completed key is deleted once its expires_at (its operation's
-	// retention) has passed.
-	Retention time.Duration
 	// TombstoneRetention is how long, from its completion, a key GC deleted leaves a tombstone
 	// that answers a retry of its request 410 (saga.KeyDeleteExpiredParams.TombstoneRetention).
 	// Defaults to saga.DefaultTombstoneRetention (30 days).
@@ -167,8 +163,6 @@ func (c *Config) validate() error {
 		return fmt.Errorf("worker: Config.ResumeBatchSize must be at least 1, got %d", c.ResumeBatchSize)
 	case c.OutboxConcurrency < 1:
 		return fmt.Errorf("worker: Config.OutboxConcurrency must be at least 1, got %d", c.OutboxConcurrency)
-	case c.Retention < 0:
-		return fmt.Errorf("worker: Config.Retention must not be negative, got %s", c.Retention)
 	case c.TombstoneRetention < 0:
 		return fmt.Errorf("worker: Config.TombstoneRetention must not be negative, got %s", c.TombstoneRetention)
 	case c.GCInterval < time.Second:

@@ -111,8 +111,9 @@
 //     X-Event-ID header with saga.RecordInboxTx.
 //   - Behind a pooler in transaction pooling mode (PgBouncer), Config.PollOnly runs River
 //     without LISTEN; Start refuses a Pool whose LISTEN hears nothing when it is not set.
-//   - Retention: the periodic GC deletes completed keys past their expiry (or Config.Retention),
-//     in batches that skip locked rows, and never a started or failed key.
+//   - Retention: the periodic GC deletes completed keys past their expiry (their operation's
+//     retention, set at completion), each leaving a tombstone, in batches that skip locked rows,
+//     and never a started or failed key.
 //   - Reconciliation (with Config.Lister): a periodic job (one at a time) lists the
 //     provider's charges of the last ReconcileWindow and stores in pgsaga_unmatched_charge each
 //     one no key accounts for (package reconcile), which the console lists. It writes no key and

@@ -20,13 +20,13 @@ type gcWorker struct {
 	w *Worker
 }
 
-// Work deletes completed keys past their retention (leaving their tombstones) and the tombstones
-// past theirs, then inbox entries past InboxRetention.
+// Work deletes completed keys past their own expiry, which their completion set from their
+// operation's retention (saga.Config.Retention, phases.Operation.Retention), leaving their
+// tombstones, and the tombstones past theirs, then inbox entries past InboxRetention. It walks
+// the expiry index, so each run reads only what it deletes; a one-off deletion by age (pgsaga gc
+// --older-than) reads the whole table once.
 func (g *gcWorker) Work(ctx context.Context, _ *river.Job[gcArgs]) error {
 	p := &saga.KeyDeleteExpiredParams{BatchSize: g.w.cfg.GCBatchSize, TombstoneRetention: g.w.cfg.TombstoneRetention}
-	if g.w.cfg.Retention > 0 {
-		p.OlderThan = &g.w.cfg.Retention
-	}
 	n, err := g.w.cfg.Client.KeyDeleteExpired(ctx, p)
 	g.w.metrics.deleted(n)
 	if n > 0 {

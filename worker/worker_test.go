@@ -37,7 +37,6 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"negative concurrency", &worker.Config{Pool: db.Pool, Client: c, ResumeConcurrency: -1}, "Config.ResumeConcurrency"},
 		{"bad webhook", &worker.Config{Pool: db.Pool, Client: c, WebhookURL: "ftp://x"}, "Config.WebhookURL"},
 		{"relative webhook", &worker.Config{Pool: db.Pool, Client: c, WebhookURL: "/hooks"}, "Config.WebhookURL"},
-		{"negative retention", &worker.Config{Pool: db.Pool, Client: c, Retention: -time.Hour}, "Config.Retention"},
 		{"tiny gc interval", &worker.Config{Pool: db.Pool, Client: c, GCInterval: time.Millisecond}, "Config.GCInterval"},
 		{"negative resume batch", &worker.Config{Pool: db.Pool, Client: c, ResumeBatchSize: -1}, "Config.ResumeBatchSize"},
 		{"tiny reconcile interval", &worker.Config{Pool: db.Pool, Client: c, ReconcileInterval: time.Millisecond}, "Config.ReconcileInterval"},
