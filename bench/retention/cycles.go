@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/pgsaga/pgsaga/saga"
+)
+
+// The two ways users run retention GC: by each key's own expiry (the worker's periodic job,
+// `pgsaga gc`), or with an override of the window (`pgsaga gc --older-than`, the worker's
+// Retention), both through saga.Client.KeyDeleteExpired as the CLI and the worker call it.
+const (
+	modeExpiry    = "expiry"
+	modeOlderThan = "older-than"
+)
+
+type cyclesFlags struct {
+	url         string
+	n, cycles   int
+	mode        string
+	batch       int
+	gcBudget    time.Duration
+	expireAfter time.Duration
+}
+
+// runCycles inserts a first generation of n completed keys, then runs -cycles cycles: each
+// inserts the next generation, deletes the one before by GC, and VACUUMs. It prints each
+// cycle's figures and, at the end, the issue's targets beside what was measured.
+func runCycles(ctx context.Context, args []string) error {
+	var f cyclesFlags
+	fs := flag.NewFlagSet("cycles", flag.ExitOnError)
+	fs.StringVar(&f.url, "url", "", "database URL (default: a throwaway PostgreSQL)")
+	fs.IntVar(&f.n, "n", 150_000, "keys per generation")
+	fs.IntVar(&f.cycles, "cycles", 5, "cycles (each: insert a generation, GC the one before, VACUUM)")
+	fs.StringVar(&f.mode, "mode", modeOlderThan, "how GC selects keys: "+modeOlderThan+" (pgsaga gc --older-than) or "+modeExpiry+" (each key's own expiry)")
+	fs.IntVar(&f.batch, "batch", 0, "KeyDeleteExpiredParams.BatchSize (0: its default)")
+	fs.DurationVar(&f.gcBudget, "gc-budget", 0, "stop a cycle's GC after this long and report its rate so far (0: no limit)")
+	fs.DurationVar(&f.expireAfter, "expire-after", 0, "with -mode "+modeExpiry+": the first generation's retention (0: n x 100us, at least 20s); each later one's is 1.5x the cycle before's insert and GC, plus 5s")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if f.mode != modeExpiry && f.mode != modeOlderThan {
+		return fmt.Errorf("-mode must be %s or %s, got %q", modeOlderThan, modeExpiry, f.mode)
+	}
+	if f.expireAfter == 0 {
+		f.expireAfter = max(20*time.Second, time.Duration(f.n)*100*time.Microsecond)
+	}
+	pool, closeDB, err := database(ctx, f.url)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	if err := completeTemplate(ctx, pool); err != nil {
+		return err
+	}
+	client, err := saga.NewClient(&saga.Config{DB: pool})
+	if err != nil {
+		return err
+	}
+	// In older-than mode no key expires by itself: only the override deletes them. In expiry
+	// mode a generation expires after the next one is inserted and before its GC: each cycle
+	// waits until the generation before has expired, then inserts the next one, whose retention
+	// outlasts that insert and the GC after it.
+	expiresIn := 365 * 24 * time.Hour
+	if f.mode == modeExpiry {
+		expiresIn = f.expireAfter
+	}
+	fmt.Printf("retention cycles: %d keys a generation, %d cycles, GC by %s, batch %d, request %d B, response %d B\n",
+		f.n, f.cycles, f.mode, f.batch, requestBytes, responseBytes)
+
+	// Generation g is backdated by (cycles+1-g) days: a day of traffic after the one before, and
+	// --older-than's boundary half a day before the generation it keeps.
+	backdate := func(g int) time.Duration { return time.Duration(f.cycles+1-g) * 24 * time.Hour }
+	took, err := insertKeys(ctx, pool, f.n, expiresIn, backdate(0))
+	if err != nil {
+		return err
+	}
+	prevEnd := time.Now()
+	fmt.Printf("generation 0: inserted %d keys in %v (%.0f keys/s)\n", f.n, took.Round(time.Millisecond), float64(f.n)/took.Seconds())
+	var results []cycleResult
+	left := 0 // keys due that a GC cut short by -gc-budget left behind
+	for c := 1; c <= f.cycles; c++ {
+		r := cycleResult{cycle: c}
+		if f.mode == modeExpiry {
+			if r.waited = time.Until(prevEnd.Add(expiresIn + time.Second)); r.waited > 0 {
+				time.Sleep(r.waited)
+			}
+			if c > 1 {
+				last := results[len(results)-1]
+				expiresIn = 3*(last.insert+last.gc)/2 + 5*time.Second
+			}
+		}
+		start := time.Now()
+		if r.insert, err = insertKeys(ctx, pool, f.n, expiresIn, backdate(c)); err != nil {
+			return err
+		}
+		end := time.Now()
+		p := &saga.KeyDeleteExpiredParams{BatchSize: f.batch}
+		if f.mode == modeOlderThan {
+			// Everything completed before the day between the two generations.
+			olderThan := time.Since(start.Add(-backdate(c) - 12*time.Hour))
+			p.OlderThan = &olderThan
+		}
+		if r.deleted, r.gc, r.cut, err = collect(ctx, client, p, f.gcBudget); err != nil {
+			return err
+		}
+		if due := f.n + left; r.deleted > due {
+			return fmt.Errorf("cycle %d: GC deleted %d keys, more than the %d due: the new generation expired before GC ended (raise -expire-after)", c, r.deleted, due)
+		}
+		left += f.n - r.deleted
+		start = time.Now()
+		if _, err := pool.Exec(ctx, `VACUUM`); err != nil {
+			return fmt.Errorf("error vacuuming: %w", err)
+		}
+		r.vacuum = time.Since(start)
+		if r.sizes, err = measureSizes(ctx, pool); err != nil {
+			return err
+		}
+		r.print(f.n)
+		results = append(results, r)
+		prevEnd = end
+	}
+	summarize(results, f.n)
+	return nil
+}
+
+// collect runs GC once, within budget (0: none), and returns how many keys it deleted, how long
+// it took, and whether the budget cut it short.
+func collect(ctx context.Context, client *saga.Client, p *saga.KeyDeleteExpiredParams, budget time.Duration) (int, time.Duration, bool, error) {
+	gcCtx, cancel := ctx, context.CancelFunc(func() {})
+	if budget > 0 {
+		gcCtx, cancel = context.WithTimeout(ctx, budget)
+	}
+	defer cancel()
+	start := time.Now()
+	n, err := client.KeyDeleteExpired(gcCtx, p)
+	took := time.Since(start)
+	if err != nil && budget > 0 && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return n, took, true, nil
+	}
+	return n, took, false, err
+}
+
+type cycleResult struct {
+	cycle              int
+	insert, gc, vacuum time.Duration
+	waited             time.Duration
+	deleted            int
+	cut                bool
+	sizes              sizes
+}
+
+func (r *cycleResult) rate() float64 { return float64(r.deleted) / r.gc.Seconds() }
+
+func (r *cycleResult) print(n int) {
+	cut := ""
+	if r.cut {
+		cut = " (GC budget reached)"
+	}
+	if r.waited > 0 {
+		cut += fmt.Sprintf(" (after waiting %v for the generation to expire)", r.waited.Round(time.Second))
+	}
+	fmt.Printf("cycle %d: insert %d keys %v (%.0f keys/s) | GC deleted %d keys in %v: %.0f keys/s%s | VACUUM %v | %s\n",
+		r.cycle, n, r.insert.Round(time.Millisecond), float64(n)/r.insert.Seconds(), r.deleted,
+		r.gc.Round(time.Millisecond), r.rate(), cut, r.vacuum.Round(time.Millisecond), r.sizes)
+}
+
+// summarize prints the targets: slowest cycle at least 0.5x the fastest, the key table's size
+// after the last cycle at most 1.5x its size after the first, GC at least 20,000 keys/s.
+func summarize(results []cycleResult, n int) {
+	if len(results) == 0 {
+		return
+	}
+	slow, fast := results[0].rate(), results[0].rate()
+	for _, r := range results {
+		slow, fast = min(slow, r.rate()), max(fast, r.rate())
+	}
+	first, last := results[0].sizes, results[len(results)-1].sizes
+	fmt.Printf("TARGET slowest/fastest GC cycle: %.2fx (goal >=0.5x): %.0f / %.0f keys/s\n", slow/fast, slow, fast)
+	fmt.Printf("TARGET slowest GC cycle: %.0f keys/s (goal >=20000 keys/s at 3M keys a generation; this run: %d)\n", slow, n)
+	fmt.Printf("TARGET key table after the last cycle / after the first: heap %.2fx, heap+TOAST+indexes+tombstones %.2fx (goal <=1.5x)\n",
+		float64(last.heap)/float64(first.heap), float64(last.total())/float64(first.total()))
+}
