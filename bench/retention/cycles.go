@@ -39,7 +39,7 @@ func runCycles(ctx context.Context, args []string) error {
 	fs.StringVar(&f.mode, "mode", modeOlderThan, "how GC selects keys: "+modeOlderThan+" (pgsaga gc --older-than) or "+modeExpiry+" (each key's own expiry)")
 	fs.IntVar(&f.batch, "batch", 0, "KeyDeleteExpiredParams.BatchSize (0: its default)")
 	fs.DurationVar(&f.gcBudget, "gc-budget", 0, "stop a cycle's GC after this long and report its rate so far (0: no limit)")
-	fs.DurationVar(&f.expireAfter, "expire-after", 0, "with -mode "+modeExpiry+": the first generation's retention (0: n x 100us, at least 20s); each later one's is 1.5x the cycle before's insert and GC, plus 5s")
+	fs.DurationVar(&f.expireAfter, "expire-after", 0, "with -mode "+modeExpiry+": the first generation's retention (0: n x 100us, at least 20s); each later one's is 3x the cycle before's insert and GC, plus 10s")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func runCycles(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeDB()
-	if err := completeTemplate(ctx, pool); err != nil {
+	if err := completeTemplate(ctx, pool, orderShape); err != nil {
 		return err
 	}
 	client, err := saga.NewClient(&saga.Config{DB: pool})
@@ -91,7 +91,7 @@ func runCycles(ctx context.Context, args []string) error {
 			}
 			if c > 1 {
 				last := results[len(results)-1]
-				expiresIn = 3*(last.insert+last.gc)/2 + 5*time.Second
+				expiresIn = 3*(last.insert+last.gc) + 10*time.Second
 			}
 		}
 		start := time.Now()

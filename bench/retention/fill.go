@@ -13,7 +13,8 @@ import (
 )
 
 // fillHandSQL inserts $1 finished keys into the hand-written baseline's table, each with the
-// response the pgsaga copies carry ($2), so that both sides hold as many keys of the same size.
+// response the pgsaga copies carry ($2), the harness's own: both sides hold as many keys, each
+// as its side's requests store it.
 const fillHandSQL = `INSERT INTO sbs_keys (key, phase, response, created_at)
 SELECT gen_random_uuid(), 'finished', $2::jsonb, clock_timestamp() FROM generate_series(1, $1)`
 
@@ -38,7 +39,7 @@ func runFill(ctx context.Context, args []string) error {
 	if _, err := pool.Exec(ctx, baseline.DDL); err != nil {
 		return err
 	}
-	if err := completeTemplate(ctx, pool); err != nil {
+	if err := completeTemplate(ctx, pool, harnessShape); err != nil {
 		return err
 	}
 	var response string

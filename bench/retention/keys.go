@@ -13,17 +13,35 @@ import (
 	"github.com/pgsaga/pgsaga/saga"
 )
 
-// The keys the benchmarks fill are copies of one key the engine itself completed: a
-// single-transaction operation answering a request of requestBytes with a response of
-// responseBytes. A copy changes only what differs from key to key (the key, a random UUID as
-// clients send; the request's fingerprint; the execution's token; the times), so that every row
-// has the columns, the sizes and the TOAST decisions of a real completed key.
+// The keys the benchmarks fill are copies of one key the engine itself completed, by a
+// single-transaction operation. A copy changes only what differs from key to key (the key, a
+// random UUID as clients send; the request's fingerprint; the execution's token; the times), so
+// that every row has the columns, the sizes and the TOAST decisions of a real completed key.
 const (
+	// requestBytes and responseBytes are the sizes of an order's request and response, the
+	// keys GC cycles through.
 	requestBytes  = 200
 	responseBytes = 300
 	// templateKey is the engine's own key, in a scope of its own, from which copies are made.
 	templateKey = "retention-template-key"
 )
+
+// keyShape is the request a template key answered and the response it stored.
+type keyShape struct {
+	body     string
+	response map[string]any
+}
+
+// orderShape is an order of requestBytes answered by responseBytes: the keys GC cycles
+// through.
+var orderShape = keyShape{
+	body:     fmt.Sprintf(`{"amount":100,"currency":"eur","note":%q}`, strings.Repeat("q", requestBytes-40)),
+	response: map[string]any{"id": 1, "status": "accepted", "note": strings.Repeat("r", responseBytes-40)},
+}
+
+// harnessShape is what the side-by-side harness's single-transaction requests store, so that a
+// database filled for it holds more of its own keys.
+var harnessShape = keyShape{body: `{"amount":100}`, response: map[string]any{"id": 1}}
 
 // keyScope is where the copies go: the side-by-side harness's scope, so that a database filled
 // for it holds its keys beside the harness's own.
@@ -33,9 +51,9 @@ var keyScope = saga.Scope{Tenant: "t-sbs", Actor: "a-sbs"}
 // statements too).
 var templateScope = saga.Scope{Tenant: "t-retention", Actor: "a-retention"}
 
-// completeTemplate has the engine complete the template key, then moves it out of the key
-// table into retention_template (so that GC never deletes it). Once per database.
-func completeTemplate(ctx context.Context, pool *pgxpool.Pool) error {
+// completeTemplate has the engine complete the template key of shape, then moves it out of the
+// key table into retention_template (so that GC never deletes it). Once per database.
+func completeTemplate(ctx context.Context, pool *pgxpool.Pool, shape keyShape) error {
 	var exists bool
 	if err := pool.QueryRow(ctx, `SELECT to_regclass('retention_template') IS NOT NULL`).Scan(&exists); err != nil {
 		return err
@@ -43,19 +61,17 @@ func completeTemplate(ctx context.Context, pool *pgxpool.Pool) error {
 	if exists {
 		return nil
 	}
-	response := map[string]any{"id": 1, "status": "accepted", "note": strings.Repeat("r", responseBytes-40)}
 	op := &phases.Operation{Name: "retention_order", Steps: []phases.Step{
 		phases.Atomic("done", func(_ context.Context, _ pgx.Tx, run *phases.Run) error {
-			return run.Respond(201, response)
+			return run.Respond(201, shape.response)
 		}),
 	}}
 	client, err := saga.NewClient(&saga.Config{DB: pool, Operations: []*phases.Operation{op}})
 	if err != nil {
 		return err
 	}
-	body := fmt.Sprintf(`{"amount":100,"currency":"eur","note":%q}`, strings.Repeat("q", requestBytes-40))
 	_, err = client.Run(ctx, op.Name, &saga.Request{Scope: templateScope, Key: templateKey,
-		Method: "POST", Path: "/orders", Body: []byte(body)})
+		Method: "POST", Path: "/orders", Body: []byte(shape.body)})
 	if err != nil {
 		return fmt.Errorf("error completing the template key: %w", err)
 	}
