@@ -188,7 +188,10 @@ func (e *execution) finishUnstored(ctx context.Context, out *outcome) (*Result, 
 		w.recoveryPoint = phases.RecoveryPointFinished
 	}
 	written, won, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.requestFor(w), e.hash, w)
-	if err != nil {
+	switch {
+	case errors.Is(err, errTombstoned):
+		return e.expired(ctx, e.c.cfg.DB)
+	case err != nil:
 		return e.transient(ctx, err)
 	}
 	if !won {

@@ -270,7 +270,8 @@ func (c *Client) storedResponse(op *phases.Operation, r *runstate.Response) *Res
 
 // fail handles step i's error:
 //   - a key found stored before the first phase's first statement, a duplicate claim or a lost
-//     lease: answer from the key as it stands;
+//     lease: answer from the key as it stands; a claim that met the key's tombstone: answer
+//     from the tombstone;
 //   - a refusal of the database that every retry would meet (refusal.go): the client's data
 //     (400 invalid_request, stored like a rejection once a phase committed, nothing stored
 //     before), or a clash with committed data (409 conflict, stored);
@@ -285,6 +286,8 @@ func (e *execution) fail(ctx context.Context, i int, err error) (*Result, error)
 		return e.decide(ctx, e.head, decideOpts{mayTakeOver: true})
 	case errors.Is(err, errDuplicate):
 		return e.answerExisting(ctx, true)
+	case errors.Is(err, errTombstoned):
+		return e.expired(ctx, e.c.cfg.DB)
 	case errors.Is(err, ErrLeaseLost):
 		return e.leaseLost(ctx)
 	}

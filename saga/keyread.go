@@ -154,12 +154,18 @@ func decodeCursor(s string) (*keyCursor, error) {
 type KeyDeleteExpiredParams struct {
 	// OlderThan, when set, overrides each key's own expiry (its operation's retention): every
 	// completed key that completed at least OlderThan ago is deleted (0: every completed key).
+	// Such a run reads the whole key table once, as no index orders keys by completion.
 	// Defaults to nil: a completed key is deleted once its own retention has passed.
 	OlderThan *time.Duration
+	// TombstoneRetention is how long, from its completion, a deleted key's tombstone is kept: a
+	// retry of its request within it is answered ErrKeyExpired and never runs. It should outlast
+	// the longest retention of any operation, or a key past it leaves no tombstone. Defaults to
+	// DefaultTombstoneRetention (30 days).
+	TombstoneRetention time.Duration
 	// DryRun counts the keys that would be deleted and deletes nothing. Defaults to false.
 	DryRun bool
 	// BatchSize is how many keys one statement deletes, so that none holds many row locks for
-	// long. Defaults to 1000.
+	// long (with OlderThan, the keys of BatchSize/8 heap pages). Defaults to 1000.
 	BatchSize int
 	// OnBatch, when set, is called after each batch with the total deleted so far (a progress
 	// bar). Defaults to nil.
@@ -168,9 +174,10 @@ type KeyDeleteExpiredParams struct {
 
 // KeyDeleteExpired deletes completed keys past their retention, with their call journals and
 // histories, in batches, and returns how many it deleted (with DryRun, how many it would).
-// Started and parked keys are never deleted. A retry of a deleted key runs its operation again
-// as a new request, which is why retention must outlast every client's retries. Cancelling ctx
-// stops between batches; the batches already deleted stay deleted.
+// Each leaves a tombstone, so that a retry of its request answers ErrKeyExpired (410) instead
+// of running again; then the tombstones past TombstoneRetention are deleted. Started and parked
+// keys are never deleted. Each batch costs the same per key whatever the table's size.
+// Cancelling ctx stops between batches; the batches already deleted stay deleted.
 func (c *Client) KeyDeleteExpired(ctx context.Context, p *KeyDeleteExpiredParams) (int, error) {
 	return keyDeleteExpired(ctx, c.cfg.DB, p)
 }
@@ -188,6 +195,13 @@ func keyDeleteExpired(ctx context.Context, q pgxQuerier, p *KeyDeleteExpiredPara
 	if p.OlderThan != nil && *p.OlderThan < 0 {
 		return 0, fmt.Errorf("saga: KeyDeleteExpiredParams.OlderThan must not be negative, got %s", *p.OlderThan)
 	}
+	tombstones := p.TombstoneRetention
+	switch {
+	case tombstones == 0:
+		tombstones = DefaultTombstoneRetention
+	case tombstones < 0:
+		return 0, fmt.Errorf("saga: KeyDeleteExpiredParams.TombstoneRetention must be positive, got %s", tombstones)
+	}
 	batch := p.BatchSize
 	switch {
 	case batch == 0:
@@ -198,23 +212,18 @@ func keyDeleteExpired(ctx context.Context, q pgxQuerier, p *KeyDeleteExpiredPara
 	if p.DryRun {
 		return countExpired(ctx, q, p.OlderThan)
 	}
-	total := 0
-	for {
-		n, err := deleteExpired(ctx, q, p.OlderThan, batch)
-		total += n
-		if err != nil {
-			return total, err
-		}
-		if p.OnBatch != nil {
-			p.OnBatch(total)
-		}
-		if n < batch {
-			return total, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return total, fmt.Errorf("error deleting expired keys: %w", err)
-		}
+	run := &retentionRun{q: q, batch: batch, tombstones: tombstones.Milliseconds(), onBatch: p.OnBatch}
+	var err error
+	if p.OlderThan != nil {
+		err = run.byAge(ctx, *p.OlderThan)
+	} else {
+		err = run.byExpiry(ctx)
 	}
+	if err != nil {
+		return run.deleted, err
+	}
+	_, err = run.expireTombstones(ctx)
+	return run.deleted, err
 }
 
 // KeyCounts is how many keys there are, by state and by operation, for an overview.

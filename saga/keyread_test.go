@@ -147,11 +147,22 @@ func TestKeyDeleteExpiredTakesTheJournalAlongAndKeepsOpenKeys(t *testing.T) {
 	require.Equal(t, 5, n, "a dry run counts every completed key")
 	require.Equal(t, 7, h.count(`SELECT count(*) FROM pgsaga_key`))
 
-	var batches []int
-	n, err = h.client.KeyDeleteExpired(ctx, &saga.KeyDeleteExpiredParams{OlderThan: &zero, BatchSize: 2, OnBatch: func(d int) { batches = append(batches, d) }})
+	// Past their own expiry, batch after batch along the expiry index.
+	_, err = h.db.Pool.Exec(ctx, `UPDATE pgsaga_key SET expires_at = now() - interval '1 hour' - key_order * interval '1 ms'
+		FROM (SELECT key AS k, row_number() OVER (ORDER BY key) AS key_order FROM pgsaga_key) o
+		WHERE key = o.k AND status = 'completed' AND key <> 'done-0004'`)
 	require.NoError(t, err)
-	require.Equal(t, 5, n)
-	require.Equal(t, []int{2, 4, 5}, batches)
+	var batches []int
+	n, err = h.client.KeyDeleteExpired(ctx, &saga.KeyDeleteExpiredParams{BatchSize: 2, OnBatch: func(d int) { batches = append(batches, d) }})
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	require.Equal(t, []int{2, 4, 4}, batches)
+	require.Equal(t, 3, h.count(`SELECT count(*) FROM pgsaga_key`), "the key not yet expired stays")
+
+	// By age, whatever each key's expiry.
+	n, err = h.client.KeyDeleteExpired(ctx, &saga.KeyDeleteExpiredParams{OlderThan: &zero, BatchSize: 2})
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
 	require.Equal(t, 2, h.count(`SELECT count(*) FROM pgsaga_key`), "started and parked keys are never deleted")
 	require.Zero(t, h.count(`SELECT count(*) FROM pgsaga_call_journal WHERE key LIKE 'done-%'`), "the journal goes with its key")
 	require.Equal(t, 2, h.count(`SELECT count(*) FROM pgsaga_call_journal`), "the open keys keep theirs")

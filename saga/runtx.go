@@ -76,6 +76,12 @@ func (e *execution) runTx(ctx context.Context, tx pgx.Tx) (*Result, error) {
 	w := e.advance("", resp)
 	w.orNothing = true
 	_, won, err := writeKey(ctx, savepoint, &e.h, e.req, e.hash, w)
+	if errors.Is(err, errTombstoned) {
+		if err := savepoint.Rollback(ctx); err != nil {
+			return nil, err
+		}
+		return e.expired(ctx, tx)
+	}
 	if err != nil {
 		return nil, err
 	}

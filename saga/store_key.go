@@ -293,7 +293,7 @@ func (w *keyWrite) claim(s *keyStatement, h *holder, req *Request, hash []byte, 
 
 func readClaimed(row pgx.Row, out *written) error {
 	var leftMs int64
-	if err := row.Scan(&out.createdAt, &leftMs); err != nil {
+	if err := row.Scan(nil, &out.createdAt, &leftMs); err != nil {
 		return err
 	}
 	out.leaseLeft = time.Duration(leftMs) * time.Millisecond
@@ -379,11 +379,15 @@ func isFence(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == sqlstateFence
 }
 
-// asDuplicate translates a claim's unique violation into errDuplicate.
+// asDuplicate translates a claim's refusals: its unique violation into errDuplicate, the
+// tombstone check's (retention.go) into errTombstoned.
 func asDuplicate(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == sqlstateUniqueViolation && pgErr.ConstraintName == keyPrimaryKey {
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == sqlstateUniqueViolation && pgErr.ConstraintName == keyPrimaryKey:
 		return errDuplicate
+	case isTombstoned(err):
+		return errTombstoned
 	}
 	return err
 }

@@ -130,67 +130,6 @@ func getKeyDetail(ctx context.Context, q pgxQuerier, k *Key) error {
 	return nil
 }
 
-// The completed keys GC may delete: past their own expiry (expiredSQL), or, with an override,
-// completed more than $1 ms ago (olderThanSQL: 0, every completed key). Both are sargable on the
-// key table's BRIN index (created_at, expires_at): a key completed before a moment was created
-// before it too. now() rather than clock_timestamp(), which an index cannot be searched by.
-const (
-	expiredCondition   = `status = 'completed' AND expires_at <= now()`
-	olderThanCondition = `status = 'completed' AND completed_at <= now() - $1::bigint * interval '1 millisecond'
-		AND created_at <= now() - $1::bigint * interval '1 millisecond'`
-)
-
-// The deletions of one batch of the keys a condition selects, with their call journal and
-// history. SKIP LOCKED leaves rows a request is reading under lock (a replay, a takeover
-// attempt) for a later batch instead of waiting for them.
-const (
-	deleteGoneSQL = `
-	RETURNING tenant_id, actor_id, key),
-calls AS (
-	DELETE FROM pgsaga_call c USING gone g
-	WHERE c.tenant_id = g.tenant_id AND c.actor_id = g.actor_id AND c.key = g.key),
-actions AS (
-	DELETE FROM pgsaga_key_action a USING gone g
-	WHERE a.tenant_id = g.tenant_id AND a.actor_id = g.actor_id AND a.key = g.key)
-SELECT count(*) FROM gone`
-	deleteExpiredByExpirySQL = `WITH gone AS (
-	DELETE FROM pgsaga_key WHERE ctid = ANY (ARRAY(
-		SELECT ctid FROM pgsaga_key WHERE ` + expiredCondition + ` LIMIT $1 FOR UPDATE SKIP LOCKED))` + deleteGoneSQL
-	deleteExpiredByAgeSQL = `WITH gone AS (
-	DELETE FROM pgsaga_key WHERE ctid = ANY (ARRAY(
-		SELECT ctid FROM pgsaga_key WHERE ` + olderThanCondition + ` LIMIT $2 FOR UPDATE SKIP LOCKED))` + deleteGoneSQL
-	countExpiredByExpirySQL = `SELECT count(*) FROM pgsaga_key WHERE ` + expiredCondition
-	countExpiredByAgeSQL    = `SELECT count(*) FROM pgsaga_key WHERE ` + olderThanCondition
-)
-
-func deleteExpired(ctx context.Context, q pgxQuerier, olderThan *time.Duration, batch int) (int, error) {
-	var row pgx.Row
-	if olderThan != nil {
-		row = q.QueryRow(ctx, deleteExpiredByAgeSQL, olderThan.Milliseconds(), batch)
-	} else {
-		row = q.QueryRow(ctx, deleteExpiredByExpirySQL, batch)
-	}
-	var n int
-	if err := row.Scan(&n); err != nil {
-		return 0, fmt.Errorf("error deleting expired keys: %w", err)
-	}
-	return n, nil
-}
-
-func countExpired(ctx context.Context, q pgxQuerier, olderThan *time.Duration) (int, error) {
-	var row pgx.Row
-	if olderThan != nil {
-		row = q.QueryRow(ctx, countExpiredByAgeSQL, olderThan.Milliseconds())
-	} else {
-		row = q.QueryRow(ctx, countExpiredByExpirySQL)
-	}
-	var n int
-	if err := row.Scan(&n); err != nil {
-		return 0, fmt.Errorf("error counting expired keys: %w", err)
-	}
-	return n, nil
-}
-
 // countKeysSQL counts keys by operation and state, and the stuck ones, in one pass.
 const countKeysSQL = `SELECT operation, status, count(*), count(*) FILTER (WHERE ` + stuckCondition + `)
 	FROM pgsaga_key GROUP BY operation, status`

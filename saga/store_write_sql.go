@@ -30,19 +30,26 @@ func (p *requestParams) add(a *args) {
 
 // The claims: a key's first write, an INSERT in the state its write describes. A claim inside a
 // phase raises a unique violation on pgsaga_key_pkey when the key exists, so that the COMMIT
-// queued after it never runs; the orNothing forms return no row instead.
+// queued after it never runs; the orNothing forms return no row instead. Every claim that
+// inserts returns pgsaga_key_unexpired's check (unexpiredSQL), which raises SQLSTATE PGS02 when
+// retention deleted the key and left its tombstone: the claim writes nothing.
 const (
+	// unexpiredSQL is the tombstone check of the key of $1-$3 (migration 010 says why it is
+	// in RETURNING).
+	unexpiredSQL = `pgsaga_key_unexpired($1, $2, $3)`
+
 	// claimCompletedSQL stores a key finished by its first phase (a single-transaction
 	// operation): its response, no lease, no copy of the request body (only resuming needs it,
 	// and a finished key is never resumed). The execution's token marks the row as its own, so
 	// that an execution whose COMMIT's answer was lost can tell its own commit from a
 	// duplicate's when it reads the key back (keyWrittenBy). Parameters: claimCompletedParams.
-	claimCompletedSQL = `INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
+	claimCompletedInsertSQL = `INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
 		request_hash, request_body, status, recovery_point, state, response_status, response_headers,
 		response_body, completed_at, expires_at, lease_token, trace_context)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, '', 'completed', 'finished', $8, $9, $10, $11, clock_timestamp(),
 		clock_timestamp() + $12::bigint * interval '1 millisecond', $13, $14)`
-	claimCompletedOrNothingSQL = claimCompletedSQL + ` ON CONFLICT DO NOTHING`
+	claimCompletedSQL          = claimCompletedInsertSQL + ` RETURNING ` + unexpiredSQL
+	claimCompletedOrNothingSQL = claimCompletedInsertSQL + ` ON CONFLICT DO NOTHING RETURNING ` + unexpiredSQL
 
 	// claimStartedSQL stores a started key, leased, at the recovery point its first phase
 	// reached. Parameters: claimStartedParams.
@@ -66,7 +73,7 @@ const (
 	claimStartedJournalSQL          = claimStartedJournalInsertSQL + claimStartedReturningSQL
 	claimStartedJournalOrNothingSQL = claimStartedJournalInsertSQL + ` ON CONFLICT DO NOTHING` + claimStartedReturningSQL
 	claimStartedReturningSQL        = `
-	RETURNING created_at, (extract(epoch FROM locked_until - clock_timestamp()) * 1000)::bigint`
+	RETURNING ` + unexpiredSQL + `, created_at, (extract(epoch FROM locked_until - clock_timestamp()) * 1000)::bigint`
 
 	// claimParkedOrNothingSQL stores a key parked before any phase committed (a permanent
 	// failure of its first step), with the execution's token but no lease, and, as a finished
@@ -75,7 +82,7 @@ const (
 		request_hash, request_body, status, recovery_point, state, last_error, parked_reason, lease_token,
 		trace_context)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, '', 'failed', $8, $9, $10, $11, $12, $13)
-	ON CONFLICT DO NOTHING`
+	ON CONFLICT DO NOTHING RETURNING ` + unexpiredSQL
 )
 
 // claimCompletedParams are claimCompletedSQL's.

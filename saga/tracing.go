@@ -270,6 +270,8 @@ func errorType(err error) string {
 	switch {
 	case errors.Is(err, errDuplicate):
 		return "duplicate"
+	case errors.Is(err, errTombstoned):
+		return "key_expired"
 	case errors.Is(err, ErrLeaseLost):
 		return "lease_lost"
 	case errors.Is(err, errLeaseEnding):

@@ -54,6 +54,10 @@ type Config struct {
 	// deleted. Defaults to 0: each completed key is deleted once its expires_at (its operation's
 	// retention) has passed.
 	Retention time.Duration
+	// TombstoneRetention is how long, from its completion, a key GC deleted leaves a tombstone
+	// that answers a retry of its request 410 (saga.KeyDeleteExpiredParams.TombstoneRetention).
+	// Defaults to saga.DefaultTombstoneRetention (30 days).
+	TombstoneRetention time.Duration
 	// GCInterval is how often retention GC runs. Defaults to 1m.
 	GCInterval time.Duration
 	// GCBatchSize is how many keys one GC statement deletes. Defaults to 1000.
@@ -123,6 +127,9 @@ func (c *Config) WithDefaults() *Config {
 	if out.InboxRetention == 0 {
 		out.InboxRetention = 30 * 24 * time.Hour
 	}
+	if out.TombstoneRetention == 0 {
+		out.TombstoneRetention = saga.DefaultTombstoneRetention
+	}
 	if out.GCBatchSize == 0 {
 		out.GCBatchSize = 1000
 	}
@@ -162,6 +169,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("worker: Config.OutboxConcurrency must be at least 1, got %d", c.OutboxConcurrency)
 	case c.Retention < 0:
 		return fmt.Errorf("worker: Config.Retention must not be negative, got %s", c.Retention)
+	case c.TombstoneRetention < 0:
+		return fmt.Errorf("worker: Config.TombstoneRetention must not be negative, got %s", c.TombstoneRetention)
 	case c.GCInterval < time.Second:
 		return fmt.Errorf("worker: Config.GCInterval must be at least 1s, got %s", c.GCInterval)
 	case c.InboxRetention < time.Hour:

@@ -20,9 +20,10 @@ type gcWorker struct {
 	w *Worker
 }
 
-// Work deletes completed keys past their retention, then inbox entries past InboxRetention.
+// Work deletes completed keys past their retention (leaving their tombstones) and the tombstones
+// past theirs, then inbox entries past InboxRetention.
 func (g *gcWorker) Work(ctx context.Context, _ *river.Job[gcArgs]) error {
-	p := &saga.KeyDeleteExpiredParams{BatchSize: g.w.cfg.GCBatchSize}
+	p := &saga.KeyDeleteExpiredParams{BatchSize: g.w.cfg.GCBatchSize, TombstoneRetention: g.w.cfg.TombstoneRetention}
 	if g.w.cfg.Retention > 0 {
 		p.OlderThan = &g.w.cfg.Retention
 	}

@@ -12,8 +12,8 @@ import (
 
 func (c *cli) gcCmd() *cobra.Command {
 	var (
-		olderThan    time.Duration
-		dryRun, json bool
+		olderThan, tombstones time.Duration
+		dryRun, json          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "gc",
@@ -23,12 +23,19 @@ operation's Retention, 24h by default) or, with --older-than, keys completed lon
 that (--older-than 0s: every completed key). Started and failed keys are never deleted.
 --dry-run counts and deletes nothing. Prints "deleted N keys" ("would delete N keys" with
 --dry-run), or {"deleted":N} with --json. On a terminal, a gc that runs longer than a second
-shows its progress on stderr. A client retrying a deleted key after this runs executes it
-again: keep windows longer than your clients retry.`,
+shows its progress on stderr. Each deleted key leaves a tombstone (its scope, a hash of the key,
+a digest of the request) until --tombstone-retention after its completion: a client retrying the
+same request is answered 410 idempotency_key_expired and nothing runs (another request under the
+key: 422). Tombstones past that window are deleted by the same run. GC's cost per key does not
+grow with the table: by expiry it walks an index from where its last batch stopped; by
+--older-than it reads the table once.`,
 		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if olderThan < 0 {
 				return usageErrorf("--older-than must not be negative, got %s", olderThan)
+			}
+			if tombstones <= 0 {
+				return usageErrorf("--tombstone-retention must be positive, got %s", tombstones)
 			}
 			return c.withPool(cmd.Context(), func(pool *pgxpool.Pool) error {
 				ctx := cmd.Context()
@@ -37,7 +44,7 @@ again: keep windows longer than your clients retry.`,
 					return err
 				}
 				bar := c.newProgress("deleting completed keys", "keys", -1, json)
-				p := &saga.KeyDeleteExpiredParams{DryRun: dryRun, OnBatch: bar.set}
+				p := &saga.KeyDeleteExpiredParams{DryRun: dryRun, OnBatch: bar.set, TombstoneRetention: tombstones}
 				if cmd.Flags().Changed("older-than") {
 					// An explicit 0s means every completed key: "given", not "unset".
 					p.OlderThan = &olderThan
@@ -60,6 +67,7 @@ again: keep windows longer than your clients retry.`,
 		},
 	}
 	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "delete keys completed longer ago than this, whatever their operation's retention (e.g. 24h; 0s: every completed key; default: each key's own window)")
+	cmd.Flags().DurationVar(&tombstones, "tombstone-retention", saga.DefaultTombstoneRetention, "how long after its completion a deleted key's tombstone answers a retry 410 idempotency_key_expired")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count the keys that would be deleted and delete nothing")
 	cmd.Flags().BoolVar(&json, "json", false, `print {"deleted":N} as JSON`)
 	return cmd

@@ -25,9 +25,10 @@ const pauseWorkerStart = "worker/start"
 
 type workerFlags struct {
 	daemonFlags
-	sweepInterval time.Duration
-	metricsAddr   string
-	webhookURL    string
+	sweepInterval      time.Duration
+	tombstoneRetention time.Duration
+	metricsAddr        string
+	webhookURL         string
 }
 
 func (c *cli) workerCmd() *cobra.Command {
@@ -59,6 +60,7 @@ and refuses (not migrated, a wrong password) makes it exit 1 with one line.`,
 	fl := cmd.Flags()
 	fl.DurationVar(&f.sweepInterval, "sweep-interval", time.Second, "how often to look for keys to resume")
 	f.daemonFlags.add(fl, "the lease a resume takes on a key")
+	fl.DurationVar(&f.tombstoneRetention, "tombstone-retention", saga.DefaultTombstoneRetention, "how long after its completion a key retention deleted answers a retry 410 idempotency_key_expired")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve /metrics and /healthz on this address (default: none)")
 	fl.StringVar(&f.webhookURL, "webhook-url", "", "POST every outbox event here (default: mark events delivered without sending)")
 	c.appFlags(cmd)
@@ -69,6 +71,9 @@ func (c *cli) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	if f.sweepInterval < time.Millisecond {
 		return usageErrorf("--sweep-interval must be at least 1ms, got %s", f.sweepInterval)
 	}
+	if f.tombstoneRetention <= 0 {
+		return usageErrorf("--tombstone-retention must be positive, got %s", f.tombstoneRetention)
+	}
 	d, err := c.startDaemon(cmd, &f.daemonFlags, nil)
 	if err != nil {
 		return err
@@ -76,7 +81,7 @@ func (c *cli) runWorker(cmd *cobra.Command, f *workerFlags) error {
 	defer d.close()
 	ctx, logger, pool, reg, svc := d.ctx, d.logger, d.pool, d.reg, d.svc
 	w, err := c.startWorker(ctx, &workerParams{pool: pool, client: svc.Client, logger: logger, registerer: reg,
-		sweepInterval: f.sweepInterval, webhookURL: f.webhookURL, webhookSecrets: c.webhookSecrets(), lister: svc.Lister,
+		sweepInterval: f.sweepInterval, tombstoneRetention: f.tombstoneRetention, webhookURL: f.webhookURL, webhookSecrets: c.webhookSecrets(), lister: svc.Lister,
 		pollOnly: c.transactionPooled()})
 	if err != nil {
 		return err
@@ -108,7 +113,9 @@ type workerParams struct {
 	logger        *slog.Logger
 	registerer    prometheus.Registerer
 	sweepInterval time.Duration
-	webhookURL    string
+	// tombstoneRetention is how long deleted keys' tombstones are kept (0: the default).
+	tombstoneRetention time.Duration
+	webhookURL         string
 	// webhookSecrets sign the deliveries ($PGSAGA_WEBHOOK_SECRET).
 	webhookSecrets [][]byte
 	// lister lists the provider's charges: the worker reconciles them when it is set.
@@ -144,15 +151,16 @@ type runningWorker struct {
 // cancelled, until stop: a signal must stop it cleanly, not cut it short.
 func (c *cli) startWorker(ctx context.Context, p *workerParams) (*runningWorker, error) {
 	w, err := worker.New(&worker.Config{
-		Pool:           p.pool,
-		Client:         p.client,
-		SweepInterval:  p.sweepInterval,
-		WebhookURL:     p.webhookURL,
-		WebhookSecrets: p.webhookSecrets,
-		Registerer:     p.registerer,
-		Logger:         p.logger,
-		Lister:         p.lister,
-		PollOnly:       p.pollOnly,
+		Pool:               p.pool,
+		Client:             p.client,
+		SweepInterval:      p.sweepInterval,
+		TombstoneRetention: p.tombstoneRetention,
+		WebhookURL:         p.webhookURL,
+		WebhookSecrets:     p.webhookSecrets,
+		Registerer:         p.registerer,
+		Logger:             p.logger,
+		Lister:             p.lister,
+		PollOnly:           p.pollOnly,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("error creating the worker: %w", err)
