@@ -34,6 +34,8 @@ func runCycles(ctx context.Context, args []string) error {
 	var f cyclesFlags
 	fs := flag.NewFlagSet("cycles", flag.ExitOnError)
 	fs.StringVar(&f.url, "url", "", "database URL (default: a throwaway PostgreSQL)")
+	settings := serverSettings{}
+	fs.Var(settings, "set", "a setting of the throwaway server, name=value (repeatable), e.g. synchronize_seqscans=off")
 	fs.IntVar(&f.n, "n", 150_000, "keys per generation")
 	fs.IntVar(&f.cycles, "cycles", 5, "cycles (each: insert a generation, GC the one before, VACUUM)")
 	fs.StringVar(&f.mode, "mode", modeOlderThan, "how GC selects keys: "+modeOlderThan+" (pgsaga gc --older-than) or "+modeExpiry+" (each key's own expiry)")
@@ -49,7 +51,7 @@ func runCycles(ctx context.Context, args []string) error {
 	if f.expireAfter == 0 {
 		f.expireAfter = max(20*time.Second, time.Duration(f.n)*100*time.Microsecond)
 	}
-	pool, closeDB, err := database(ctx, f.url)
+	pool, closeDB, err := database(ctx, f.url, settings)
 	if err != nil {
 		return err
 	}
@@ -69,8 +71,8 @@ func runCycles(ctx context.Context, args []string) error {
 	if f.mode == modeExpiry {
 		expiresIn = f.expireAfter
 	}
-	fmt.Printf("retention cycles: %d keys a generation, %d cycles, GC by %s, batch %d, request %d B, response %d B\n",
-		f.n, f.cycles, f.mode, f.batch, requestBytes, responseBytes)
+	fmt.Printf("retention cycles: %d keys a generation, %d cycles, GC by %s, batch %d, request %d B, response %d B, server settings %v\n",
+		f.n, f.cycles, f.mode, f.batch, requestBytes, responseBytes, settings)
 
 	// Generation g is backdated by (cycles+1-g) days: a day of traffic after the one before, and
 	// --older-than's boundary half a day before the generation it keeps.

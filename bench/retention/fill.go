@@ -31,7 +31,7 @@ func runFill(ctx context.Context, args []string) error {
 	if *url == "" {
 		return fmt.Errorf("fill needs -url: a throwaway database would be gone when it ends")
 	}
-	pool, closeDB, err := database(ctx, *url)
+	pool, closeDB, err := database(ctx, *url, nil)
 	if err != nil {
 		return err
 	}

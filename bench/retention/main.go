@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -56,17 +57,35 @@ func main() {
 }
 
 // serverConfig is how every part's throwaway server runs: as the side-by-side harness runs
-// PostgreSQL, as a production server does (durable, over TCP).
-func serverConfig() *pglocal.Config {
-	return &pglocal.Config{Fsync: true, TCP: true, Settings: map[string]string{"shared_buffers": "256MB"}}
+// PostgreSQL, as a production server does (durable, over TCP), with settings on top.
+func serverConfig(settings serverSettings) *pglocal.Config {
+	cfg := &pglocal.Config{Fsync: true, TCP: true, Settings: map[string]string{"shared_buffers": "256MB"}}
+	for name, value := range settings {
+		cfg.Settings[name] = value
+	}
+	return cfg
 }
 
-// database opens url, or when it is empty a throwaway server of its own, migrated to the
-// latest schema. close closes the pool and stops the server it started.
-func database(ctx context.Context, url string) (pool *pgxpool.Pool, close func(), err error) {
+// serverSettings are a throwaway server's extra settings, from -set name=value flags.
+type serverSettings map[string]string
+
+func (s serverSettings) String() string { return fmt.Sprint(map[string]string(s)) }
+
+func (s serverSettings) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want name=value, got %q", v)
+	}
+	s[name] = value
+	return nil
+}
+
+// database opens url, or when it is empty a throwaway server of its own with settings,
+// migrated to the latest schema. close closes the pool and stops the server it started.
+func database(ctx context.Context, url string, settings serverSettings) (pool *pgxpool.Pool, close func(), err error) {
 	stopServer := func() {}
 	if url == "" {
-		cluster, err := pglocal.Start(ctx, serverConfig())
+		cluster, err := pglocal.Start(ctx, serverConfig(settings))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -100,7 +119,7 @@ func runServe(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cluster, err := pglocal.Start(ctx, serverConfig())
+	cluster, err := pglocal.Start(ctx, serverConfig(nil))
 	if err != nil {
 		return err
 	}

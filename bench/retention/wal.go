@@ -46,7 +46,7 @@ func runWAL(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	pool, closeDB, err := database(ctx, *url)
+	pool, closeDB, err := database(ctx, *url, nil)
 	if err != nil {
 		return err
 	}
