@@ -21,6 +21,7 @@ const (
 type cyclesFlags struct {
 	url         string
 	n, cycles   int
+	live        int
 	mode        string
 	batch       int
 	gcBudget    time.Duration
@@ -37,7 +38,8 @@ func runCycles(ctx context.Context, args []string) error {
 	settings := serverSettings{}
 	fs.Var(settings, "set", "a setting of the throwaway server, name=value (repeatable), e.g. synchronize_seqscans=off")
 	fs.IntVar(&f.n, "n", 150_000, "keys per generation")
-	fs.IntVar(&f.cycles, "cycles", 5, "cycles (each: insert a generation, GC the one before, VACUUM)")
+	fs.IntVar(&f.cycles, "cycles", 5, "cycles (each: insert a generation, GC the oldest, VACUUM)")
+	fs.IntVar(&f.live, "live", 1, "with -mode "+modeOlderThan+": generations kept live through GC (the table holds live+1 while GC runs)")
 	fs.StringVar(&f.mode, "mode", modeOlderThan, "how GC selects keys: "+modeOlderThan+" (pgsaga gc --older-than) or "+modeExpiry+" (each key's own expiry)")
 	fs.IntVar(&f.batch, "batch", 0, "KeyDeleteExpiredParams.BatchSize (0: its default)")
 	fs.DurationVar(&f.gcBudget, "gc-budget", 0, "stop a cycle's GC after this long and report its rate so far (0: no limit)")
@@ -47,6 +49,9 @@ func runCycles(ctx context.Context, args []string) error {
 	}
 	if f.mode != modeExpiry && f.mode != modeOlderThan {
 		return fmt.Errorf("-mode must be %s or %s, got %q", modeOlderThan, modeExpiry, f.mode)
+	}
+	if f.live < 1 || (f.live > 1 && f.mode != modeOlderThan) {
+		return fmt.Errorf("-live must be at least 1, and more only with -mode %s", modeOlderThan)
 	}
 	if f.expireAfter == 0 {
 		f.expireAfter = max(20*time.Second, time.Duration(f.n)*100*time.Microsecond)
@@ -71,18 +76,25 @@ func runCycles(ctx context.Context, args []string) error {
 	if f.mode == modeExpiry {
 		expiresIn = f.expireAfter
 	}
-	fmt.Printf("retention cycles: %d keys a generation, %d cycles, GC by %s, batch %d, request %d B, response %d B, server settings %v\n",
-		f.n, f.cycles, f.mode, f.batch, requestBytes, responseBytes, settings)
+	fmt.Printf("retention cycles: %d keys a generation, %d live, %d cycles, GC by %s, batch %d, request %d B, response %d B, server settings %v\n",
+		f.n, f.live, f.cycles, f.mode, f.batch, requestBytes, responseBytes, settings)
 
-	// Generation g is backdated by (cycles+1-g) days: a day of traffic after the one before, and
-	// --older-than's boundary half a day before the generation it keeps.
-	backdate := func(g int) time.Duration { return time.Duration(f.cycles+1-g) * 24 * time.Hour }
-	took, err := insertKeys(ctx, pool, f.n, expiresIn, backdate(0))
-	if err != nil {
-		return err
+	// Generation g is backdated by (live+cycles-g) days: a day of traffic after the one before,
+	// and --older-than's boundary half a day before the oldest generation it keeps. The first
+	// -live generations are inserted before the first cycle; cycle c inserts generation
+	// live+c-1 and deletes generation c-1.
+	backdate := func(g int) time.Duration { return time.Duration(f.live+f.cycles-g) * 24 * time.Hour }
+	starts := make([]time.Time, f.live+f.cycles)
+	var prevEnd time.Time
+	for g := 0; g < f.live; g++ {
+		starts[g] = time.Now()
+		took, err := insertKeys(ctx, pool, f.n, expiresIn, backdate(g))
+		if err != nil {
+			return err
+		}
+		prevEnd = time.Now()
+		fmt.Printf("generation %d: inserted %d keys in %v (%.0f keys/s)\n", g, f.n, took.Round(time.Millisecond), float64(f.n)/took.Seconds())
 	}
-	prevEnd := time.Now()
-	fmt.Printf("generation 0: inserted %d keys in %v (%.0f keys/s)\n", f.n, took.Round(time.Millisecond), float64(f.n)/took.Seconds())
 	var results []cycleResult
 	left := 0 // keys due that a GC cut short by -gc-budget left behind
 	for c := 1; c <= f.cycles; c++ {
@@ -96,15 +108,16 @@ func runCycles(ctx context.Context, args []string) error {
 				expiresIn = 3*(last.insert+last.gc) + 10*time.Second
 			}
 		}
-		start := time.Now()
-		if r.insert, err = insertKeys(ctx, pool, f.n, expiresIn, backdate(c)); err != nil {
+		g := f.live + c - 1
+		starts[g] = time.Now()
+		if r.insert, err = insertKeys(ctx, pool, f.n, expiresIn, backdate(g)); err != nil {
 			return err
 		}
 		end := time.Now()
 		p := &saga.KeyDeleteExpiredParams{BatchSize: f.batch}
 		if f.mode == modeOlderThan {
-			// Everything completed before the day between the two generations.
-			olderThan := time.Since(start.Add(-backdate(c) - 12*time.Hour))
+			// Everything completed before the day between generations c-1 and c.
+			olderThan := time.Since(starts[c].Add(-backdate(c) - 12*time.Hour))
 			p.OlderThan = &olderThan
 		}
 		if r.deleted, r.gc, r.cut, err = collect(ctx, client, p, f.gcBudget); err != nil {
@@ -114,7 +127,7 @@ func runCycles(ctx context.Context, args []string) error {
 			return fmt.Errorf("cycle %d: GC deleted %d keys, more than the %d due: the new generation expired before GC ended (raise -expire-after)", c, r.deleted, due)
 		}
 		left += f.n - r.deleted
-		start = time.Now()
+		start := time.Now()
 		if _, err := pool.Exec(ctx, `VACUUM`); err != nil {
 			return fmt.Errorf("error vacuuming: %w", err)
 		}
