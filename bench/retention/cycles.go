@@ -43,7 +43,7 @@ func runCycles(ctx context.Context, args []string) error {
 	fs.StringVar(&f.mode, "mode", modeOlderThan, "how GC selects keys: "+modeOlderThan+" (pgsaga gc --older-than) or "+modeExpiry+" (each key's own expiry)")
 	fs.IntVar(&f.batch, "batch", 0, "KeyDeleteExpiredParams.BatchSize (0: its default)")
 	fs.DurationVar(&f.gcBudget, "gc-budget", 0, "stop a cycle's GC after this long and report its rate so far (0: no limit)")
-	fs.DurationVar(&f.expireAfter, "expire-after", 0, "with -mode "+modeExpiry+": the first generation's retention (0: n x 100us, at least 20s); each later one's is 3x the cycle before's insert and GC, plus 10s")
+	fs.DurationVar(&f.expireAfter, "expire-after", 0, "with -mode "+modeExpiry+": the first generation's retention (0: n x 100us, at least 20s); each later one's is 1.5x the cycle before's insert and GC, plus 30s")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func runCycles(ctx context.Context, args []string) error {
 			}
 			if c > 1 {
 				last := results[len(results)-1]
-				expiresIn = 3*(last.insert+last.gc) + 10*time.Second
+				expiresIn = 3*(last.insert+last.gc)/2 + 30*time.Second
 			}
 		}
 		g := f.live + c - 1

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -131,11 +132,22 @@ func measureWAL(ctx context.Context, pool *pgxpool.Pool, v walVariant, n, conc i
 		}
 	}
 	s := walSample{byManager: map[string]int64{}}
-	if err := pool.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn() - $1::pg_lsn`, from).Scan(&s.bytes); err != nil {
+	var to string
+	if err := pool.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text, pg_current_wal_insert_lsn() - $1::pg_lsn`, from).Scan(&to, &s.bytes); err != nil {
 		return walSample{}, err
 	}
+	// pg_walinspect reads only WAL flushed already; the WAL writer flushes within
+	// wal_writer_delay.
+	for flushed := false; !flushed; {
+		if err := pool.QueryRow(ctx, `SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn`, to).Scan(&flushed); err != nil {
+			return walSample{}, err
+		}
+		if !flushed {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	rows, err := pool.Query(ctx, `SELECT "resource_manager/record_type", count, fpi_size, combined_size
-		FROM pg_get_wal_stats($1::pg_lsn, pg_current_wal_insert_lsn())`, from)
+		FROM pg_get_wal_stats($1::pg_lsn, $2::pg_lsn)`, from, to)
 	if err != nil {
 		return walSample{}, err
 	}
