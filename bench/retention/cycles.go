@@ -64,7 +64,12 @@ func runCycles(ctx context.Context, args []string) error {
 	if err := completeTemplate(ctx, pool, orderShape); err != nil {
 		return err
 	}
-	client, err := saga.NewClient(&saga.Config{DB: pool})
+	gc, err := gcPool(ctx, pool)
+	if err != nil {
+		return err
+	}
+	defer gc.Close()
+	client, err := saga.NewClient(&saga.Config{DB: gc})
 	if err != nil {
 		return err
 	}
@@ -120,9 +125,11 @@ func runCycles(ctx context.Context, args []string) error {
 			olderThan := time.Since(starts[c].Add(-backdate(c) - 12*time.Hour))
 			p.OlderThan = &olderThan
 		}
+		cpu := backendCPU(ctx, gc)
 		if r.deleted, r.gc, r.cut, err = collect(ctx, client, p, f.gcBudget); err != nil {
 			return err
 		}
+		r.gcCPU = backendCPU(ctx, gc) - cpu
 		if due := f.n + left; r.deleted > due {
 			return fmt.Errorf("cycle %d: GC deleted %d keys, more than the %d due: the new generation expired before GC ended (raise -expire-after)", c, r.deleted, due)
 		}
@@ -164,12 +171,18 @@ type cycleResult struct {
 	cycle              int
 	insert, gc, vacuum time.Duration
 	waited             time.Duration
+	gcCPU              time.Duration // the GC backend's CPU time
 	deleted            int
 	cut                bool
 	sizes              sizes
 }
 
 func (r *cycleResult) rate() float64 { return float64(r.deleted) / r.gc.Seconds() }
+
+// cpuPerKey is the GC backend's CPU time per deleted key, in microseconds.
+func (r *cycleResult) cpuPerKey() float64 {
+	return float64(r.gcCPU.Microseconds()) / float64(max(r.deleted, 1))
+}
 
 func (r *cycleResult) print(n int) {
 	cut := ""
@@ -179,9 +192,9 @@ func (r *cycleResult) print(n int) {
 	if r.waited > 0 {
 		cut += fmt.Sprintf(" (after waiting %v for the generation to expire)", r.waited.Round(time.Second))
 	}
-	fmt.Printf("cycle %d: insert %d keys %v (%.0f keys/s) | GC deleted %d keys in %v: %.0f keys/s%s | VACUUM %v | %s\n",
+	fmt.Printf("cycle %d: insert %d keys %v (%.0f keys/s) | GC deleted %d keys in %v: %.0f keys/s, server CPU %.1fus a key%s | VACUUM %v | %s\n",
 		r.cycle, n, r.insert.Round(time.Millisecond), float64(n)/r.insert.Seconds(), r.deleted,
-		r.gc.Round(time.Millisecond), r.rate(), cut, r.vacuum.Round(time.Millisecond), r.sizes)
+		r.gc.Round(time.Millisecond), r.rate(), r.cpuPerKey(), cut, r.vacuum.Round(time.Millisecond), r.sizes)
 }
 
 // summarize prints the targets: slowest cycle at least 0.5x the fastest, the key table's size
@@ -194,8 +207,13 @@ func summarize(results []cycleResult, n int) {
 	for _, r := range results {
 		slow, fast = min(slow, r.rate()), max(fast, r.rate())
 	}
+	cheap, dear := results[0].cpuPerKey(), results[0].cpuPerKey()
+	for _, r := range results {
+		cheap, dear = min(cheap, r.cpuPerKey()), max(dear, r.cpuPerKey())
+	}
 	first, last := results[0].sizes, results[len(results)-1].sizes
-	fmt.Printf("TARGET slowest/fastest GC cycle: %.2fx (goal >=0.5x): %.0f / %.0f keys/s\n", slow/fast, slow, fast)
+	fmt.Printf("TARGET slowest/fastest GC cycle: %.2fx (goal >=0.5x): %.0f / %.0f keys/s; by server CPU a key, cheapest/dearest: %.2fx (%.1f / %.1fus)\n",
+		slow/fast, slow, fast, cheap/dear, cheap, dear)
 	fmt.Printf("TARGET slowest GC cycle: %.0f keys/s (goal >=20000 keys/s at 3M keys a generation; this run: %d)\n", slow, n)
 	fmt.Printf("TARGET key table after the last cycle / after the first: heap %.2fx, heap+TOAST+indexes+tombstones %.2fx (goal <=1.5x)\n",
 		float64(last.heap)/float64(first.heap), float64(last.total())/float64(first.total()))
