@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -61,17 +63,29 @@ func runCycles(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeDB()
-	if err := completeTemplate(ctx, pool, orderShape); err != nil {
+	fmt.Printf("retention cycles: %d keys a generation, %d live, %d cycles, GC by %s, batch %d, request %d B, response %d B, server settings %v\n",
+		f.n, f.live, f.cycles, f.mode, f.batch, requestBytes, responseBytes, settings)
+	results, err := cycles(ctx, pool, &f, func(r *cycleResult) { r.print(f.n) })
+	if err != nil {
 		return err
+	}
+	summarize(results, f.n)
+	return nil
+}
+
+// cycles runs f's generations and cycles on pool, calling done after each cycle.
+func cycles(ctx context.Context, pool *pgxpool.Pool, f *cyclesFlags, done func(*cycleResult)) ([]cycleResult, error) {
+	if err := completeTemplate(ctx, pool, orderShape); err != nil {
+		return nil, err
 	}
 	gc, err := gcPool(ctx, pool)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer gc.Close()
 	client, err := saga.NewClient(&saga.Config{DB: gc})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// In older-than mode no key expires by itself: only the override deletes them. In expiry
 	// mode a generation expires after the next one is inserted and before its GC: each cycle
@@ -81,9 +95,6 @@ func runCycles(ctx context.Context, args []string) error {
 	if f.mode == modeExpiry {
 		expiresIn = f.expireAfter
 	}
-	fmt.Printf("retention cycles: %d keys a generation, %d live, %d cycles, GC by %s, batch %d, request %d B, response %d B, server settings %v\n",
-		f.n, f.live, f.cycles, f.mode, f.batch, requestBytes, responseBytes, settings)
-
 	// Generation g is backdated by (live+cycles-g) days: a day of traffic after the one before,
 	// and --older-than's boundary half a day before the oldest generation it keeps. The first
 	// -live generations are inserted before the first cycle; cycle c inserts generation
@@ -95,7 +106,7 @@ func runCycles(ctx context.Context, args []string) error {
 		starts[g] = time.Now()
 		took, err := insertKeys(ctx, pool, f.n, expiresIn, backdate(g))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		prevEnd = time.Now()
 		fmt.Printf("generation %d: inserted %d keys in %v (%.0f keys/s)\n", g, f.n, took.Round(time.Millisecond), float64(f.n)/took.Seconds())
@@ -116,7 +127,7 @@ func runCycles(ctx context.Context, args []string) error {
 		g := f.live + c - 1
 		starts[g] = time.Now()
 		if r.insert, err = insertKeys(ctx, pool, f.n, expiresIn, backdate(g)); err != nil {
-			return err
+			return nil, err
 		}
 		end := time.Now()
 		p := &saga.KeyDeleteExpiredParams{BatchSize: f.batch}
@@ -127,27 +138,26 @@ func runCycles(ctx context.Context, args []string) error {
 		}
 		cpu := backendCPU(ctx, gc)
 		if r.deleted, r.gc, r.cut, err = collect(ctx, client, p, f.gcBudget); err != nil {
-			return err
+			return nil, err
 		}
 		r.gcCPU = backendCPU(ctx, gc) - cpu
 		if due := f.n + left; r.deleted > due {
-			return fmt.Errorf("cycle %d: GC deleted %d keys, more than the %d due: the new generation expired before GC ended (raise -expire-after)", c, r.deleted, due)
+			return nil, fmt.Errorf("cycle %d: GC deleted %d keys, more than the %d due: the new generation expired before GC ended (raise -expire-after)", c, r.deleted, due)
 		}
 		left += f.n - r.deleted
 		start := time.Now()
 		if _, err := pool.Exec(ctx, `VACUUM`); err != nil {
-			return fmt.Errorf("error vacuuming: %w", err)
+			return nil, fmt.Errorf("error vacuuming: %w", err)
 		}
 		r.vacuum = time.Since(start)
 		if r.sizes, err = measureSizes(ctx, pool); err != nil {
-			return err
+			return nil, err
 		}
-		r.print(f.n)
+		done(&r)
 		results = append(results, r)
 		prevEnd = end
 	}
-	summarize(results, f.n)
-	return nil
+	return results, nil
 }
 
 // collect runs GC once, within budget (0: none), and returns how many keys it deleted, how long
