@@ -3,13 +3,14 @@
 #
 # The repository holds several Go modules (go.work lists them): the library at the root, the
 # pgsaga binary and its console (cmd), the Stripe adapter (gateway/stripe), the offline client
-# example (examples/offline-client) and the performance lab (bench). PKGS names every package of
-# every one, so one `go test` schedules them all at once.
+# example (examples/offline-client), the performance lab (bench) and the chaos soak with the
+# failover tests (soak). PKGS names every package of every one, so one `go test` schedules them
+# all at once.
 
 GO        ?= go
 BENCHTIME ?= 1s
 FUZZTIME  ?= 5s
-MODULES   := . cmd gateway/stripe examples/offline-client bench
+MODULES   := . cmd gateway/stripe examples/offline-client bench soak
 PKGS      ?= $(foreach m,$(MODULES),$(if $(filter .,$(m)),./...,./$(m)/...))
 CHAOS_DURATION ?= 5m
 CHAOS_CLUSTER  ?= single
@@ -56,13 +57,13 @@ fuzz: ## Run every fuzz test briefly (FUZZTIME=5s each)
 	done
 
 chaos: ## Run the chaos soak (CHAOS_DURATION=5m, CHAOS_CLUSTER=single|patroni-sync|patroni-async)
-	$(GO) run ./cmd/pgsaga-chaos -duration $(CHAOS_DURATION) -cluster $(CHAOS_CLUSTER) -failover-every $(CHAOS_FAILOVER_EVERY)
+	$(GO) run ./soak/pgsaga-chaos -duration $(CHAOS_DURATION) -cluster $(CHAOS_CLUSTER) -failover-every $(CHAOS_FAILOVER_EVERY)
 
 # The soak on a Patroni pair, once with synchronous and once with asynchronous replication,
 # failing the primary over every CHAOS_FAILOVER_EVERY among the other faults.
 chaos-failover: ## Run the chaos soak on a Patroni pair, sync then async (CHAOS_DURATION, CHAOS_FAILOVER_EVERY=30s)
-	$(GO) run ./cmd/pgsaga-chaos -duration $(CHAOS_DURATION) -cluster patroni-sync -failover-every $(CHAOS_FAILOVER_EVERY)
-	$(GO) run ./cmd/pgsaga-chaos -duration $(CHAOS_DURATION) -cluster patroni-async -failover-every $(CHAOS_FAILOVER_EVERY)
+	$(GO) run ./soak/pgsaga-chaos -duration $(CHAOS_DURATION) -cluster patroni-sync -failover-every $(CHAOS_FAILOVER_EVERY)
+	$(GO) run ./soak/pgsaga-chaos -duration $(CHAOS_DURATION) -cluster patroni-async -failover-every $(CHAOS_FAILOVER_EVERY)
 
 demo: ## Run the demo against a throwaway PostgreSQL
 	$(GO) run ./cmd/pgsaga demo

@@ -34,6 +34,11 @@ import (
 // when it cannot be read back by id.
 //
 // Inquire and Get change nothing at the provider and may always be repeated.
+//
+// Every method returns once ctx is done, with ctx's error (or one wrapping it), whether or not
+// the provider answered: the engine bounds each request by the adapter's per-request timeout
+// and the call by the lease, and a method that outlives its context holds the key's execution
+// past both. gatewaytest checks that Send does.
 type Effect[P, R any] interface {
 	Kind() *Kind[P, R]
 	Capabilities() Capabilities

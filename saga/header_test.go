@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 )
 
 // decodeHeader reads what encoding/json reads, for every document, with or without its fast path.

@@ -11,12 +11,6 @@ import (
 	"time"
 )
 
-// ScopeFunc returns the authenticated scope of a request. An error answers 401
-// unauthenticated, except a *TransientError (what authenticates cannot be reached now, such as
-// a database of API keys), which answers 503 temporarily_unavailable with its Retry-After. Take
-// the scope from authentication (a verified token, a session), never from the body.
-type ScopeFunc func(r *http.Request) (Scope, error)
-
 // HandlerOpts configure an HTTP handler for one operation.
 type HandlerOpts struct {
 	// Scope authenticates the request. Required.
@@ -78,15 +72,9 @@ type handler struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	scope, err := h.opts.Scope(r)
-	if err != nil {
-		if temporary := (*TransientError)(nil); errors.As(err, &temporary) {
-			h.c.observer.Request(h.operation, OutcomeUnavailable)
-			w.Header().Set("Retry-After", retryAfter(temporary.RetryAfter))
-			WriteError(w, http.StatusServiceUnavailable, CodeTemporarilyUnavailable, "the request could not be authenticated now; retry with the same Idempotency-Key")
-			return
-		}
-		h.reject(w, http.StatusUnauthorized, CodeUnauthenticated, err.Error())
+	scope, refused, ok := authenticate(w, r, h.opts.Scope, "retry with the same Idempotency-Key")
+	if !ok {
+		h.c.observer.Request(h.operation, refused)
 		return
 	}
 	key, err := ParseKeyHeader(r.Header.Values("Idempotency-Key"))
@@ -115,7 +103,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	res, err := h.c.Run(r.Context(), h.operation, &Request{Scope: scope, Key: key, Method: r.Method, Path: r.URL.Path, Body: body,
+	res, err := h.c.Run(r.Context(), h.operation, &Request{Scope: scope, Key: key, Method: r.Method, Path: requestPath(r), Body: body,
 		PathValues: pathValues(r)})
 	if err != nil {
 		h.fail(w, r, err)

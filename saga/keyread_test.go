@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pgsaga/pgsaga/internal/chaos"
-	"github.com/pgsaga/pgsaga/internal/crash"
+	"github.com/pgsaga/pgsaga/internal/testkit/chaos"
+	"github.com/pgsaga/pgsaga/internal/testkit/crash"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )

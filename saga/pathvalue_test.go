@@ -98,6 +98,25 @@ func TestPathValuesSurviveAResume(t *testing.T) {
 	require.Equal(t, map[string][]string{"checked": {want}, "sent": {want, want}, "answered": {want}}, p.seen)
 }
 
+// A wildcard's value the key table cannot store (a NUL, invalid UTF-8) reaches the steps in its
+// escaped form, which names no row: the operation answers it like any unknown id, and stores it.
+func TestUnstorablePathValuesAreEscaped(t *testing.T) {
+	t.Parallel()
+	p := &pathReader{seen: map[string][]string{}, failed: true}
+	c, _ := newClient(t, p.operation())
+	h, err := c.Handler("ship", fixedScope)
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("POST /shops/{shop}/orders/{order}/ship/{rest...}", h)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	status, body := post(t, srv.URL+"/shops/n%00rth/orders/%ff%c3%a9/ship/ok", uuid.NewString())
+	require.Equal(t, http.StatusOK, status, body)
+	require.JSONEq(t, `{"order":"%FF%C3%A9","unknown":""}`, body)
+	require.Equal(t, []string{"n%00rth/%FF%C3%A9/ok"}, p.seen["answered"])
+}
+
 // A handler mounted without a pattern (or called without one) has no path values: PathValue
 // returns "".
 func TestPathValueWithoutAPattern(t *testing.T) {

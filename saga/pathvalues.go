@@ -20,12 +20,26 @@ func pathValues(r *http.Request) map[string]string {
 	values := make(map[string]string, len(names))
 	for _, name := range names {
 		value := r.PathValue(name)
-		if !utf8.ValidString(value) || strings.ContainsRune(value, 0) {
+		if !canStore(value) {
 			value = url.PathEscape(value)
 		}
 		values[name] = value
 	}
 	return values
+}
+
+// requestPath is r's path as the key stores it: in its escaped form (%00, %FF) when the
+// decoded path is not text the key table can store.
+func requestPath(r *http.Request) string {
+	if !canStore(r.URL.Path) {
+		return r.URL.EscapedPath()
+	}
+	return r.URL.Path
+}
+
+// canStore reports whether the key table can store s as text: valid UTF-8 without NUL.
+func canStore(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // wildcards are the names of the wildcards of a ServeMux pattern, "[METHOD ][HOST]/[PATH]":

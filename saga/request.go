@@ -2,8 +2,6 @@ package saga
 
 import (
 	"errors"
-	"strings"
-	"unicode/utf8"
 )
 
 // Request is one attempt to run an operation under an idempotency key.
@@ -52,5 +50,5 @@ func checkRequest(req *Request) error {
 }
 
 func storableText(s string, maxLen int) bool {
-	return s != "" && len(s) <= maxLen && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+	return s != "" && len(s) <= maxLen && canStore(s)
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pgsaga/pgsaga/internal/resumetest"
+	"github.com/pgsaga/pgsaga/internal/testkit/resumetest"
 	"github.com/pgsaga/pgsaga/worker"
 )
 

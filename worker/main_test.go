@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/pgsaga/pgsaga/examples/payments"
-	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 )
 
 func TestMain(m *testing.M) {

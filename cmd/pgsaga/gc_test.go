@@ -2,8 +2,10 @@ package main_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
 
@@ -85,4 +87,41 @@ func TestGCOlderThanZero(t *testing.T) {
 	require.Empty(t, r.stderr, "no progress bar when stderr is not a terminal")
 	require.Zero(t, w.count(`SELECT count(*) FROM pgsaga_key WHERE status = 'completed'`))
 	require.Equal(t, 1, w.count(`SELECT count(*) FROM pgsaga_key WHERE key = $1 AND status = 'started'`, stuck))
+}
+
+// After gc, a retry of a deleted key's request is 410 idempotency_key_expired and creates
+// nothing; another body under that key is 422; --tombstone-retention bounds how long.
+func TestGCLeavesTombstones(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	url := "--database-url=" + w.db.URL
+	key := uuid.NewString()
+	body := `{"amount": 700, "currency": "USD"}`
+	status, first := w.post("t1", "alice", key, "/invoices", body)
+	require.Equal(t, http.StatusCreated, status, string(first))
+
+	r := pgsaga(t, nil, "gc", url, "--older-than", "0s")
+	require.Equal(t, 0, r.code, r.String())
+	require.Equal(t, "deleted 1 key\n", r.stdout)
+	require.Equal(t, 1, w.count(`SELECT count(*) FROM pgsaga_key_tombstone WHERE expires_at > now() + interval '29 days'`))
+
+	status, again := w.post("t1", "alice", key, "/invoices", body)
+	require.Equal(t, http.StatusGone, status, string(again))
+	require.Equal(t, "idempotency_key_expired", jsonString(t, again, "error"))
+	status, other := w.post("t1", "alice", key, "/invoices", `{"amount": 800, "currency": "USD"}`)
+	require.Equal(t, http.StatusUnprocessableEntity, status, string(other))
+	require.Equal(t, 1, w.count(`SELECT count(*) FROM invoices`), "no invoice was created again")
+
+	// A tombstone window shorter than the key's age leaves none: the key is new again.
+	second := uuid.NewString()
+	status, _ = w.post("t1", "alice", second, "/invoices", body)
+	require.Equal(t, http.StatusCreated, status)
+	w.exec(`UPDATE pgsaga_key SET completed_at = now() - interval '2 hours'`)
+	r = pgsaga(t, nil, "gc", url, "--older-than", "1h", "--tombstone-retention", "1h", "--json")
+	require.Equal(t, 0, r.code, r.String())
+	require.JSONEq(t, `{"deleted": 1}`, r.stdout)
+	require.Zero(t, w.count(`SELECT count(*) FROM pgsaga_key_tombstone WHERE key_hash = pgsaga_key_hash($1)`, second))
+
+	requireUsage(t, pgsaga(t, nil, "gc", url, "--tombstone-retention", "0s"), "--tombstone-retention")
+	requireUsage(t, pgsaga(t, nil, "gc", url, "--tombstone-retention", "-1h"), "--tombstone-retention")
 }

@@ -12,7 +12,8 @@ import (
 
 	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/gateway/sim"
-	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
+	"github.com/pgsaga/pgsaga/saga"
 )
 
 // world is a test's database with the payments service running in the test process, against a
@@ -38,7 +39,7 @@ func newWorldOn(t *testing.T, db *dbtest.DB) *world {
 	t.Cleanup(simSrv.Close)
 	svc, err := payments.New(&payments.Config{Pool: db.Pool, Gateway: s.Gateway(), GatewayRetries: 1})
 	require.NoError(t, err)
-	h, err := svc.Handler(payments.HeaderScope)
+	h, err := svc.Handler(saga.HeaderScope)
 	require.NoError(t, err)
 	api := httptest.NewServer(h)
 	t.Cleanup(api.Close)

@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pgsaga/pgsaga/internal/dbtest"
-	"github.com/pgsaga/pgsaga/internal/pglocal"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
+	"github.com/pgsaga/pgsaga/internal/testkit/pglocal"
 )
 
 // A worker started while PostgreSQL is down waits for it and then resumes a stuck key; serve

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 )
 
 // TestMain gives the tests that run a real pgsaga serve a throwaway PostgreSQL (started only if

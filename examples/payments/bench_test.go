@@ -21,7 +21,7 @@ import (
 	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/gateway/sim"
 	"github.com/pgsaga/pgsaga/internal/apikey"
-	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -295,7 +295,7 @@ func BenchmarkCompareAPIKeyReplay(b *testing.B) {
 	keys := apikey.NewStore(pool)
 	k, err := keys.Create(b.Context(), benchScope)
 	require.NoError(b, err)
-	byHeaders, err := svc.Handler(payments.HeaderScope)
+	byHeaders, err := svc.Handler(saga.HeaderScope)
 	require.NoError(b, err)
 	byKey, err := svc.Handler(keys.Scope)
 	require.NoError(b, err)

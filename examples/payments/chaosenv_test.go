@@ -11,9 +11,9 @@ import (
 	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/gateway/sim"
-	"github.com/pgsaga/pgsaga/internal/chaos"
-	"github.com/pgsaga/pgsaga/internal/crash"
-	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/internal/testkit/chaos"
+	"github.com/pgsaga/pgsaga/internal/testkit/crash"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -67,7 +67,7 @@ func newChaosEnv(t *testing.T, o chaosOpts) *chaosEnv {
 	require.NoError(t, err)
 
 	// POST routes run on the wrapped client; the GET routes are the service's own.
-	plain, err := svc.Handler(payments.HeaderScope)
+	plain, err := svc.Handler(saga.HeaderScope)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/", plain)
@@ -77,7 +77,7 @@ func newChaosEnv(t *testing.T, o chaosOpts) *chaosEnv {
 		"POST /orders":               payments.OpCreateOrder,
 		"POST /orders/{id}/complete": payments.OpCompleteOrder,
 	} {
-		h, err := client.Handler(op, &saga.HandlerOpts{Scope: payments.HeaderScope})
+		h, err := client.Handler(op, &saga.HandlerOpts{Scope: saga.HeaderScope})
 		require.NoError(t, err)
 		mux.Handle(pattern, h)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/gateway/sim"
-	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/testkit/chaos"
 	"github.com/pgsaga/pgsaga/saga"
 )
 

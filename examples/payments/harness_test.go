@@ -13,7 +13,8 @@ import (
 
 	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/gateway/sim"
-	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
+	"github.com/pgsaga/pgsaga/saga"
 )
 
 // env is one test's service: its own database, an in-process simulator, a real HTTP server.
@@ -40,7 +41,7 @@ func newEnv(t *testing.T, cfg *payments.Config) *env {
 	}
 	svc, err := payments.New(cfg)
 	require.NoError(t, err)
-	h, err := svc.Handler(payments.HeaderScope)
+	h, err := svc.Handler(saga.HeaderScope)
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

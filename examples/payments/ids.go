@@ -32,7 +32,7 @@ const maxStoredPath = 2048
 // any unknown id, after the idempotency checks, in their order. A path too long to store names
 // no row either: once the request is authenticated it is answered 404 at once, storing nothing.
 func storablePath(scope saga.ScopeFunc, next http.Handler) http.Handler {
-	tooLong := authenticated(scope, func(w http.ResponseWriter, _ *http.Request, _ saga.Scope) {
+	tooLong := saga.Authenticated(scope, func(w http.ResponseWriter, _ *http.Request, _ saga.Scope) {
 		saga.WriteError(w, http.StatusNotFound, CodeNotFound, "no such resource")
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/gateway/sim"
-	"github.com/pgsaga/pgsaga/internal/chaos"
-	"github.com/pgsaga/pgsaga/internal/crash"
-	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/internal/testkit/chaos"
+	"github.com/pgsaga/pgsaga/internal/testkit/crash"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 )
 
 var listening = regexp.MustCompile(`listening on (http://\S+)`)

@@ -9,9 +9,9 @@ import (
 
 	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/gateway/sim"
-	"github.com/pgsaga/pgsaga/internal/chaos"
-	"github.com/pgsaga/pgsaga/internal/crash"
-	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/internal/testkit/chaos"
+	"github.com/pgsaga/pgsaga/internal/testkit/crash"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 	"github.com/pgsaga/pgsaga/saga"
 )
 

@@ -10,9 +10,7 @@ package payments
 import (
 	"errors"
 	"log/slog"
-	"math"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -131,7 +129,7 @@ func (s *Service) Operations() []*phases.Operation {
 
 // Handler routes the API. Every route but the webhooks (which verify their sender's signature)
 // takes its tenant and actor from scope, which authenticates the request: `pgsaga serve` gives
-// the request's API key (Authorization: Bearer), a test may give HeaderScope. A request scope
+// the request's API key (Authorization: Bearer), a test may give saga.HeaderScope. A request scope
 // refuses is answered 401 unauthenticated before anything is read or stored.
 func (s *Service) Handler(scope saga.ScopeFunc) (http.Handler, error) {
 	if scope == nil {
@@ -151,9 +149,9 @@ func (s *Service) Handler(scope saga.ScopeFunc) (http.Handler, error) {
 		}
 		mux.Handle(pattern, storablePath(scope, h))
 	}
-	mux.Handle("GET /invoices/{id}", authenticated(scope, s.getInvoice))
-	mux.Handle("GET /payments", authenticated(scope, s.listPayments))
-	mux.Handle("GET /sales", authenticated(scope, s.listSales))
+	mux.Handle("GET /invoices/{id}", saga.Authenticated(scope, s.getInvoice))
+	mux.Handle("GET /payments", saga.Authenticated(scope, s.listPayments))
+	mux.Handle("GET /sales", saga.Authenticated(scope, s.listSales))
 	mux.Handle("POST /webhooks/{source}", WebhookHandler(s.cfg.Pool, &WebhookOpts{Secrets: s.cfg.WebhookSecrets,
 		Tolerance: s.cfg.WebhookTolerance, Refused: s.cfg.WebhookRefused, Logger: s.cfg.Logger}))
 	return jsonErrors(mux), nil
@@ -194,32 +192,3 @@ type statusProbe struct {
 func (p *statusProbe) Header() http.Header         { return p.header }
 func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
 func (p *statusProbe) WriteHeader(status int)      { p.status = status }
-
-// HeaderScope takes the scope from X-Tenant-ID and X-Actor-ID, 1–64 characters each, which
-// anyone can set: a stand-in for authentication in tests and local experiments (`pgsaga serve
-// --insecure-scope-headers`), never for a service that is reachable by others.
-func HeaderScope(r *http.Request) (saga.Scope, error) {
-	tenant, actor := r.Header.Get("X-Tenant-ID"), r.Header.Get("X-Actor-ID")
-	if tenant == "" || actor == "" || len(tenant) > 64 || len(actor) > 64 {
-		return saga.Scope{}, errors.New("X-Tenant-ID and X-Actor-ID (1-64 characters each) are required")
-	}
-	return saga.Scope{Tenant: tenant, Actor: actor}, nil
-}
-
-// authenticated runs fn with the request's scope, as the engine's handler does: a refused
-// request is 401, one that cannot be authenticated now (*saga.TransientError) 503.
-func authenticated(scopeOf saga.ScopeFunc, fn func(w http.ResponseWriter, r *http.Request, scope saga.Scope)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scope, err := scopeOf(r)
-		if temporary := (*saga.TransientError)(nil); errors.As(err, &temporary) {
-			w.Header().Set("Retry-After", strconv.Itoa(max(int(math.Ceil(temporary.RetryAfter.Seconds())), 1)))
-			saga.WriteError(w, http.StatusServiceUnavailable, saga.CodeTemporarilyUnavailable, "the request could not be authenticated now; retry")
-			return
-		}
-		if err != nil {
-			saga.WriteError(w, http.StatusUnauthorized, saga.CodeUnauthenticated, err.Error())
-			return
-		}
-		fn(w, r, scope)
-	})
-}

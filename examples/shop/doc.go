@@ -7,7 +7,7 @@
 // # API
 //
 // Every request carries its scope (the tenant and the actor) from authentication: Handler takes
-// a saga.ScopeFunc, and HeaderScope (X-Tenant-ID, X-Actor-ID) stands in for one in tests and
+// a saga.ScopeFunc, and saga.HeaderScope (X-Tenant-ID, X-Actor-ID) stands in for one in tests and
 // local runs. Every POST requires an Idempotency-Key, and follows the outcomes every pgsaga POST
 // follows (replay, 422 idempotency_key_reused, 409 request_in_progress, 400, 503 with
 // Retry-After). Errors are problem details (application/problem+json) with a stable "error".

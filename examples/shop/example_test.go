@@ -11,6 +11,7 @@ import (
 	"github.com/pgsaga/pgsaga/gateway/sms"
 	"github.com/pgsaga/pgsaga/gateway/webhook"
 	"github.com/pgsaga/pgsaga/migrations"
+	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/saga/sagatest"
 )
 
@@ -42,7 +43,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	api, err := svc.Handler(shop.HeaderScope)
+	api, err := svc.Handler(saga.HeaderScope)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -17,6 +17,7 @@ import (
 	"github.com/pgsaga/pgsaga/gateway/sms"
 	"github.com/pgsaga/pgsaga/gateway/webhook"
 	"github.com/pgsaga/pgsaga/phases"
+	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/saga/sagatest"
 )
 
@@ -45,7 +46,7 @@ func newEnv(t *testing.T, change func(*shop.Config)) *env {
 	}
 	e.svc, err = shop.New(cfg)
 	require.NoError(t, err)
-	e.handler, err = e.svc.Handler(shop.HeaderScope)
+	e.handler, err = e.svc.Handler(saga.HeaderScope)
 	require.NoError(t, err)
 	e.srv = httptest.NewServer(e.handler)
 	t.Cleanup(e.srv.Close)

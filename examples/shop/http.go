@@ -2,45 +2,13 @@ package shop
 
 import (
 	"encoding/json"
-	"errors"
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/pgsaga/pgsaga/saga"
 )
-
-// HeaderScope takes the scope from X-Tenant-ID and X-Actor-ID, 1–64 characters each, which
-// anyone can set: a stand-in for authentication in tests and local experiments, never for a
-// service that is reachable by others.
-func HeaderScope(r *http.Request) (saga.Scope, error) {
-	tenant, actor := r.Header.Get("X-Tenant-ID"), r.Header.Get("X-Actor-ID")
-	if tenant == "" || actor == "" || len(tenant) > 64 || len(actor) > 64 {
-		return saga.Scope{}, errors.New("X-Tenant-ID and X-Actor-ID (1-64 characters each) are required")
-	}
-	return saga.Scope{Tenant: tenant, Actor: actor}, nil
-}
-
-// authenticated runs fn with the request's scope, as the engine's handler does: a refused
-// request is 401, one that cannot be authenticated now (*saga.TransientError) 503.
-func authenticated(scopeOf saga.ScopeFunc, fn func(w http.ResponseWriter, r *http.Request, scope saga.Scope)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scope, err := scopeOf(r)
-		if temporary := (*saga.TransientError)(nil); errors.As(err, &temporary) {
-			w.Header().Set("Retry-After", strconv.Itoa(max(int(math.Ceil(temporary.RetryAfter.Seconds())), 1)))
-			saga.WriteError(w, http.StatusServiceUnavailable, saga.CodeTemporarilyUnavailable, "the request could not be authenticated now; retry")
-			return
-		}
-		if err != nil {
-			saga.WriteError(w, http.StatusUnauthorized, saga.CodeUnauthenticated, err.Error())
-			return
-		}
-		fn(w, r, scope)
-	})
-}
 
 // maxName is the longest location, product or order id the shop takes.
 const maxName = 64
@@ -63,7 +31,7 @@ func validName(s string) bool {
 // for a route whose wildcards hold what no location or order can be named, before the
 // operation's handler keeps them with the key.
 func checkedPathValues(scope saga.ScopeFunc, next http.Handler) http.Handler {
-	notFound := authenticated(scope, func(w http.ResponseWriter, r *http.Request, _ saga.Scope) {
+	notFound := saga.Authenticated(scope, func(w http.ResponseWriter, r *http.Request, _ saga.Scope) {
 		saga.WriteError(w, http.StatusNotFound, CodeNotFound, "no such resource: "+r.URL.EscapedPath())
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/pgsaga/pgsaga/gateway/sms"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/worker"
@@ -59,23 +60,10 @@ func parseOrder(body []byte) (*orderParams, error) {
 		return nil, errors.New("quantity must be a whole number from 1 to 1000000")
 	case p.UnitPrice <= 0 || p.UnitPrice > 1_000_000_000:
 		return nil, errors.New("unit_price must be a whole number of minor units from 1 to 1000000000")
-	case !e164(p.Phone):
+	case !sms.ValidNumber(p.Phone):
 		return nil, errors.New("phone must be a number in E.164 form, such as +14155550100")
 	}
 	return &p, nil
-}
-
-// e164 reports whether s is "+" and 8 to 15 digits, the first not 0.
-func e164(s string) bool {
-	if len(s) < 9 || len(s) > 16 || s[0] != '+' || s[1] == '0' {
-		return false
-	}
-	for _, c := range s[1:] {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // Event types the shop emits through the outbox.

@@ -98,7 +98,7 @@ func (s *Service) Operations() []*phases.Operation {
 }
 
 // Handler routes the API. Every route takes its tenant and actor from scope, which
-// authenticates the request (HeaderScope in tests and local experiments); a request scope
+// authenticates the request (saga.HeaderScope in tests and local experiments); a request scope
 // refuses is answered 401 unauthenticated before anything is read or stored.
 func (s *Service) Handler(scope saga.ScopeFunc) (http.Handler, error) {
 	if scope == nil {
@@ -117,7 +117,7 @@ func (s *Service) Handler(scope saga.ScopeFunc) (http.Handler, error) {
 		}
 		mux.Handle(pattern, checkedPathValues(scope, h))
 	}
-	mux.Handle("PUT /products/{sku}", checkedPathValues(scope, authenticated(scope, s.putProduct)))
-	mux.Handle("GET /orders/{id}", checkedPathValues(scope, authenticated(scope, s.getOrder)))
+	mux.Handle("PUT /products/{sku}", checkedPathValues(scope, saga.Authenticated(scope, s.putProduct)))
+	mux.Handle("GET /orders/{id}", checkedPathValues(scope, saga.Authenticated(scope, s.getOrder)))
 	return problemErrors(mux), nil
 }

@@ -12,10 +12,10 @@ import (
 	"github.com/pgsaga/pgsaga/phases"
 )
 
-// order is what the README's call step notifies about.
+// order is what the call step of docs/effects.md notifies about.
 type order struct{ Phone string }
 
-// notifyShipped is the call step the README shows, compiled.
+// notifyShipped is the call step docs/effects.md shows, compiled.
 func notifyShipped(provider sms.Provider, shipped phases.Value[order], sent phases.Value[sms.Message]) phases.Step {
 	return phases.Call("customer_notified", func(ctx context.Context, run *phases.Run) error {
 		order, err := shipped.Get(run)
@@ -36,7 +36,7 @@ func notifyShipped(provider sms.Provider, shipped phases.Value[order], sent phas
 
 var _ = notifyShipped
 
-// TestReadmeShowsTheCallStep keeps the README's SMS call step compiled: its Go block must be
+// TestReadmeShowsTheCallStep keeps the SMS call step of docs/effects.md compiled: its Go block must be
 // notifyShipped's lines between the markers, two tabs of indent removed.
 func TestReadmeShowsTheCallStep(t *testing.T) {
 	t.Parallel()
@@ -51,11 +51,11 @@ func TestReadmeShowsTheCallStep(t *testing.T) {
 		want.WriteString(strings.TrimPrefix(line, "\t\t"))
 	}
 
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/effects.md")
 	require.NoError(t, err)
 	_, block, ok := strings.Cut(string(readme), "<!-- compiled from gateway/sms/readme_test.go -->\n```go\n")
-	require.True(t, ok, "the README's SMS call step is marked")
+	require.True(t, ok, "the SMS call step of docs/effects.md is marked")
 	block, _, ok = strings.Cut(block, "```\n")
 	require.True(t, ok)
-	require.Equal(t, want.String(), block, "the README's SMS call step must be readme_test.go's (edit it, then copy it)")
+	require.Equal(t, want.String(), block, "the SMS call step of docs/effects.md must be readme_test.go's (edit it, then copy it)")
 }

@@ -72,21 +72,8 @@ func validate(p Params) error {
 		return errors.New("text is required")
 	case len(p.Text) > maxText:
 		return errors.New("text is longer than 1600 characters")
-	case !e164(p.To):
+	case !ValidNumber(p.To):
 		return errors.New("to must be a number in E.164 form, such as +14155550100")
 	}
 	return nil
-}
-
-// e164 reports whether s is "+" and 8 to 15 digits, the first not 0.
-func e164(s string) bool {
-	if len(s) < 9 || len(s) > 16 || s[0] != '+' || s[1] == '0' {
-		return false
-	}
-	for _, c := range s[1:] {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }

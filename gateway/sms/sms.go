@@ -78,3 +78,17 @@ type Provider = gateway.Effect[Params, Message]
 func Send(ctx context.Context, j gateway.Journal, p Provider, params Params, opts *gateway.ExecuteOpts) (*Message, error) {
 	return gateway.ExecuteEffect(ctx, j, p, params, opts)
 }
+
+// ValidNumber reports whether s is a phone number in E.164 form: "+" and 8 to 15 digits, the
+// first not 0 (such as "+14155550100"), the form Params.To takes.
+func ValidNumber(s string) bool {
+	if len(s) < 9 || len(s) > 16 || s[0] != '+' || s[1] == '0' {
+		return false
+	}
+	for _, c := range s[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/pgsaga/pgsaga/internal/dbtest"
 	"github.com/pgsaga/pgsaga/internal/pgpipe"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 )
 
 // BenchmarkPhase compares one phase's transaction with pgx's Tx and with pgpipe's, in the same

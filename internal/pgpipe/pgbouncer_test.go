@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pgsaga/pgsaga/internal/dbtest"
 	"github.com/pgsaga/pgsaga/internal/pgpipe"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 )
 
 // typedTable has a column of each kind the engine sends: jsonb (from []byte), text[], a

@@ -13,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/pgsaga/pgsaga/internal/chaos"
-	"github.com/pgsaga/pgsaga/internal/dbtest"
 	"github.com/pgsaga/pgsaga/internal/pgpipe"
+	"github.com/pgsaga/pgsaga/internal/testkit/chaos"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m, &dbtest.Opts{Migrate: dbtest.NoMigrate}) }
@@ -531,7 +531,7 @@ func TestCommitWithTellsServerErrorsFromCallbackErrors(t *testing.T) {
 // A connection whose socket was closed outside pgx, before the transaction sent anything, is
 // one pgx has not seen die: the deferred Rollback then ends the Tx, and the connection must not
 // go back to the pool as if it were usable (the next request would fail on a closed socket).
-// (An in-process crash, internal/crash, tells pgx itself.)
+// (An in-process crash, internal/testkit/crash, tells pgx itself.)
 func TestSocketClosedUnderAnUnsentTxIsNotReused(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

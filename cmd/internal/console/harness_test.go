@@ -18,8 +18,8 @@ import (
 	"github.com/pgsaga/pgsaga/cmd/internal/console"
 	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/gateway/sim"
-	"github.com/pgsaga/pgsaga/internal/dbtest"
 	"github.com/pgsaga/pgsaga/internal/operator"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/worker"
 )
@@ -74,7 +74,7 @@ func newEnv(t testing.TB, o *envOpts) *env {
 	s := sim.New(nil)
 	svc, err := payments.New(&payments.Config{Pool: db.Pool, Gateway: s.Gateway(), GatewayRetries: 1})
 	require.NoError(t, err)
-	h, err := svc.Handler(payments.HeaderScope)
+	h, err := svc.Handler(saga.HeaderScope)
 	require.NoError(t, err)
 	api := httptest.NewServer(h)
 	t.Cleanup(api.Close)

@@ -36,7 +36,7 @@ type apiAuth struct {
 // tenant's share of the slots.
 func (a *apiAuth) scope(r *http.Request) (saga.Scope, error) {
 	if a.keys == nil {
-		scope, err := insecureHeaderScope(r)
+		scope, err := saga.HeaderScope(r)
 		if err != nil {
 			a.refused(r, reasonMissingScopeHeaders)
 		}
@@ -63,7 +63,7 @@ func (a *apiAuth) refused(r *http.Request, reason string) {
 // of a secret that authenticated before, the tenant the scope headers name, else "".
 func (a *apiAuth) party(r *http.Request) string {
 	if a.keys == nil {
-		if tenant := r.Header.Get(headerTenant); tenant != "" {
+		if tenant := r.Header.Get(saga.HeaderTenant); tenant != "" {
 			return "tenant:" + tenant
 		}
 		return ""

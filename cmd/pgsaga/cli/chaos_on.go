@@ -5,7 +5,7 @@ package cli
 import (
 	"context"
 
-	"github.com/pgsaga/pgsaga/internal/chaos"
+	"github.com/pgsaga/pgsaga/internal/testkit/chaos"
 )
 
 // pause holds the command at point while $PGSAGA_CHAOS_PAUSE names it (chaos.Pause), so that a

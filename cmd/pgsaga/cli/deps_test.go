@@ -21,7 +21,7 @@ func TestOperatorOnlyImports(t *testing.T) {
 		for _, banned := range []string{
 			"github.com/pgsaga/pgsaga/examples/",
 			"github.com/pgsaga/pgsaga/gateway/sim",
-			"github.com/pgsaga/pgsaga/internal/pglocal",
+			"github.com/pgsaga/pgsaga/internal/testkit/pglocal",
 		} {
 			require.False(t, strings.HasPrefix(dep, banned), "package cli depends on %s", dep)
 		}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/pgsaga/pgsaga/cmd/pgsaga/cli"
 	"github.com/pgsaga/pgsaga/gateway"
-	"github.com/pgsaga/pgsaga/internal/dbtest"
+	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )

@@ -1,5 +1,5 @@
-// Package readme is the payment flow the README shows, compiled: readme_test.go checks that the
-// README's snippet is this file's, word for word, between the markers.
+// Package readme is the payment flow docs/payment-flow.md shows, compiled: readme_test.go checks
+// that the page's snippet is this file's, word for word, between the markers.
 package readme
 
 import (

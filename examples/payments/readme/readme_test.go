@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestReadmeShowsThisFile keeps the README's payment flow compiled: its Go block must be
+// TestReadmeShowsThisFile keeps the payment flow of docs/payment-flow.md compiled: its Go block must be
 // flow.go's lines between "// README begin" and "// README end", one tab of indent removed.
 func TestReadmeShowsThisFile(t *testing.T) {
 	t.Parallel()
@@ -23,11 +23,11 @@ func TestReadmeShowsThisFile(t *testing.T) {
 		want.WriteString(strings.TrimPrefix(line, "\t"))
 	}
 
-	readme, err := os.ReadFile("../../../README.md")
+	readme, err := os.ReadFile("../../../docs/payment-flow.md")
 	require.NoError(t, err)
 	_, block, ok := strings.Cut(string(readme), "<!-- compiled from examples/payments/readme/flow.go -->\n```go\n")
-	require.True(t, ok, "the README's payment flow block is marked")
+	require.True(t, ok, "the payment flow block of docs/payment-flow.md is marked")
 	block, _, ok = strings.Cut(block, "```\n")
 	require.True(t, ok)
-	require.Equal(t, want.String(), block, "the README's payment flow must be flow.go's (edit flow.go, then copy it)")
+	require.Equal(t, want.String(), block, "the payment flow of docs/payment-flow.md must be flow.go's (edit flow.go, then copy it)")
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/pgsaga/pgsaga/gateway/sms"
 	"github.com/pgsaga/pgsaga/gateway/webhook"
 	"github.com/pgsaga/pgsaga/migrations"
+	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/worker"
 )
 
@@ -123,7 +124,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	handler, err := svc.Handler(shop.HeaderScope)
+	handler, err := svc.Handler(saga.HeaderScope)
 	if err != nil {
 		return err
 	}
