@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgsaga/pgsaga/internal/pglocal"
+	"github.com/pgsaga/pgsaga/internal/testkit/pglocal"
 )
 
 // TestCyclesDeleteEachGenerationOnce checks the benchmark's own bookkeeping: every cycle's GC

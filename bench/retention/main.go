@@ -22,7 +22,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/pgsaga/pgsaga/internal/pglocal"
+	"github.com/pgsaga/pgsaga/internal/testkit/pglocal"
 	"github.com/pgsaga/pgsaga/migrations"
 )
 
