@@ -17,7 +17,7 @@ CHAOS_CLUSTER  ?= single
 CHAOS_FAILOVER_EVERY ?= 30s
 
 .DEFAULT_GOAL := help
-.PHONY: help test tools vet bench fuzz chaos chaos-failover demo build lint fmt clean deps model
+.PHONY: help test tools vet bench fuzz chaos chaos-failover demo build lint fmt clean deps model generate
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-15s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -27,6 +27,15 @@ deps: ## Download the Go modules of every module
 
 tools: ## Install what the tests need when missing (stripe-mock into .tools/bin; chromium, gcc, patroni, etcd, pgbouncer with apt-get as root)
 	.ci/install-tools test
+
+# sqlc is built here only (go run, pinned; it is no dependency of any module): the generated code
+# is checked in, and internal/keystore's TestGeneratedCodeIsFresh compares generated.sum, the
+# hashes this target writes, with the files, so that CI never builds sqlc.
+SQLC ?= $(GO) run github.com/sqlc-dev/sqlc/cmd/sqlc@v1.31.1
+
+generate: ## Generate the key store's typed statements from its .sql files (sqlc v1.31.1) and stamp them
+	cd internal/keystore && rm -f *.sql.go && $(SQLC) generate
+	$(GO) test ./internal/keystore -run '^TestGeneratedCodeIsFresh$$' -count=1 -args -update-stamp
 
 vet: ## go vet every package
 	$(GO) vet $(PKGS)

@@ -172,7 +172,7 @@ func (c *Client) attempt(ctx context.Context, intent *Intent, key string, deadli
 	for name, values := range c.config.Header {
 		req.Header[http.CanonicalHeaderKey(name)] = append([]string(nil), values...)
 	}
-	req.Header.Set(HeaderIdempotencyKey, key)
+	req.Header.Set(headerIdempotencyKey, key)
 	if intent.Body != nil && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -196,7 +196,7 @@ func (c *Client) attempt(ctx context.Context, intent *Intent, key string, deadli
 	result.Status = resp.StatusCode
 	result.Header = resp.Header
 	result.Body = respBody
-	result.Replayed = strings.EqualFold(resp.Header.Get(HeaderIdempotentReplayed), "true")
+	result.Replayed = strings.EqualFold(resp.Header.Get(headerIdempotentReplayed), "true")
 	retryAfter, hasRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), c.config.Now())
 	return retryAfter, hasRetryAfter, nil
 }

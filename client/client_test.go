@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -176,8 +175,8 @@ func TestSubmitNeverRetriesDefinitiveAnswers(t *testing.T) {
 			c := newTestClient(t, srv.URL, s, nil)
 
 			res, err := c.Submit(context.Background(), newPaymentIntent(t, "inv_1", 2000))
-			require.ErrorIs(t, err, client.ErrRejected)
-			require.NotErrorIs(t, err, client.ErrOutcomeUnknown)
+			require.ErrorAs(t, err, new(*client.RejectedError))
+			require.NotErrorAs(t, err, new(*client.OutcomeUnknownError))
 			var rejected *client.RejectedError
 			require.ErrorAs(t, err, &rejected)
 			require.Equal(t, tc.status, rejected.Status)
@@ -199,8 +198,8 @@ func TestSubmitOutcomeUnknownAfterMaxAttempts(t *testing.T) {
 	intent := newPaymentIntent(t, "inv_1", 2000)
 
 	res, err := c.Submit(context.Background(), intent)
-	require.ErrorIs(t, err, client.ErrOutcomeUnknown)
-	require.NotErrorIs(t, err, client.ErrRejected)
+	require.ErrorAs(t, err, new(*client.OutcomeUnknownError))
+	require.NotErrorAs(t, err, new(*client.RejectedError))
 	var unknown *client.OutcomeUnknownError
 	require.ErrorAs(t, err, &unknown)
 	require.Equal(t, 4, unknown.Attempts)
@@ -222,7 +221,7 @@ func TestSubmitOutcomeUnknownWhenServerUnreachable(t *testing.T) {
 
 	c := newTestClient(t, url, newSleeper(), &client.Config{MaxAttempts: 3})
 	res, err := c.Submit(context.Background(), newPaymentIntent(t, "inv_1", 2000))
-	require.ErrorIs(t, err, client.ErrOutcomeUnknown)
+	require.ErrorAs(t, err, new(*client.OutcomeUnknownError))
 	var unknown *client.OutcomeUnknownError
 	require.ErrorAs(t, err, &unknown)
 	require.Error(t, unknown.Err, "the transport error is kept")
@@ -242,7 +241,7 @@ func TestSubmitOutcomeUnknownAfterMaxElapsed(t *testing.T) {
 	})
 
 	res, err := c.Submit(context.Background(), newPaymentIntent(t, "inv_1", 2000))
-	require.ErrorIs(t, err, client.ErrOutcomeUnknown)
+	require.ErrorAs(t, err, new(*client.OutcomeUnknownError))
 	require.Contains(t, err.Error(), "max elapsed time reached")
 	require.Equal(t, 4, res.Attempts)
 	require.Len(t, s.Delays(), 3)
@@ -258,7 +257,7 @@ func TestSubmitRetryAfterBeyondBudgetStops(t *testing.T) {
 	c := newTestClient(t, srv.URL, s, &client.Config{MaxElapsed: 30 * time.Second})
 
 	res, err := c.Submit(context.Background(), newPaymentIntent(t, "inv_1", 2000))
-	require.ErrorIs(t, err, client.ErrOutcomeUnknown)
+	require.ErrorAs(t, err, new(*client.OutcomeUnknownError))
 	var unknown *client.OutcomeUnknownError
 	require.ErrorAs(t, err, &unknown)
 	require.Equal(t, 429, unknown.LastStatus)
@@ -281,7 +280,7 @@ func TestSubmitCancelledWhileWaiting(t *testing.T) {
 	require.NoError(t, err)
 
 	res, err := c.Submit(ctx, newPaymentIntent(t, "inv_1", 2000))
-	require.ErrorIs(t, err, client.ErrOutcomeUnknown, "the request was sent: it may have happened")
+	require.ErrorAs(t, err, new(*client.OutcomeUnknownError), "the request was sent: it may have happened")
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, 1, res.Attempts)
 }
@@ -295,7 +294,7 @@ func TestSubmitCancelledBeforeSendingIsNotUnknown(t *testing.T) {
 
 	res, err := c.Submit(ctx, newPaymentIntent(t, "inv_1", 2000))
 	require.ErrorIs(t, err, context.Canceled)
-	require.NotErrorIs(t, err, client.ErrOutcomeUnknown, "nothing was sent")
+	require.NotErrorAs(t, err, new(*client.OutcomeUnknownError), "nothing was sent")
 	require.Nil(t, res)
 	require.Empty(t, srv.Keys())
 }
@@ -434,16 +433,16 @@ func TestConfigWithDefaults(t *testing.T) {
 	require.NotNil(t, cfg.RandInt64N)
 }
 
-func TestErrorsMatchTheirSentinels(t *testing.T) {
+func TestErrorsMatchTheirTypes(t *testing.T) {
 	t.Parallel()
 	var rejected error = &client.RejectedError{Status: 422, Code: "idempotency_key_reused", Message: "different body"}
-	require.ErrorIs(t, rejected, client.ErrRejected)
+	require.ErrorAs(t, rejected, new(*client.RejectedError))
 	require.Equal(t, "request rejected with status 422 (idempotency_key_reused): different body", rejected.Error())
 
 	var unknown error = &client.OutcomeUnknownError{Attempts: 3, Reason: "max attempts reached", Err: context.DeadlineExceeded}
-	require.ErrorIs(t, unknown, client.ErrOutcomeUnknown)
+	require.ErrorAs(t, unknown, new(*client.OutcomeUnknownError))
 	require.ErrorIs(t, unknown, context.DeadlineExceeded)
-	require.False(t, errors.Is(unknown, client.ErrRejected))
+	require.NotErrorAs(t, unknown, new(*client.RejectedError))
 
 	var retryable interface{ Retryable() bool }
 	require.ErrorAs(t, unknown, &retryable)

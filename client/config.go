@@ -37,7 +37,7 @@ type Config struct {
 	// MaxElapsed bounds the time one Submit spends from its first attempt:
 	// no attempt or wait is started that would end past it, and a
 	// Retry-After longer than what is left ends Submit with
-	// [ErrOutcomeUnknown]. Defaults to 1 minute.
+	// an [*OutcomeUnknownError]. Defaults to 1 minute.
 	MaxElapsed time.Duration
 
 	// RetryDelay is the wait after the attempt-th attempt (from 1) when the
@@ -135,7 +135,7 @@ func (c *Config) validate() error {
 	if c.MaxAttempts < 1 {
 		return errors.New("Config.MaxAttempts must be at least 1")
 	}
-	if c.Header.Get(HeaderIdempotencyKey) != "" {
+	if c.Header.Get(headerIdempotencyKey) != "" {
 		return errors.New("Config.Header must not set Idempotency-Key: each intent carries its own")
 	}
 	if c.MaxElapsed < 0 {

@@ -12,8 +12,8 @@
 // jitter ([FullJitter]), honouring Retry-After, until an attempt or
 // elapsed-time budget runs out. It never retries 400, 401, 402, 404, 422 or
 // any other 4xx: those answers are definitive and come back as a
-// [*RejectedError]. When the budget runs out the error matches
-// [ErrOutcomeUnknown]: the request may or may not have taken effect, and the
+// [*RejectedError]. When the budget runs out the error is an
+// [*OutcomeUnknownError]: the request may or may not have taken effect, and the
 // only safe next step is to submit the same intent again, later, with the
 // same key.
 //
@@ -31,6 +31,6 @@
 //
 // What happens on cancel: cancelling the context stops Submit and Flush
 // promptly. If a request had already been sent its outcome is unknown
-// (the error matches both [ErrOutcomeUnknown] and the context's error) and the
+// (the error is an [*OutcomeUnknownError] that wraps the context's error) and the
 // intent stays queued; nothing is ever dropped because of a cancel.
 package client

@@ -2,27 +2,14 @@ package client
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 )
 
-// ErrOutcomeUnknown means the intent was sent but no definitive answer came
-// back before the retry budget ran out or the context ended: it may or may
-// not have taken effect on the server. The safe next step is to submit the
-// same intent again later, with the same key; the server de-duplicates it.
-// Errors matching it are [*OutcomeUnknownError].
-var ErrOutcomeUnknown = errors.New("outcome unknown")
-
-// ErrRejected means the server gave a definitive answer other than success
-// (a 4xx other than 409 request_in_progress and 429). Sending the same intent
-// again gets the same answer, so it must not be retried as is. Errors
-// matching it are [*RejectedError].
-var ErrRejected = errors.New("request rejected")
-
-// RejectedError is a definitive non-success answer from the server, such as
-// 422 idempotency_key_reused, 402 card_declined or 404 not_found. It matches
-// [ErrRejected].
+// RejectedError is a definitive answer other than success from the server (a
+// 4xx other than 409 request_in_progress and 429), such as 422
+// idempotency_key_reused, 402 card_declined or 404 not_found. Sending the same
+// intent again gets the same answer, so it must not be retried as is.
 type RejectedError struct {
 	// Status is the HTTP status code.
 	Status int
@@ -45,15 +32,15 @@ func (e *RejectedError) Error() string {
 	return b.String()
 }
 
-// Is reports whether target is [ErrRejected].
-func (e *RejectedError) Is(target error) bool { return target == ErrRejected }
-
 // Retryable reports false: the same request gets the same answer.
 func (e *RejectedError) Retryable() bool { return false }
 
-// OutcomeUnknownError says why [Client.Submit] stopped without a definitive
-// answer. It matches [ErrOutcomeUnknown], and unwraps to the last transport
-// or context error, if any.
+// OutcomeUnknownError means the intent was sent but no definitive answer came
+// back before the retry budget ran out or the context ended: it may or may
+// not have taken effect on the server. The safe next step is to submit the
+// same intent again later, with the same key; the server de-duplicates it.
+// It says why [Client.Submit] stopped, and unwraps to the last transport or
+// context error, if any.
 type OutcomeUnknownError struct {
 	// Attempts is how many requests were sent.
 	Attempts int
@@ -82,9 +69,6 @@ func (e *OutcomeUnknownError) Error() string {
 	b.WriteString("; retry later with the same key")
 	return b.String()
 }
-
-// Is reports whether target is [ErrOutcomeUnknown].
-func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcomeUnknown }
 
 // Unwrap returns the last transport or context error, or nil.
 func (e *OutcomeUnknownError) Unwrap() error { return e.Err }

@@ -22,14 +22,14 @@ func Example() {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
-		key := r.Header.Get(client.HeaderIdempotencyKey)
+		key := r.Header.Get("Idempotency-Key")
 		if !stored[key] {
 			stored[key] = true
 			conn, _, _ := http.NewResponseController(w).Hijack()
 			conn.Close()
 			return
 		}
-		w.Header().Set(client.HeaderIdempotentReplayed, "true")
+		w.Header().Set("Idempotent-Replayed", "true")
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprint(w, `{"id":"pay_1","status":"succeeded"}`)
 	}))

@@ -13,12 +13,12 @@ import (
 	"github.com/pgsaga/pgsaga/internal/idemkey"
 )
 
-// HeaderIdempotencyKey is the request header that carries an intent's key.
-const HeaderIdempotencyKey = "Idempotency-Key"
+// headerIdempotencyKey is the request header that carries an intent's key.
+const headerIdempotencyKey = "Idempotency-Key"
 
-// HeaderIdempotentReplayed is the response header a server sets to "true"
+// headerIdempotentReplayed is the response header a server sets to "true"
 // when it answers with a stored response instead of executing the request.
-const HeaderIdempotentReplayed = "Idempotent-Replayed"
+const headerIdempotentReplayed = "Idempotent-Replayed"
 
 // Intent is one decision by a user ("pay 2000 on invoice inv_1"), together
 // with the idempotency key that names it. Every attempt to submit an intent,
@@ -126,8 +126,8 @@ func (i *Intent) Validate() error {
 		return fmt.Errorf("%w: body is not valid JSON", ErrInvalidIntent)
 	}
 	for name := range i.Header {
-		if http.CanonicalHeaderKey(name) == HeaderIdempotencyKey {
-			return fmt.Errorf("%w: Header must not set %s; it comes from Key", ErrInvalidIntent, HeaderIdempotencyKey)
+		if http.CanonicalHeaderKey(name) == headerIdempotencyKey {
+			return fmt.Errorf("%w: Header must not set %s; it comes from Key", ErrInvalidIntent, headerIdempotencyKey)
 		}
 	}
 	return nil

@@ -314,7 +314,7 @@ func (q *Queue) Flush(ctx context.Context, client *Client, report func(QueuedInt
 		case submitErr == nil:
 			err = q.settle(&item, nil)
 			res.Succeeded++
-		case errors.Is(submitErr, ErrRejected), errors.Is(submitErr, ErrInvalidIntent):
+		case errors.As(submitErr, new(*RejectedError)), errors.Is(submitErr, ErrInvalidIntent):
 			item.State = QueueStateHeld
 			err = q.settle(&item, bucketHeld)
 			res.Held++

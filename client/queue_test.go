@@ -185,7 +185,7 @@ func TestQueueFlushInOrderHoldsRejections(t *testing.T) {
 	require.Equal(t, keysOf(before), []string{reports[0].key, reports[1].key, reports[2].key, reports[3].key})
 	require.Equal(t, 422, reports[1].status)
 	require.Equal(t, client.QueueStateHeld, reports[1].state)
-	require.ErrorIs(t, reports[1].err, client.ErrRejected)
+	require.ErrorAs(t, reports[1].err, new(*client.RejectedError))
 	require.NoError(t, reports[2].err)
 
 	after, err := q.List()
@@ -225,7 +225,7 @@ func TestQueueFlushStopsAtUnknownOutcomeAndKeepsOrder(t *testing.T) {
 	require.NoError(t, err)
 
 	res, err := q.Flush(context.Background(), c, nil)
-	require.ErrorIs(t, err, client.ErrOutcomeUnknown)
+	require.ErrorAs(t, err, new(*client.OutcomeUnknownError))
 	require.ErrorContains(t, err, before[1].Intent.Key)
 	require.Equal(t, client.FlushResult{Succeeded: 1, Pending: 2}, res)
 	require.Equal(t, []string{"inv_1", "down", "down", "down"}, srv.Invoices(), "inv_2 must not overtake the unknown one")

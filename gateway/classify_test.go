@@ -23,45 +23,40 @@ func TestClassify(t *testing.T) {
 		err    error
 		want   phases.CallOutcome
 	}{
-		"succeeded":          {&gateway.Charge{Status: gateway.ChargeStatusSucceeded}, nil, succeeded},
-		"declined":           {&gateway.Charge{Status: gateway.ChargeStatusDeclined}, nil, declined},
-		"pending":            {&gateway.Charge{Status: gateway.ChargeStatusPending}, nil, pending},
+		"succeeded":          {&gateway.Charge{Status: gateway.StatusSucceeded}, nil, succeeded},
+		"declined":           {&gateway.Charge{Status: gateway.StatusDeclined}, nil, declined},
+		"pending":            {&gateway.Charge{Status: gateway.StatusPending}, nil, pending},
 		"processing":         {&gateway.Charge{Status: "processing"}, nil, unknown},
 		"refunded":           {&gateway.Charge{Status: "refunded"}, nil, unknown},
 		"empty status":       {&gateway.Charge{}, nil, unknown},
 		"no charge no error": {nil, nil, unknown},
-		"not done":           {nil, &gateway.NotDoneError{Err: boom}, failedBefore},
-		"wrapped not done":   {nil, fmt.Errorf("ctx: %w", &gateway.NotDoneError{Err: boom}), failedBefore},
-		"unknown":            {nil, &gateway.UnknownError{Err: boom}, unknown},
-		"unknown wins":       {nil, &gateway.UnknownError{Err: &gateway.NotDoneError{Err: boom}}, unknown},
-		"permanent":          {nil, &gateway.PermanentError{Err: boom}, failedBefore},
-		"phases permanent":   {nil, phases.Permanent(boom), failedBefore},
+		"not done":           {nil, gateway.NotDone(boom), failedBefore},
+		"wrapped not done":   {nil, fmt.Errorf("ctx: %w", gateway.NotDone(boom)), failedBefore},
+		"unknown":            {nil, gateway.Unknown(boom), unknown},
+		"unknown wins":       {nil, gateway.Unknown(gateway.NotDone(boom)), unknown},
+		"permanent":          {nil, phases.Permanent(boom), failedBefore},
 		"outcome unknown":    {nil, phases.OutcomeUnknown(boom), unknown},
-		"key expired":        {nil, fmt.Errorf("resume: %w", gateway.ErrKeyExpired), unknown},
 		"cannot resolve":     {nil, gateway.ErrCannotResolve, unknown},
-		"mismatch":           {nil, gateway.ErrMismatch, unknown},
+		"wrapped unresolved": {nil, fmt.Errorf("resume: %w", gateway.ErrCannotResolve), unknown},
 		"pending error":      {nil, phases.RetryAfter(1, fmt.Errorf("x: %w", gateway.ErrPending)), pending},
 		"unplaced error":     {nil, boom, unknown},
 		"bare context error": {nil, context.DeadlineExceeded, unknown},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, tc.want, gateway.Classify(tc.charge, tc.err))
+			require.Equal(t, tc.want, gateway.Charges.Classify(tc.charge, tc.err))
 		})
 	}
 }
 
 // What nothing can resolve parks without compensating; it is never merely
 // permanent (compensated as if nothing had moved).
-func TestUnresolvableSentinelsAreOutcomeUnknown(t *testing.T) {
+func TestUnresolvableIsOutcomeUnknown(t *testing.T) {
 	t.Parallel()
-	for _, err := range []error{gateway.ErrKeyExpired, gateway.ErrCannotResolve, gateway.ErrMismatch, gateway.ErrPendingTooLong} {
-		wrapped := fmt.Errorf("resume: %w", err)
-		require.True(t, phases.IsOutcomeUnknown(wrapped), "%v", err)
-		require.False(t, phases.IsRetryable(wrapped), "%v", err)
-		require.ErrorIs(t, wrapped, err)
-	}
-	for _, err := range []error{gateway.ErrPending, gateway.ErrInFlight, &gateway.UnknownError{Err: io.EOF}, &gateway.PermanentError{Err: io.EOF}} {
+	wrapped := fmt.Errorf("resume: %w", gateway.ErrCannotResolve)
+	require.True(t, phases.IsOutcomeUnknown(wrapped))
+	require.False(t, phases.IsRetryable(wrapped))
+	for _, err := range []error{gateway.ErrPending, gateway.ErrInFlight, gateway.Unknown(io.EOF), phases.Permanent(io.EOF)} {
 		require.False(t, phases.IsOutcomeUnknown(err), "%v", err)
 	}
 }
@@ -74,9 +69,9 @@ func TestTransportError(t *testing.T) {
 	require.NoError(t, ln.Close())
 	_, refused := http.Get("http://" + addr)
 	require.Error(t, refused)
-	require.Equal(t, failedBefore, gateway.Classify(nil, gateway.TransportError(refused)))
+	require.Equal(t, failedBefore, gateway.Classify(gateway.TransportError(refused)))
 
 	for _, err := range []error{io.EOF, io.ErrUnexpectedEOF, context.DeadlineExceeded, errors.New("connection reset by peer")} {
-		require.Equal(t, unknown, gateway.Classify(nil, gateway.TransportError(err)), "%v", err)
+		require.Equal(t, unknown, gateway.Classify(gateway.TransportError(err)), "%v", err)
 	}
 }

@@ -40,16 +40,15 @@
 //   - succeeded, declined: the provider's final answer; a decline is a result (a record with
 //     StatusDeclined), stored and replayed, never an error.
 //   - failed_before: the provider certainly did not act (a refused connection, an explicit
-//     "not processed", a validation refusal). A NotDoneError is retried; a PermanentError
+//     "not processed", a validation refusal). NotDone is retried; phases.Permanent
 //     (Retryable false) is compensated and parked by the engine.
 //   - pending: the provider accepted the request and has not decided. It is never sent again;
 //     it is read back (Get) until it is final.
 //   - unknown: the provider may or may not have acted (a timeout, a lost response, a 5xx that
 //     promises nothing, a status nobody knows). It is resolved by inquiry or by the same key,
 //     never by guessing; when nothing can resolve it, ExecuteEffect returns an error that
-//     satisfies phases.IsOutcomeUnknown (ErrCannotResolve, ErrKeyExpired, ErrMismatch,
-//     ErrPendingTooLong): the engine parks the key and compensates nothing, since money may
-//     have moved or a message gone out.
+//     satisfies phases.IsOutcomeUnknown (ErrCannotResolve, with the reason): the engine parks
+//     the key and compensates nothing, since money may have moved or a message gone out.
 //
 // # Guarantees of ExecuteEffect, given the engine's call journal (Journal)
 //
@@ -75,7 +74,7 @@
 //   - Pending: an effect known to be pending (answered so, found by inquiry, or recorded in the
 //     journal with its id) is never sent again. ExecuteEffect reads it back until it is final;
 //     still pending when its rounds or ctx run out, it returns ErrPending as phases.RetryAfter;
-//     pending longer than ExecuteOpts.PendingWindow, ErrPendingTooLong.
+//     pending longer than ExecuteOpts.PendingWindow, ErrCannotResolve.
 //   - Record: ExecuteEffect calls Journal.RecordCall exactly once on every return path, with what
 //     this attempt came to (and the provider's id when it saw the effect). An attempt that sent
 //     nothing records failed_before unless it learnt the effect's state (then that state).

@@ -14,9 +14,9 @@ import (
 // Effect by the engine's call rules; the adapter only speaks to its provider.
 //
 // Implementations are safe for concurrent use, and classify every failure by behaviour: an
-// error whose provider certainly did not act is a NotDoneError (or a PermanentError when
-// sending it again cannot help); one whose provider may have acted is an UnknownError. An error
-// they cannot place is taken as unknown.
+// error whose provider certainly did not act is NotDone (or phases.Permanent when sending it
+// again cannot help); one whose provider may have acted is Unknown. An error they cannot place
+// is taken as unknown.
 //
 // Kind returns what the engine knows of the effect's kind, the same for every adapter of it
 // (Charges for every payment Gateway).
@@ -61,7 +61,7 @@ type Kind[P, R any] struct {
 	Verdict func(r *R) (providerID string, status Status)
 	// Match returns nil when r is the effect params asks for (a charge's amount, currency and
 	// reference), else an error saying how it differs. A record that does not match is never
-	// taken for the intent's: ExecuteEffect returns ErrMismatch.
+	// taken for the intent's: ExecuteEffect returns ErrCannotResolve.
 	Match func(params P, r *R) error
 	// Recorded returns the record params came to as the call journal holds it, a provider id
 	// and a final status, for an attempt that finds its call already decided: nothing is sent
@@ -90,7 +90,7 @@ func (k *Kind[P, R]) validate() error {
 //   - an error: ClassifyError's class.
 func (k *Kind[P, R]) Classify(r *R, err error) phases.CallOutcome {
 	if err != nil {
-		return ClassifyError(err)
+		return Classify(err)
 	}
 	if r == nil {
 		return phases.CallOutcomeUnknown

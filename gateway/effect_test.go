@@ -55,6 +55,6 @@ func TestChargeEffectIsTheGateway(t *testing.T) {
 	p := params(gateway.DeriveKey("payment", "as-an-effect"), 100)
 	charge, err := gateway.ExecuteEffect(ctxFor(t), nil, e, p, fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 }

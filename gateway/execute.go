@@ -19,13 +19,13 @@ import (
 //
 //   - An effect the journal knows by id (recorded pending) is never sent again: it is read back
 //     (Get, else inquiry) until it is final. Still pending when the rounds or ctx run out: an
-//     ErrPending in phases.RetryAfter; pending past opts.PendingWindow: ErrPendingTooLong.
+//     ErrPending in phases.RetryAfter; pending past opts.PendingWindow: ErrCannotResolve.
 //   - When an earlier attempt may have reached the provider (a prior call not recorded as
 //     certainly not done, or opts.MayHaveReached) and the provider has inquiry, it asks by
 //     reference first. So it does before the first send to a provider with inquiry that cannot
 //     de-duplicate the request by its idempotency key: a re-execution after a failover that
 //     lost the key's commits (and its journal) finds the effect the first execution made. A
-//     record found is taken only if it matches the intent (Kind.Match; ErrMismatch otherwise),
+//     record found is taken only if it matches the intent (Kind.Match; ErrCannotResolve otherwise),
 //     a pending one is followed as above. An empty answer counts only once every earlier
 //     attempt (and every send of this one) that may have reached the provider has been quiet
 //     for the longer of the in-flight window it was sent under and Capabilities.MaxInFlight
@@ -35,13 +35,13 @@ import (
 //     that fails it sends nothing.
 //   - Without inquiry it re-sends the same key only if the provider honours keys
 //     (ErrCannotResolve otherwise) and the key is within Capabilities.KeyRetention
-//     (ErrKeyExpired otherwise). Both satisfy phases.IsOutcomeUnknown: park, never compensate.
+//     (ErrCannotResolve otherwise). Both satisfy phases.IsOutcomeUnknown: park, never compensate.
 //   - Every request to the provider is cut at Capabilities.RequestTimeout: a send without an
 //     answer by then is unknown, and is resolved in the next round like a lost answer.
 //   - A send that certainly did not act is retried; one whose outcome is unknown is resolved
 //     the same way (inquiry, measured from when that send stopped, or the same key), never by
 //     guessing. An effect answered pending is never sent again.
-//   - When the rounds or ctx run out, it returns the last failure, an UnknownError when this
+//   - When the rounds or ctx run out, it returns the last failure, Unknown when this
 //     attempt may have acted.
 //
 // What it records: succeeded, declined or pending (with the provider's id) when it saw the
@@ -54,7 +54,7 @@ func ExecuteEffect[P, R any](ctx context.Context, j Journal, e Effect[P, R], par
 		if j != nil {
 			j.RecordCall(phases.CallOutcomeFailedBefore, "")
 		}
-		return nil, &PermanentError{Err: err}
+		return nil, phases.Permanent(err)
 	}
 	x := newExecution(j, e, kind, params, opts.withDefaults())
 	r, err := x.run(ctx)
@@ -224,7 +224,7 @@ func (x *execution[P, R]) followPending(r *R) error {
 	}
 	if since := now.Sub(x.pendingSince); since > x.opts.PendingWindow {
 		return fmt.Errorf("%s %s for %q pending for %s (window %s): %w",
-			x.kind.Name, id, x.ref, since.Round(time.Second), x.opts.PendingWindow, ErrPendingTooLong)
+			x.kind.Name, id, x.ref, since.Round(time.Second), x.opts.PendingWindow, errPendingTooLong)
 	}
 	return nil
 }
@@ -264,10 +264,10 @@ func (x *execution[P, R]) send(ctx context.Context) result[R] {
 	x.attempts = append(x.attempts, phases.CallRecord{StartedAt: now, EndedAt: &now, MaxInFlight: window})
 	switch {
 	case err == nil && r == nil:
-		err = &UnknownError{Err: errors.New("the provider answered neither a record nor an error")}
+		err = Unknown(errors.New("the provider answered neither a record nor an error"))
 	case err == nil:
 		id, status := x.verdict(r)
-		err = &UnknownError{Err: fmt.Errorf("%s %s has status %q", x.kind.Name, id, status)}
+		err = Unknown(fmt.Errorf("%s %s has status %q", x.kind.Name, id, status))
 	}
 	err = fmt.Errorf("error sending %s %q: %w", x.kind.Name, x.ref, err)
 	if phases.IsOutcomeUnknown(err) {
@@ -275,7 +275,7 @@ func (x *execution[P, R]) send(ctx context.Context) result[R] {
 	}
 	if !x.caps.Inquiry && !x.keyed() {
 		// Neither inquiry nor keys: another send could be a second effect. Never guess.
-		return failed[R](fmt.Errorf("%w (%w)", ErrCannotResolve, err))
+		return failed[R](fmt.Errorf("%w (%w)", errNoResolution, err))
 	}
 	return retryLater[R](err)
 }
@@ -323,9 +323,9 @@ func (x *execution[P, R]) unlessUnsupported(ctx context.Context, r result[R]) re
 // what this attempt came to: unknown when one of its own sends may have acted, else not done.
 func (x *execution[P, R]) classed(err error) error {
 	if x.outcome == phases.CallOutcomeUnknown {
-		return &UnknownError{Err: err}
+		return Unknown(err)
 	}
-	return &NotDoneError{Err: err}
+	return NotDone(err)
 }
 
 // inquire asks the provider what it holds for the reference: held is false when it holds
@@ -358,7 +358,7 @@ func (x *execution[P, R]) inquire(ctx context.Context) (r result[R], held bool) 
 
 // pick returns the record an inquiry settles on: a succeeded one in preference to a pending
 // one, and a pending one to a declined one; nil when there is none. A record that does not
-// match the intent is never taken for it: ErrMismatch.
+// match the intent is never taken for it: ErrCannotResolve.
 func (x *execution[P, R]) pick(records []R) (*R, error) {
 	var best *R
 	bestRank := 0
@@ -379,10 +379,10 @@ func (x *execution[P, R]) pick(records []R) (*R, error) {
 func (x *execution[P, R]) check(r *R) error {
 	id, status := x.verdict(r)
 	if status.rank() == 0 {
-		return fmt.Errorf("%s %s for %q has status %q: %w", x.kind.Name, id, x.ref, status, ErrMismatch)
+		return fmt.Errorf("%s %s for %q has status %q: %w", x.kind.Name, id, x.ref, status, errMismatch)
 	}
 	if err := x.kind.Match(x.params, r); err != nil {
-		return fmt.Errorf("%s %s for %q: %v: %w", x.kind.Name, id, x.ref, err, ErrMismatch)
+		return fmt.Errorf("%s %s for %q: %v: %w", x.kind.Name, id, x.ref, err, errMismatch)
 	}
 	return nil
 }
@@ -391,12 +391,12 @@ func (x *execution[P, R]) check(r *R) error {
 // the first request instead of acting again, while it remembers the key.
 func (x *execution[P, R]) resendKey(ctx context.Context) result[R] {
 	if !x.keyed() {
-		return failed[R](fmt.Errorf("error resolving %s %q: %w", x.kind.Name, x.ref, ErrCannotResolve))
+		return failed[R](fmt.Errorf("error resolving %s %q: %w", x.kind.Name, x.ref, errNoResolution))
 	}
 	created := x.opts.KeyCreatedAt
 	if x.caps.KeyRetention > 0 && !created.IsZero() && created.Before(x.opts.Now().Add(-x.caps.KeyRetention)) {
 		return failed[R](fmt.Errorf("error resolving %s %q: key %q first sent at %s, provider keeps keys for %s: %w",
-			x.kind.Name, x.ref, x.key, created.Format(time.RFC3339), x.caps.KeyRetention, ErrKeyExpired))
+			x.kind.Name, x.ref, x.key, created.Format(time.RFC3339), x.caps.KeyRetention, errKeyExpired))
 	}
 	return x.send(ctx)
 }
@@ -456,8 +456,8 @@ func (x *execution[P, R]) gaveUp(ctx context.Context) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 		err = fmt.Errorf("%w (gave up: %w)", err, ctxErr)
 	}
-	if x.outcome == phases.CallOutcomeUnknown && ClassifyError(err) != phases.CallOutcomeUnknown {
-		return &UnknownError{Err: err}
+	if x.outcome == phases.CallOutcomeUnknown && Classify(err) != phases.CallOutcomeUnknown {
+		return Unknown(err)
 	}
 	return err
 }

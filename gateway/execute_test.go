@@ -35,7 +35,7 @@ func TestExecuteLostResponseWithIdempotency(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, []string{"charge", "charge"}, gw.list(), "the same key, re-sent")
 	require.Equal(t, 1, s.ChargesFor(p.Reference), "the re-sent key must not charge again")
 	require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())
@@ -52,7 +52,7 @@ func TestExecuteLostResponseWithInquiryOnly(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, p.Reference, charge.Reference)
 	require.Equal(t, []string{"inquire", "charge", "inquire"}, gw.list(), "inquiry resolves it without a second charge")
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
@@ -130,7 +130,8 @@ func TestExecuteInquiryMismatchIsOutcomeUnknown(t *testing.T) {
 
 			charge, err := gateway.Execute(ctxFor(t), &j, gw, params(ref, 100), fast(5))
 			require.Nil(t, charge)
-			require.ErrorIs(t, err, gateway.ErrMismatch)
+			require.ErrorIs(t, err, gateway.ErrCannotResolve)
+			require.ErrorContains(t, err, "does not match the intent")
 			require.True(t, phases.IsOutcomeUnknown(err), "park, never compensate: %v", err)
 			require.False(t, phases.IsRetryable(err))
 			require.Equal(t, []string{"inquire"}, gw.list(), "never charged over")
@@ -149,7 +150,7 @@ func TestExecuteResumeWithInquiryNothingFoundCharges(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, []string{"inquire", "charge"}, gw.list())
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 }
@@ -181,7 +182,7 @@ func TestExecuteKnownOutcomeIsNotSentAgain(t *testing.T) {
 			charge, err := gateway.Execute(ctxFor(t), &j, gw, params("payment:known", 100), fast(5))
 			require.NoError(t, err)
 			require.Equal(t, "ch_known", charge.ID)
-			require.Equal(t, outcome, gateway.Classify(charge, nil))
+			require.Equal(t, outcome, gateway.Charges.Classify(charge, nil))
 			require.Empty(t, gw.list())
 			require.Equal(t, outcome, j.Outcomes()[1])
 		})
@@ -202,10 +203,11 @@ func TestExecuteKeyExpired(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, o)
 	require.Nil(t, charge)
-	require.ErrorIs(t, err, gateway.ErrKeyExpired)
+	require.ErrorIs(t, err, gateway.ErrCannotResolve)
+	require.ErrorContains(t, err, "key retention window")
 	require.True(t, phases.IsOutcomeUnknown(err), "money may have moved: park, never compensate")
 	require.False(t, phases.IsRetryable(err))
-	require.Equal(t, unknown, gateway.Classify(nil, err))
+	require.Equal(t, unknown, gateway.Classify(err))
 	require.Empty(t, gw.list())
 	require.Zero(t, s.TotalCharges())
 	require.Equal(t, failedBefore, j.Outcomes()[1], "this attempt sent nothing")
@@ -215,13 +217,14 @@ func TestExecuteKeyExpired(t *testing.T) {
 	fresh.Add(crashed(now.Add(-23 * time.Hour)))
 	charge, err = gateway.Execute(ctxFor(t), &fresh, gw, p, o)
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 
 	// Without a journal, KeyCreatedAt says when the key was first sent.
 	o.MayHaveReached, o.KeyCreatedAt = true, now.Add(-25*time.Hour)
 	_, err = gateway.Execute(ctxFor(t), nil, gw, p, o)
-	require.ErrorIs(t, err, gateway.ErrKeyExpired)
+	require.ErrorIs(t, err, gateway.ErrCannotResolve)
+	require.ErrorContains(t, err, "key retention window")
 }
 
 func TestExecuteCannotResolve(t *testing.T) {
@@ -267,7 +270,7 @@ func TestExecuteRetriesNotDone(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, []string{"charge", "charge", "charge", "charge"}, gw.list())
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 	require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())
@@ -281,7 +284,7 @@ func TestExecuteRetriesRunOut(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, params("payment:down", 100), fast(2))
 	require.Nil(t, charge)
-	require.Equal(t, failedBefore, gateway.Classify(nil, err), "%v", err)
+	require.Equal(t, failedBefore, gateway.Classify(err), "%v", err)
 	require.True(t, phases.IsRetryable(err))
 	require.Len(t, gw.list(), 3)
 	require.Zero(t, s.TotalCharges())
@@ -300,7 +303,7 @@ func TestExecuteUnresolvedUnknownStaysUnknown(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(2))
 	require.Nil(t, charge)
-	require.Equal(t, unknown, gateway.Classify(nil, err), "%v", err)
+	require.Equal(t, unknown, gateway.Classify(err), "%v", err)
 	require.True(t, phases.IsRetryable(err), "resolved by a later attempt")
 	require.Equal(t, []string{"charge", "charge", "charge"}, gw.list())
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
@@ -327,7 +330,7 @@ func TestExecuteDeclineIsAResult(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, params("payment:big", 5000), fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusDeclined, charge.Status)
+	require.Equal(t, gateway.StatusDeclined, charge.Status)
 	require.Equal(t, []string{"charge"}, gw.list(), "a decline is not retried")
 	require.Equal(t, []phases.CallOutcome{declined}, j.Outcomes())
 }
@@ -339,7 +342,7 @@ func TestExecuteInvalidIsPermanent(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, params("payment:zero", 0), fast(5))
 	require.Nil(t, charge)
-	require.Equal(t, failedBefore, gateway.Classify(nil, err))
+	require.Equal(t, failedBefore, gateway.Classify(err))
 	require.False(t, phases.IsRetryable(err), "compensate and park: %v", err)
 	require.False(t, phases.IsOutcomeUnknown(err))
 	require.Equal(t, []string{"charge"}, gw.list())
@@ -359,7 +362,7 @@ func TestExecuteRespectsDeadline(t *testing.T) {
 	require.Nil(t, charge)
 	require.Less(t, time.Since(start), 10*time.Second)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.Equal(t, unknown, gateway.Classify(nil, err), "%v", err)
+	require.Equal(t, unknown, gateway.Classify(err), "%v", err)
 	require.True(t, phases.IsRetryable(err))
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 	require.Equal(t, []phases.CallOutcome{unknown}, j.Outcomes())
@@ -375,7 +378,7 @@ func TestExecuteCancelledBeforeStart(t *testing.T) {
 	charge, err := gateway.Execute(ctx, &j, s.Gateway(), params("payment:cancelled", 100), nil)
 	require.Nil(t, charge)
 	require.ErrorIs(t, err, context.Canceled)
-	require.Equal(t, failedBefore, gateway.Classify(nil, err), "nothing was sent: %v", err)
+	require.Equal(t, failedBefore, gateway.Classify(err), "nothing was sent: %v", err)
 	require.Zero(t, s.TotalCharges())
 	require.Equal(t, []phases.CallOutcome{failedBefore}, j.Outcomes())
 }

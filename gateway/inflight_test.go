@@ -42,7 +42,7 @@ func sendAndGiveUp(t *testing.T, gw gateway.Gateway, arrived <-chan struct{}, p 
 		cancel()
 	}()
 	_, err := gw.Charge(ctx, p)
-	require.Equal(t, unknown, gateway.Classify(nil, err), "%v", err)
+	require.Equal(t, unknown, gateway.Classify(err), "%v", err)
 }
 
 // The zombie's charge lands after the next execution's first, empty inquiry. Execute does not
@@ -73,7 +73,7 @@ func TestExecuteZombieLandsAfterEmptyInquiry(t *testing.T) {
 
 			charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 			require.NoError(t, err)
-			require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+			require.Equal(t, gateway.StatusSucceeded, charge.Status)
 			require.Equal(t, "inquire", gw.list()[0])
 			require.Eventually(t, func() bool { return s.ChargesFor(p.Reference) == tc.charges }, 5*time.Second, 10*time.Millisecond)
 			if !tc.trustEmpty {
@@ -102,11 +102,11 @@ func TestExecuteInFlightWindowDefers(t *testing.T) {
 	charge, err := gateway.Execute(ctx, &j, gw, p, fast(5))
 	require.Nil(t, charge)
 	require.ErrorIs(t, err, gateway.ErrInFlight)
-	var after *phases.RetryAfterError
-	require.ErrorAs(t, err, &after)
-	require.Greater(t, after.After, time.Second)
-	require.LessOrEqual(t, after.After, hold)
-	require.Equal(t, failedBefore, gateway.Classify(nil, err), "this attempt sent nothing")
+	after, ok := phases.RetryDelay(err)
+	require.True(t, ok)
+	require.Greater(t, after, time.Second)
+	require.LessOrEqual(t, after, hold)
+	require.Equal(t, failedBefore, gateway.Classify(err), "this attempt sent nothing")
 	require.Equal(t, []string{"inquire"}, gw.list())
 	require.Equal(t, failedBefore, j.Outcomes()[1])
 
@@ -114,7 +114,7 @@ func TestExecuteInFlightWindowDefers(t *testing.T) {
 	require.Eventually(t, func() bool { return s.ChargesFor(p.Reference) == 1 }, 5*time.Second, 10*time.Millisecond)
 	charge, err = gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.NotContains(t, gw.list(), "charge")
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 }
@@ -135,7 +135,7 @@ func TestExecuteOwnTimeoutWaitsOutWindow(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, []string{"inquire", "charge", "inquire", "inquire"}, gw.list(), "asked again after the window")
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 	require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())
@@ -165,7 +165,7 @@ func TestExecuteProxy502AfterChargeIsResolvedNotResent(t *testing.T) {
 	var j gatewaytest.Journal
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, []string{"inquire", "charge", "inquire"}, gw.list())
 	require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())
 	require.Equal(t, 1, s.ChargesFor(p.Reference), "one charge, never a second after a 502")

@@ -17,7 +17,7 @@ type ExecuteOpts struct {
 	// check) when there is no prior call.
 	KeyCreatedAt time.Time
 	// PendingWindow is how long an effect may stay pending, counted from the first attempt that
-	// found it pending, before the call gives up on it with ErrPendingTooLong (an outcome nothing
+	// found it pending, before the call gives up on it with ErrCannotResolve (an outcome nothing
 	// can resolve: the engine parks the key). Defaults to 24h.
 	PendingWindow time.Duration
 	// Retries is how many more rounds the call makes in-process after the first one before it

@@ -2,58 +2,63 @@ package gateway
 
 import (
 	"errors"
+	"fmt"
 	"net"
 
 	"github.com/pgsaga/pgsaga/phases"
 )
 
-// NotDoneError wraps a failure after which the provider certainly did not act: no connection
-// could be opened, the request was never sent, or the provider answered explicitly that it did
-// not process it. Sending the request again is safe: Retryable reports true.
-type NotDoneError struct{ Err error }
+// notDoneError is a failure after which the provider certainly did not act (see NotDone).
+type notDoneError struct{ err error }
 
-func (e *NotDoneError) Error() string   { return "gateway: certainly not done: " + e.Err.Error() }
-func (e *NotDoneError) Unwrap() error   { return e.Err }
-func (e *NotDoneError) Retryable() bool { return true }
+func (e *notDoneError) Error() string   { return "gateway: certainly not done: " + e.err.Error() }
+func (e *notDoneError) Unwrap() error   { return e.err }
+func (e *notDoneError) Retryable() bool { return true }
 
-// UnknownError wraps a failure after which the provider may or may not have acted: a timeout,
-// a connection lost after sending, a 5xx that guarantees nothing, an answer that cannot be read.
-// Retryable reports true: the engine keeps the key and resolves the call later, by inquiry or
-// by re-sending the same key, never by guessing.
-type UnknownError struct{ Err error }
+// NotDone wraps a failure after which the provider certainly did not act: no connection could
+// be opened, the request was never sent, or the provider answered explicitly that it did not
+// process it. Sending the request again is safe: phases.IsRetryable reports true, and Classify
+// failed_before.
+func NotDone(err error) error { return &notDoneError{err: err} }
 
-func (e *UnknownError) Error() string   { return "gateway: outcome unknown: " + e.Err.Error() }
-func (e *UnknownError) Unwrap() error   { return e.Err }
-func (e *UnknownError) Retryable() bool { return true }
+// unknownError is a failure after which the provider may or may not have acted (see Unknown).
+type unknownError struct{ err error }
 
-// PermanentError wraps a request the provider refused as invalid without acting on it (a
-// validation 4xx). Sending it again cannot help: Retryable reports false, so the engine
-// compensates the earlier phases and parks the key.
-type PermanentError struct{ Err error }
+func (e *unknownError) Error() string   { return "gateway: outcome unknown: " + e.err.Error() }
+func (e *unknownError) Unwrap() error   { return e.err }
+func (e *unknownError) Retryable() bool { return true }
 
-func (e *PermanentError) Error() string   { return "gateway: refused: " + e.Err.Error() }
-func (e *PermanentError) Unwrap() error   { return e.Err }
-func (e *PermanentError) Retryable() bool { return false }
+// Unknown wraps a failure after which the provider may or may not have acted: a timeout, a
+// connection lost after sending, a 5xx that guarantees nothing, an answer that cannot be read.
+// phases.IsRetryable reports true and Classify unknown: the engine keeps the key and resolves
+// the call later, by inquiry or by re-sending the same key, never by guessing.
+//
+// A request the provider refused as invalid without acting on it (a validation 4xx) is
+// phases.Permanent: sending it again cannot help, so the engine compensates the earlier phases
+// and parks the key.
+func Unknown(err error) error { return &unknownError{err: err} }
 
-// ErrKeyExpired means an earlier attempt may have acted, the provider cannot be asked (no
-// inquiry), and the idempotency key is older than the provider's key window: re-sending it
-// could act twice. It satisfies phases.IsOutcomeUnknown: the engine parks the key for an
-// operator and compensates nothing (money may have moved, a message may have gone out).
-var ErrKeyExpired error = phases.OutcomeUnknown(errors.New("gateway: idempotency key is older than the provider's key retention window"))
+// ErrCannotResolve means an earlier attempt may have acted and nothing can tell whether it did.
+// It satisfies phases.IsOutcomeUnknown: the engine parks the key for an operator and
+// compensates nothing (money may have moved, a message may have gone out). The error wrapping
+// it says why:
+//
+//   - the provider supports neither inquiry nor idempotency keys, or a pending effect can be
+//     read back neither by id nor by reference;
+//   - the provider cannot be asked and the idempotency key is older than its key retention
+//     window: re-sending it could act twice;
+//   - the provider holds a record for the reference that is not the intent's effect (a charge
+//     of another amount or currency; see Kind.Match), which is never taken as the intent's;
+//   - the effect stayed pending past ExecuteOpts.PendingWindow.
+var ErrCannotResolve error = phases.OutcomeUnknown(errors.New("gateway: an earlier attempt may have acted and nothing can tell whether it did"))
 
-// ErrCannotResolve means an earlier attempt may have acted and nothing can tell whether it
-// did: the provider supports neither inquiry nor idempotency keys, or a pending effect can be
-// read back neither by id nor by reference. It satisfies phases.IsOutcomeUnknown.
-var ErrCannotResolve error = phases.OutcomeUnknown(errors.New("gateway: an earlier attempt may have acted and the provider has neither inquiry nor idempotency keys"))
-
-// ErrMismatch means the provider holds a record for the reference that is not the intent's
-// effect (a charge of another amount or currency; see Kind.Match). It is never taken as the
-// intent's; it satisfies phases.IsOutcomeUnknown.
-var ErrMismatch error = phases.OutcomeUnknown(errors.New("gateway: the provider's record does not match the intent"))
-
-// ErrPendingTooLong means an effect stayed pending past ExecuteOpts.PendingWindow. It
-// satisfies phases.IsOutcomeUnknown.
-var ErrPendingTooLong error = phases.OutcomeUnknown(errors.New("gateway: the effect is still pending past its settle window"))
+// The reasons ErrCannotResolve is returned for.
+var (
+	errNoResolution   = fmt.Errorf("%w: the provider has neither inquiry nor idempotency keys", ErrCannotResolve)
+	errKeyExpired     = fmt.Errorf("%w: the idempotency key is older than the provider's key retention window", ErrCannotResolve)
+	errMismatch       = fmt.Errorf("%w: the provider's record does not match the intent", ErrCannotResolve)
+	errPendingTooLong = fmt.Errorf("%w: the effect is still pending past its settle window", ErrCannotResolve)
+)
 
 // ErrPending means the effect was made and the provider has not decided it yet. ExecuteEffect
 // returns it wrapped in phases.RetryAfter (transient): the effect is never sent again, only
@@ -65,22 +70,24 @@ var ErrPending = errors.New("gateway: the effect is pending at the provider")
 // attempt went quiet. ExecuteEffect returns it wrapped in phases.RetryAfter with the time left.
 var ErrInFlight = errors.New("gateway: an earlier attempt may still land; an empty inquiry proves nothing yet")
 
-// ClassifyError tells what an attempt that failed with err came to, by behaviour:
+// Classify tells what an attempt that failed with err came to, by behaviour:
 //
-//   - an error that says its outcome is unknown (UnknownError, phases.IsOutcomeUnknown):
-//     unknown; an error wrapping ErrPending: pending;
-//   - a NotDoneError, or any error whose Retryable method reports false (PermanentError): the
+//   - an error that says its outcome is unknown (Unknown, phases.IsOutcomeUnknown): unknown; an
+//     error wrapping ErrPending: pending;
+//   - NotDone, or any error whose Retryable method reports false (phases.Permanent): the
 //     provider certainly did not act, failed_before;
 //   - any other error: unknown. When in doubt, the provider may have acted.
-func ClassifyError(err error) phases.CallOutcome {
-	var unknown *UnknownError
+//
+// Kind.Classify classifies an attempt's result and error together.
+func Classify(err error) phases.CallOutcome {
+	var unknown *unknownError
 	if errors.As(err, &unknown) || phases.IsOutcomeUnknown(err) {
 		return phases.CallOutcomeUnknown
 	}
 	if errors.Is(err, ErrPending) {
 		return phases.CallOutcomePending
 	}
-	var notDone *NotDoneError
+	var notDone *notDoneError
 	if errors.As(err, &notDone) {
 		return phases.CallOutcomeFailedBefore
 	}
@@ -93,16 +100,16 @@ func ClassifyError(err error) phases.CallOutcome {
 
 // TransportError classifies a failure to get any answer from a provider, for adapters: when no
 // connection could be opened (refused, unreachable, unresolvable host) the request was
-// certainly not sent, a NotDoneError; any other failure (timeout, reset or closed connection,
-// cancellation after dialling) may have followed the provider acting on it, an UnknownError.
+// certainly not sent, NotDone; any other failure (timeout, reset or closed connection,
+// cancellation after dialling) may have followed the provider acting on it, Unknown.
 func TransportError(err error) error {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
-		return &NotDoneError{Err: err}
+		return NotDone(err)
 	}
 	var dns *net.DNSError
 	if errors.As(err, &dns) {
-		return &NotDoneError{Err: err}
+		return NotDone(err)
 	}
-	return &UnknownError{Err: err}
+	return Unknown(err)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/pgsaga/pgsaga/phases"
 )
 
 // ChargeParams is one charge request.
@@ -21,19 +19,6 @@ type ChargeParams struct {
 	IdempotencyKey string
 }
 
-// ChargeStatus is the provider's verdict on a charge: the Status every effect has.
-type ChargeStatus = Status
-
-const (
-	// ChargeStatusSucceeded: the money moved. Final.
-	ChargeStatusSucceeded = StatusSucceeded
-	// ChargeStatusDeclined: the provider refused; deterministic, stored and replayed. Final.
-	ChargeStatusDeclined = StatusDeclined
-	// ChargeStatusPending: the provider accepted the charge and has not decided yet. It is a
-	// charge (sending another one is a double charge); Gateway.Get shows it turn final.
-	ChargeStatusPending = StatusPending
-)
-
 // Charge is a charge as the provider knows it.
 type Charge struct {
 	// ID is the provider's identifier for the charge.
@@ -45,7 +30,7 @@ type Charge struct {
 	// Reference is ChargeParams.Reference as the provider recorded it.
 	Reference string `json:"reference"`
 	// Status is the provider's verdict, as it stands.
-	Status ChargeStatus `json:"status"`
+	Status Status `json:"status"`
 	// CreatedAt is when the provider created the charge, on its clock; zero when the adapter
 	// does not know it.
 	CreatedAt time.Time `json:"created_at,omitzero"`
@@ -54,9 +39,9 @@ type Charge struct {
 // Gateway is a payment provider adapter: the Effect of charges, with the payment words. An
 // adapter implements Gateway; Execute (or ExecuteEffect on ChargeEffect(gw)) drives it.
 // Implementations are safe for concurrent use and classify every failure by behaviour, as an
-// Effect does: an error whose provider certainly did not act is a NotDoneError (or a
-// PermanentError when sending it again cannot help); one whose provider may have acted is an
-// UnknownError. An error they cannot place is taken as unknown.
+// Effect does: an error whose provider certainly did not act is NotDone (or phases.Permanent
+// when sending it again cannot help); one whose provider may have acted is Unknown. An error
+// they cannot place is taken as unknown.
 //
 // Capabilities returns what the provider supports now, its per-request timeout among them.
 //
@@ -114,10 +99,4 @@ func (g chargeEffect) Send(ctx context.Context, p ChargeParams) (*Charge, error)
 // error the engine acts on by behaviour (see ExecuteEffect).
 func Execute(ctx context.Context, j Journal, gw Gateway, params ChargeParams, opts *ExecuteOpts) (*Charge, error) {
 	return ExecuteEffect(ctx, j, ChargeEffect(gw), params, opts)
-}
-
-// Classify tells what one charge attempt (a Charge call's result, or Execute's) came to:
-// Charges.Classify.
-func Classify(charge *Charge, err error) phases.CallOutcome {
-	return Charges.Classify(charge, err)
 }

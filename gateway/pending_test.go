@@ -42,7 +42,7 @@ func TestExecuteChargeAnsweredPendingIsReadBack(t *testing.T) {
 
 			charge, err := gateway.Execute(ctxFor(t), &j, gw, p, polling())
 			require.NoError(t, err)
-			require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+			require.Equal(t, gateway.StatusSucceeded, charge.Status)
 			calls := gw.list()
 			require.Equal(t, []string{"inquire", "charge"}, calls[:2], "a provider without keys is asked first")
 			require.NotContains(t, calls[2:], "charge", "a pending charge is a charge: never sent again")
@@ -65,10 +65,10 @@ func TestExecutePendingAcrossAttempts(t *testing.T) {
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(-1))
 	require.Nil(t, charge)
 	require.ErrorIs(t, err, gateway.ErrPending)
-	require.Equal(t, pending, gateway.Classify(nil, err))
-	var after *phases.RetryAfterError
-	require.ErrorAs(t, err, &after, "transient, with a poll delay")
-	require.GreaterOrEqual(t, after.After, time.Second)
+	require.Equal(t, pending, gateway.Classify(err))
+	after, ok := phases.RetryDelay(err)
+	require.True(t, ok, "transient, with a poll delay")
+	require.GreaterOrEqual(t, after, time.Second)
 	require.True(t, phases.IsRetryable(err))
 	require.False(t, phases.IsOutcomeUnknown(err))
 	first := j.Calls()[0]
@@ -78,7 +78,7 @@ func TestExecutePendingAcrossAttempts(t *testing.T) {
 	charge, err = gateway.Execute(ctxFor(t), &j, gw, p, polling())
 	require.NoError(t, err)
 	require.Equal(t, first.ProviderID, charge.ID)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, "charge", gw.list()[0])
 	require.NotContains(t, gw.list()[1:], "charge")
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
@@ -92,7 +92,7 @@ func TestExecutePendingTurnsDeclined(t *testing.T) {
 	s.PendingNext(1)
 	charge, err := gateway.Execute(ctxFor(t), nil, s.Gateway(), params("payment:pending-declined", 100), polling())
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusDeclined, charge.Status)
+	require.Equal(t, gateway.StatusDeclined, charge.Status)
 	require.Equal(t, 1, s.TotalCharges())
 }
 
@@ -110,7 +110,7 @@ func TestExecutePendingFoundByInquiryIsNotChargedAgain(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, polling())
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, "inquire", gw.list()[0])
 	require.NotContains(t, gw.list(), "charge")
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
@@ -123,7 +123,7 @@ func TestExecutePendingTooLong(t *testing.T) {
 	p := params("payment:pending-long", 100)
 	first, err := s.Gateway().Charge(ctxFor(t), p)
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusPending, first.Status)
+	require.Equal(t, gateway.StatusPending, first.Status)
 	gw := trace(s.Gateway())
 	var j gatewaytest.Journal
 	recorded := time.Now().Add(-25 * time.Hour)
@@ -131,7 +131,8 @@ func TestExecutePendingTooLong(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(3))
 	require.Nil(t, charge)
-	require.ErrorIs(t, err, gateway.ErrPendingTooLong)
+	require.ErrorIs(t, err, gateway.ErrCannotResolve)
+	require.ErrorContains(t, err, "past its settle window")
 	require.True(t, phases.IsOutcomeUnknown(err))
 	require.Equal(t, []string{"get"}, gw.list())
 	require.Equal(t, pending, j.Outcomes()[1])
@@ -142,7 +143,8 @@ func TestExecutePendingTooLong(t *testing.T) {
 	now := time.Now().Add(-2 * time.Minute)
 	k.Add(phases.CallRecord{StartedAt: now, EndedAt: &now, Outcome: pending, ProviderID: first.ID})
 	_, err = gateway.Execute(ctxFor(t), &k, gw, p, &gateway.ExecuteOpts{PendingWindow: time.Minute})
-	require.ErrorIs(t, err, gateway.ErrPendingTooLong)
+	require.ErrorIs(t, err, gateway.ErrCannotResolve)
+	require.ErrorContains(t, err, "past its settle window")
 }
 
 // A pending charge that can be read back neither by id nor by reference cannot be followed.
@@ -181,5 +183,5 @@ type anonymousPending struct{ gateway.Gateway }
 func (anonymousPending) Capabilities() gateway.Capabilities { return gateway.Capabilities{} }
 
 func (anonymousPending) Charge(_ context.Context, p gateway.ChargeParams) (*gateway.Charge, error) {
-	return &gateway.Charge{Amount: p.Amount, Currency: p.Currency, Reference: p.Reference, Status: gateway.ChargeStatusPending}, nil
+	return &gateway.Charge{Amount: p.Amount, Currency: p.Currency, Reference: p.Reference, Status: gateway.StatusPending}, nil
 }

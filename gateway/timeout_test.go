@@ -33,7 +33,7 @@ func TestExecuteRequestTimeoutLeavesTimeToResolve(t *testing.T) {
 	charge, err := gateway.Execute(ctx, &j, gw, p, fast(5))
 	require.NoError(t, err, "resolved within the call, after %s", time.Since(start))
 	require.Less(t, time.Since(start), 5*time.Second, "the hung send is cut at the request timeout")
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, []string{"inquire", "charge", "inquire"}, gw.list(), "found by inquiry, not sent again")
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 	require.Equal(t, []phases.CallOutcome{succeeded}, j.Outcomes())

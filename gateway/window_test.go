@@ -50,7 +50,7 @@ func TestExecuteWindowShrinksAfterTheSend(t *testing.T) {
 	second.caps = gw.caps
 	charge, err := gateway.Execute(ctxFor(t), &j, second, p, fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.NotContains(t, second.list(), "charge", "the first attempt's charge was found, not made again")
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
 }
@@ -72,7 +72,7 @@ func TestExecuteDeadAttemptsWindowOutlastsAShorterOne(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.NotContains(t, gw.list(), "charge")
 	require.Eventually(t, func() bool { return s.ChargesFor(p.Reference) == 1 }, 5*time.Second, 10*time.Millisecond)
 	require.Never(t, func() bool { return s.ChargesFor(p.Reference) > 1 }, 2*hold, 50*time.Millisecond)
@@ -91,7 +91,7 @@ func TestExecuteSendsNothingWhenTheWindowCannotBeJournaled(t *testing.T) {
 
 	_, err := gateway.Execute(ctxFor(t), &j, gw, p, fast(5))
 	require.ErrorIs(t, err, lost)
-	require.Equal(t, failedBefore, gateway.Classify(nil, err))
+	require.Equal(t, failedBefore, gateway.Classify(err))
 	require.NotContains(t, gw.list(), "charge")
 	require.Equal(t, 0, s.TotalCharges())
 	require.Equal(t, []phases.CallOutcome{failedBefore}, j.Outcomes())

@@ -39,8 +39,8 @@ type Line struct {
 	FS fs.FS
 }
 
-// PgSaga is the line that creates pgsaga's own tables.
-func PgSaga() Line {
+// pgsagaLine is the line that creates pgsaga's own tables.
+func pgsagaLine() Line {
 	sub, err := fs.Sub(pgsagaSQL, "sql")
 	if err != nil {
 		panic(err) // the embedded directory is part of the binary
@@ -48,8 +48,8 @@ func PgSaga() Line {
 	return Line{Name: "pgsaga", FS: sub}
 }
 
-// Migration is one version of a line.
-type Migration struct {
+// migration is one version of a line.
+type migration struct {
 	Line    string
 	Version int
 	Name    string
@@ -101,14 +101,14 @@ CREATE TABLE IF NOT EXISTS pgsaga_migration (
 
 var fileName = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.(up|down)\.sql$`)
 
-// Load reads a line's migrations, checking that versions start at 1, have no gaps and each has
+// load reads a line's migrations, checking that versions start at 1, have no gaps and each has
 // both an up and a down file.
-func Load(line Line) ([]Migration, error) {
+func load(line Line) ([]migration, error) {
 	entries, err := fs.ReadDir(line.FS, ".")
 	if err != nil {
 		return nil, fmt.Errorf("error reading migrations of line %q: %w", line.Name, err)
 	}
-	byVersion := map[int]*Migration{}
+	byVersion := map[int]*migration{}
 	for _, entry := range entries {
 		match := fileName.FindStringSubmatch(entry.Name())
 		if match == nil {
@@ -121,7 +121,7 @@ func Load(line Line) ([]Migration, error) {
 		}
 		m := byVersion[version]
 		if m == nil {
-			m = &Migration{Line: line.Name, Version: version, Name: match[2]}
+			m = &migration{Line: line.Name, Version: version, Name: match[2]}
 			byVersion[version] = m
 		} else if m.Name != match[2] {
 			return nil, fmt.Errorf("line %q version %d has two names: %q and %q", line.Name, version, m.Name, match[2])
@@ -132,7 +132,7 @@ func Load(line Line) ([]Migration, error) {
 			m.Down = string(sql)
 		}
 	}
-	migrations := make([]Migration, 0, len(byVersion))
+	migrations := make([]migration, 0, len(byVersion))
 	for _, m := range byVersion {
 		migrations = append(migrations, *m)
 	}
@@ -149,7 +149,7 @@ func Load(line Line) ([]Migration, error) {
 }
 
 func linesOf(opts *MigrateOpts) []Line {
-	return append([]Line{PgSaga()}, opts.Lines...)
+	return append([]Line{pgsagaLine()}, opts.Lines...)
 }
 
 // Migrate applies River's migrations (unless skipped), then every pending version of pgsaga's
@@ -160,9 +160,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts *MigrateOpts) (*Migra
 	if opts == nil {
 		opts = &MigrateOpts{}
 	}
-	var lines [][]Migration
+	var lines [][]migration
 	for _, line := range linesOf(opts) {
-		migrations, err := Load(line)
+		migrations, err := load(line)
 		if err != nil {
 			return nil, err
 		}
@@ -230,7 +230,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts *MigrateOpts) (*Migra
 }
 
 // applyOne applies m in one transaction unless it is already recorded.
-func applyOne(ctx context.Context, conn *pgx.Conn, m Migration) (bool, error) {
+func applyOne(ctx context.Context, conn *pgx.Conn, m migration) (bool, error) {
 	applied := false
 	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx,
@@ -281,7 +281,7 @@ func Validate(ctx context.Context, pool *pgxpool.Pool, opts *MigrateOpts) error 
 		return fmt.Errorf("%w (no pgsaga_migration table)", ErrMissingVersion)
 	}
 	for _, line := range linesOf(opts) {
-		migrations, err := Load(line)
+		migrations, err := load(line)
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -89,12 +88,6 @@ func (s Step) WithAliases(names ...string) Step { return Step(s.def().WithAliase
 
 // Name is the step's name (for an atomic phase, its recovery point).
 func (s Step) Name() string { return s.def().Name() }
-
-// Is reports whether name is the step's name or one of its aliases.
-func (s Step) Is(name string) bool { return s.def().Is(name) }
-
-// IsAtomic reports whether the step is an atomic phase.
-func (s Step) IsAtomic() bool { return s.def().Atomic() != nil }
 
 // Operation is a named, ordered list of steps.
 type Operation struct {
@@ -195,18 +188,4 @@ func checkStepName(name string) error {
 		return fmt.Errorf("step name %q is longer than 200 bytes", name)
 	}
 	return nil
-}
-
-// Is reports whether name is the operation's name or one of its aliases.
-func (o *Operation) Is(name string) bool { return o.Name == name || slices.Contains(o.Aliases, name) }
-
-// SingleTransaction reports whether the operation is one atomic phase: then the claim, the
-// effect and the stored response commit in one transaction.
-func (o *Operation) SingleTransaction() bool {
-	return len(o.Steps) == 1 && o.Steps[0].IsAtomic()
-}
-
-// StepIndex returns the index of the step named name (or aliased so), or -1.
-func (o *Operation) StepIndex(name string) int {
-	return slices.IndexFunc(o.Steps, func(s Step) bool { return s.Is(name) })
 }

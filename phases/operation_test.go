@@ -3,6 +3,7 @@ package phases_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -35,7 +36,6 @@ func TestCheckNamesWhatIsWrong(t *testing.T) {
 	}
 	ok := phases.Operation{Name: "x", Steps: []phases.Step{phases.Atomic("a", noop).WithCompensation(noop)}}
 	require.NoError(t, ok.Check())
-	require.True(t, ok.SingleTransaction())
 }
 
 func TestErrorsClassifyByBehaviour(t *testing.T) {
@@ -44,6 +44,18 @@ func TestErrorsClassifyByBehaviour(t *testing.T) {
 	require.False(t, phases.IsRetryable(phases.Permanent(errors.New("broken"))))
 	require.True(t, phases.IsRetryable(phases.RetryAfter(time.Second, errors.New("busy"))))
 	require.True(t, phases.IsRetryable(errors.New("anything else is transient")))
-	var reject *phases.RejectError
+	var reject interface {
+		Rejection() (status int, code, message string)
+	}
 	require.ErrorAs(t, phases.Permanent(phases.Reject(409, "taken", "taken")), &reject, "a wrapped rejection is still found")
+	status, code, message := reject.Rejection()
+	require.Equal(t, []any{409, "taken", "taken"}, []any{status, code, message})
+	require.False(t, phases.IsOutcomeUnknown(phases.Permanent(errors.New("refused"))))
+	require.True(t, phases.IsOutcomeUnknown(fmt.Errorf("wrapped: %w", phases.OutcomeUnknown(errors.New("lost")))))
+	require.False(t, phases.IsRetryable(phases.OutcomeUnknown(errors.New("lost"))))
+	delay, ok := phases.RetryDelay(fmt.Errorf("wrapped: %w", phases.RetryAfter(3*time.Second, errors.New("busy"))))
+	require.True(t, ok)
+	require.Equal(t, 3*time.Second, delay)
+	_, ok = phases.RetryDelay(errors.New("no delay given"))
+	require.False(t, ok)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pgsaga/pgsaga/internal/problem"
@@ -173,13 +174,7 @@ func (r *Run) PriorCalls() []CallRecord {
 	if c == nil || len(c.Prior) == 0 {
 		return nil
 	}
-	out := make([]CallRecord, len(c.Prior))
-	for i, p := range c.Prior {
-		out[i] = CallRecord{Step: p.Step, Attempt: p.Attempt, Reference: p.Reference, StartedAt: p.StartedAt,
-			EndedAt: p.EndedAt, Deadline: p.Deadline, MaxInFlight: p.MaxInFlight, Outcome: CallOutcome(p.Outcome),
-			ProviderID: p.ProviderID}
-	}
-	return out
+	return slices.Clone(c.Prior)
 }
 
 // DeclareInFlight journals, before the call step under way sends a request, the provider's

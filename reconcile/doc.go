@@ -13,8 +13,7 @@
 //
 // # What accounts for a charge
 //
-// A key accounts for a charge when it journaled a call under the charge's reference
-// (saga.Client.CallReferenceList) and:
+// A key accounts for a charge when it journaled a call under the charge's reference and:
 //
 //   - the key is started or parked: it is not reported. Such a key shows in `pgsaga keys
 //     --stuck`, the console and the parked-key alerts, and finishing or settling it settles its

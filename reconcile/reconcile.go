@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/internal/sibling"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
 // Config configures a Reconciler.
 type Config struct {
-	// Client reads the call journal (saga.Client.CallReferenceList) and its database holds
+	// Client reads the call journal (by reference) and its database holds
 	// pgsaga_unmatched_charge. Required.
 	Client *saga.Client
 	// Lister lists the provider's charges. Required by Check and Run; List and Count work
@@ -50,8 +51,8 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// ErrNoLister is returned by Check and Run on a Reconciler without a Lister.
-var ErrNoLister = errors.New("reconcile: the gateway cannot list its charges (Config.Lister is nil)")
+// errNoLister is returned by Check and Run on a Reconciler without a Lister.
+var errNoLister = errors.New("reconcile: the gateway cannot list its charges (Config.Lister is nil)")
 
 // Reconciler checks a provider's charges against the keys here.
 type Reconciler struct {
@@ -83,7 +84,7 @@ type Result struct {
 // ends it: a partial answer could hide a charge.
 func (r *Reconciler) Check(ctx context.Context, since time.Time) (*Result, error) {
 	if r.cfg.Lister == nil {
-		return nil, ErrNoLister
+		return nil, errNoLister
 	}
 	res := &Result{}
 	batch := make([]gateway.Charge, 0, r.cfg.BatchSize)
@@ -122,11 +123,11 @@ func (r *Reconciler) unmatched(ctx context.Context, charges []gateway.Charge) ([
 		refs = append(refs, c.Reference)
 	}
 	slices.Sort(refs)
-	found, err := r.cfg.Client.CallReferenceList(ctx, slices.Compact(refs))
+	found, err := r.cfg.Client.Internal(sibling.Token{}).CallReferenceList(ctx, slices.Compact(refs))
 	if err != nil {
 		return nil, err
 	}
-	byRef := map[string][]saga.CallReference{}
+	byRef := map[string][]sibling.CallReference{}
 	for _, f := range found {
 		byRef[f.Reference] = append(byRef[f.Reference], f)
 	}
@@ -141,9 +142,9 @@ func (r *Reconciler) unmatched(ctx context.Context, charges []gateway.Charge) ([
 
 // accountedFor reports whether one of the keys that journaled c's reference accounts for c: a
 // key still started or parked, or a completed key that recorded c's id, or no id, under it.
-func accountedFor(c gateway.Charge, keys []saga.CallReference) bool {
+func accountedFor(c gateway.Charge, keys []sibling.CallReference) bool {
 	for _, k := range keys {
-		if k.Status != saga.KeyStatusCompleted || len(k.ProviderIDs) == 0 || slices.Contains(k.ProviderIDs, c.ID) {
+		if saga.KeyStatus(k.Status) != saga.KeyStatusCompleted || len(k.ProviderIDs) == 0 || slices.Contains(k.ProviderIDs, c.ID) {
 			return true
 		}
 	}

@@ -157,7 +157,7 @@ func TestRunStoresWhatItFinds(t *testing.T) {
 	require.Len(t, first, 2)
 	require.Equal(t, bRef, first[0].Charge.Reference, "newest first")
 	require.Equal(t, aRef, first[1].Charge.Reference)
-	require.Equal(t, gateway.ChargeStatusSucceeded, first[1].Charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, first[1].Charge.Status)
 	require.Equal(t, int64(2000), first[1].Charge.Amount)
 
 	_, stored, err = e.rec.Run(t.Context(), since)

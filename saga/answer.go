@@ -23,6 +23,7 @@ type errorAnswer struct {
 // answerError is the one place an error's answer is decided.
 func answerError(err error) errorAnswer {
 	var (
+		expired    *KeyExpiredError
 		inProgress *InProgressError
 		parked     *ParkedError
 		invalid    *InvalidRequestError
@@ -31,24 +32,24 @@ func answerError(err error) errorAnswer {
 	switch {
 	case errors.Is(err, ErrKeyReused):
 		return errorAnswer{status: http.StatusUnprocessableEntity, code: CodeKeyReused, message: ErrKeyReused.Error(),
-			outcome: OutcomeMismatch}
-	case errors.Is(err, ErrKeyExpired):
-		return errorAnswer{status: http.StatusGone, code: CodeKeyExpired, message: err.Error(), outcome: OutcomeExpired}
+			outcome: outcomeMismatch}
+	case errors.As(err, &expired):
+		return errorAnswer{status: http.StatusGone, code: codeKeyExpired, message: err.Error(), outcome: outcomeExpired}
 	case errors.As(err, &inProgress):
-		return errorAnswer{status: http.StatusConflict, code: CodeRequestInProgress, message: ErrInProgress.Error(),
-			retryAfter: max(inProgress.RetryAfter, time.Nanosecond), outcome: OutcomeInProgress}
+		return errorAnswer{status: http.StatusConflict, code: codeRequestInProgress, message: msgInProgress,
+			retryAfter: max(inProgress.RetryAfter, time.Nanosecond), outcome: outcomeInProgress}
 	case errors.As(err, &parked):
-		return errorAnswer{status: http.StatusServiceUnavailable, code: CodeOperationParked, message: ErrParked.Error(),
-			outcome: OutcomeParked}
-	case errors.Is(err, ErrInvalidJSON):
-		return errorAnswer{status: http.StatusBadRequest, code: CodeInvalidJSON, message: err.Error(), outcome: OutcomeRejected}
+		return errorAnswer{status: http.StatusServiceUnavailable, code: CodeOperationParked, message: msgParked,
+			outcome: outcomeParked}
+	case errors.Is(err, errInvalidJSON):
+		return errorAnswer{status: http.StatusBadRequest, code: CodeInvalidJSON, message: err.Error(), outcome: outcomeRejected}
 	case errors.As(err, &invalid):
 		return errorAnswer{status: http.StatusBadRequest, code: CodeInvalidRequest, message: invalid.Error(),
-			outcome: OutcomeRejected}
+			outcome: outcomeRejected}
 	case errors.As(err, &temporary):
 		return errorAnswer{status: http.StatusServiceUnavailable, code: CodeTemporarilyUnavailable,
 			message:    "the request could not be completed now; retry with the same Idempotency-Key",
-			retryAfter: max(temporary.RetryAfter, time.Nanosecond), outcome: OutcomeUnavailable}
+			retryAfter: max(temporary.RetryAfter, time.Nanosecond), outcome: outcomeUnavailable}
 	}
-	return errorAnswer{status: http.StatusInternalServerError, code: CodeInternal, message: "internal error", outcome: OutcomeError}
+	return errorAnswer{status: http.StatusInternalServerError, code: CodeInternal, message: "internal error", outcome: outcomeError}
 }

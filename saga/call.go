@@ -88,8 +88,8 @@ func (e *execution) call(ctx context.Context, i int) error {
 			outcome = string(phases.CallOutcomeUnknown)
 		}
 	case !knownOutcome(phases.CallOutcome(outcome)):
-		// The journal holds the five classes only (the engine, not a CHECK, keeps it so): an
-		// outcome outside them says nothing certain, which is what unknown means.
+		// The journal holds the five classes only (its CHECK refuses any other): an outcome
+		// outside them says nothing certain, which is what unknown means.
 		e.c.cfg.Logger.WarnContext(ctx, "a call recorded an outcome that is not a class; journaled as unknown",
 			"operation", e.op.Name, "key", e.req.Key, "step", step.Name(), "outcome", outcome)
 		outcome = string(phases.CallOutcomeUnknown)

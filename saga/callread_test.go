@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgsaga/pgsaga/internal/sibling"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -55,12 +56,16 @@ func TestCallReferenceList(t *testing.T) {
 		AND reference = 'ref:' || key AND outcome = 'succeeded' AND provider_id = 'ch_' || key`, again))
 
 	refs := []string{"ref:" + done, "ref:" + down, "ref:" + again, "ref:nobody"}
-	got, err := h.client.CallReferenceList(t.Context(), refs)
+	got, err := h.client.Internal(sibling.Token{}).CallReferenceList(t.Context(), refs)
 	require.NoError(t, err)
-	require.ElementsMatch(t, []saga.CallReference{
-		{Reference: "ref:" + done, Scope: h.scope, Key: done, Status: saga.KeyStatusCompleted, ProviderIDs: []string{"ch_" + done}},
-		{Reference: "ref:" + down, Scope: h.scope, Key: down, Status: saga.KeyStatusStarted, ProviderIDs: []string{}},
-		{Reference: "ref:" + again, Scope: h.scope, Key: again, Status: saga.KeyStatusCompleted, ProviderIDs: []string{"ch_" + again, "ch_first"}},
+	ref := func(key string, status saga.KeyStatus, ids ...string) sibling.CallReference {
+		return sibling.CallReference{Reference: "ref:" + key, Tenant: h.scope.Tenant, Actor: h.scope.Actor, Key: key,
+			Status: string(status), ProviderIDs: append([]string{}, ids...)}
+	}
+	require.ElementsMatch(t, []sibling.CallReference{
+		ref(done, saga.KeyStatusCompleted, "ch_"+done),
+		ref(down, saga.KeyStatusStarted),
+		ref(again, saga.KeyStatusCompleted, "ch_"+again, "ch_first"),
 	}, got)
 
 	// More references than one statement takes: every batch is read.
@@ -69,7 +74,7 @@ func TestCallReferenceList(t *testing.T) {
 		many[i] = fmt.Sprintf("ref:none-%d", i)
 	}
 	many[2499] = "ref:" + done
-	got, err = h.client.CallReferenceList(t.Context(), many)
+	got, err = h.client.Internal(sibling.Token{}).CallReferenceList(t.Context(), many)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	require.Equal(t, done, got[0].Key)

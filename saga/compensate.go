@@ -126,13 +126,12 @@ func (e *execution) undo(ctx context.Context, j int, next *keyWrite) error {
 		return confirmReads(ctx, tx, "compensation of "+step.Name(), fmt.Errorf("error compensating %q: %w", step.Name(), err))
 	}
 	next.state = e.st.Values()
-	a := getArgs()
-	defer putArgs(a)
-	s, err := next.statement(&e.h, e.requestFor(next), e.hash, a)
+	s, err := next.statement(&e.h, e.requestFor(next), e.hash)
 	if err != nil {
 		e.st.Reset(e.committed)
 		return err
 	}
+	defer s.release()
 	sent := time.Now()
 	out, err := commitPhase(ctx, tx, s, true)
 	if err != nil {
@@ -150,7 +149,7 @@ func (e *execution) final(out *outcome) *keyWrite {
 		return &keyWrite{kind: writeComplete, status: KeyStatusCompleted, recoveryPoint: phases.RecoveryPointFinished,
 			state: e.committed, response: out.Response.response(), retention: e.c.retention(e.op), done: e.done}
 	}
-	return &keyWrite{kind: writePark, status: KeyStatusFailed, recoveryPoint: phases.RecoveryPointCompensated,
+	return &keyWrite{kind: writePark, status: KeyStatusParked, recoveryPoint: phases.RecoveryPointCompensated,
 		state: e.committed, lastError: out.Error, reason: ParkedPermanent, done: e.done}
 }
 

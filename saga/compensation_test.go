@@ -141,15 +141,15 @@ func TestCompensationOfAPermanentFailureParks(t *testing.T) {
 	h := newHarness(t, nil, r.ops)
 	key := "permanent-" + newID()
 	_, err := h.client.Run(t.Context(), opReserve, h.req(key, `{}`))
-	require.ErrorIs(t, err, saga.ErrParked)
+	require.ErrorAs(t, err, new(*saga.ParkedError))
 	requireReleasedOnce(t, h, key)
 
 	k := h.key(key)
-	require.Equal(t, saga.KeyStatusFailed, k.Status)
+	require.Equal(t, saga.KeyStatusParked, k.Status)
 	require.Contains(t, k.LastError, "card number is malformed")
 	require.Nil(t, k.Response)
 	_, err = h.client.Run(t.Context(), opReserve, h.req(key, `{}`))
-	require.ErrorIs(t, err, saga.ErrParked)
+	require.ErrorAs(t, err, new(*saga.ParkedError))
 	requireReleasedOnce(t, h, key)
 }
 

@@ -17,10 +17,11 @@ import (
 
 // Config configures a Client.
 type Config struct {
-	// DB is the pool of the database holding pgsaga's tables (migrated by the migrations
-	// package). Phases take a connection of their own from it, so that their BEGIN and COMMIT
-	// travel with pgsaga's statements. Required.
-	DB *pgxpool.Pool
+	// DB is the database holding pgsaga's tables (migrated by the migrations package): a
+	// *pgxpool.Pool, or any DB that lends connections (ConnDB). Phases take a connection of
+	// their own from it, so that their BEGIN and COMMIT travel with pgsaga's statements.
+	// Required.
+	DB DB
 	// Operations are the operations this client can run and resume. A stored key whose
 	// operation is not here cannot be resumed by this client.
 	Operations []*phases.Operation
@@ -95,10 +96,10 @@ type Config struct {
 	// holds one connection of its own, opened with ListenDB's connection settings outside its
 	// pool and shared by every waiting duplicate; it closes when the last one stops waiting. A
 	// waiting duplicate takes a pooled connection of DB only for each of its statements.
-	// CheckListen checks that notifications reach it. Defaults to DB, or with
-	// TransactionPooling to none: a waiting duplicate then reads the key at growing intervals,
-	// from 10ms to 100ms, holding no connection in between (so it does too while the listening
-	// connection cannot be opened).
+	// CheckListen checks that notifications reach it. Defaults to DB when it is a pool, or
+	// with TransactionPooling (or a DB that is no pool) to none: a waiting duplicate then reads
+	// the key at growing intervals, from 10ms to 100ms, holding no connection in between (so it
+	// does too while the listening connection cannot be opened).
 	ListenDB *pgxpool.Pool
 }
 
@@ -121,7 +122,7 @@ func (c *Config) WithDefaults() *Config {
 		out.Retention = 24 * time.Hour
 	}
 	if out.RetryDelay == nil {
-		out.RetryDelay = DefaultRetryDelay
+		out.RetryDelay = defaultRetryDelay
 	}
 	if out.StoredHeaders == nil {
 		out.StoredHeaders = []string{"Content-Type", "Location"}
@@ -133,8 +134,11 @@ func (c *Config) WithDefaults() *Config {
 }
 
 func (c *Config) validate() error {
-	if c.DB == nil {
+	if pool, ok := c.DB.(*pgxpool.Pool); c.DB == nil || ok && pool == nil {
 		return errors.New("saga: Config.DB is required")
+	}
+	if !lendsConns(c.DB) {
+		return fmt.Errorf("saga: Config.DB (%T) lends no connection for a phase's transaction: use a *pgxpool.Pool, or implement ConnDB", c.DB)
 	}
 	if c.Lease < time.Second {
 		return fmt.Errorf("saga: Config.Lease must be at least 1s, got %s", c.Lease)
@@ -170,9 +174,9 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// DefaultRetryDelay is exponential from 1s, doubling per attempt, capped at 5m, with ±50%
+// defaultRetryDelay is exponential from 1s, doubling per attempt, capped at 5m, with ±50%
 // jitter so that keys failed together are not retried together.
-func DefaultRetryDelay(attempt int) time.Duration {
+func defaultRetryDelay(attempt int) time.Duration {
 	base := time.Second
 	for i := 1; i < attempt && base < 5*time.Minute; i++ {
 		base *= 2
@@ -187,8 +191,8 @@ func DefaultRetryDelay(attempt int) time.Duration {
 // describe_exec modes use prepared statements another client may meet or replace on the same
 // server connection, and LISTEN hears nothing.
 func (c *Config) validatePooling() error {
-	if c.DB != nil {
-		mode := c.DB.Config().ConnConfig.DefaultQueryExecMode
+	if pool, ok := c.DB.(*pgxpool.Pool); ok {
+		mode := pool.Config().ConnConfig.DefaultQueryExecMode
 		switch {
 		case mode == pgx.QueryExecModeExec || mode == pgx.QueryExecModeSimpleProtocol:
 			return fmt.Errorf("saga: Config.DB's pool uses pgx's %s mode, which sends JSON held in []byte as bytea: "+

@@ -17,7 +17,7 @@
 //   - A crash (or kill -9) in the middle: every atomic phase either committed with the key's
 //     recovery point or left nothing. A single-transaction operation leaves no key at all, so
 //     the retry starts fresh. A phased operation leaves a started key whose lease expires; the
-//     next retry, the worker (package recovery, package worker) or an operator takes the lease
+//     next retry, the worker (package worker) or an operator takes the lease
 //     over and falls through the remaining phases.
 //   - External calls: each attempt is journaled in the same fenced write that renews the lease
 //     (the call a key's claim journals in the key row itself, every other attempt in
@@ -113,12 +113,12 @@
 //     flight; estimate.go: a 409's Retry-After; refusal.go: the database's refusals that are
 //     answers.
 //
-// The key store, the only SQL on pgsaga_key, pgsaga_call and pgsaga_key_action:
-// store_write_sql.go (the claims and fenced writes, with their parameters), store_key.go
-// (choosing and sending them; args.go keeps their arguments allocation-free), store_head.go
-// (reads of one key), store_lease.go (takeovers, heartbeats, the worker's claims),
-// store_read.go and store_action.go (the operators' reads, deletions and history), callread.go
-// (which keys journaled calls under given references, for reconciliation).
+// The key store: every statement on pgsaga_key, pgsaga_call and pgsaga_key_action is whole in a
+// .sql file of internal/keystore, typed by sqlc. Here, the glue that converts saga's types:
+// store_key.go (a key write bound to its statement, and sent), store_head.go (reads of one key),
+// store_lease.go (takeovers, heartbeats, the worker's claims), store_read.go and store_action.go
+// (the operators' reads and settlements), callread.go (which keys journaled calls under given
+// references, for reconciliation); retention.go (the retention GC and its tombstones).
 //
 // Around them: client.go and config.go (Client, Config), key.go (Key, states), keyread.go (the
 // operators' read API), errors.go, header.go (stored response headers), metrics.go (Observer),

@@ -10,31 +10,25 @@ import (
 // Nothing is stored; the client has a bug and should not be "helped".
 var ErrKeyReused = errors.New("this Idempotency-Key was already used for a different request")
 
-// ErrKeyExpired is matched by a *KeyExpiredError: the key was used, and its record was deleted by
-// retention; what retention left of it (a tombstone) says this request is the one it answered.
-// Nothing runs again and nothing is stored: the client's intent was carried out once, and its
-// answer is gone. Answered 410 idempotency_key_expired, which a client must not retry.
-var ErrKeyExpired = errors.New("this Idempotency-Key was used for this request, and its record has expired")
-
-// KeyExpiredError is ErrKeyExpired with when the key's operation completed.
+// KeyExpiredError means the key was used, and its record was deleted by retention; what
+// retention left of it (a tombstone) says this request is the one it answered. Nothing runs
+// again and nothing is stored: the client's intent was carried out once, and its answer is gone.
+// Answered 410 idempotency_key_expired, which a client must not retry.
 type KeyExpiredError struct {
 	// CompletedAt is when the key's operation completed, on the database clock.
 	CompletedAt time.Time
 }
 
+// The messages of the errors that carry data, which their answers repeat.
+const (
+	msgKeyExpired = "this Idempotency-Key was used for this request, and its record has expired"
+	msgInProgress = "a request with this Idempotency-Key is still in progress"
+	msgParked     = "this request is parked and waits for an operator"
+)
+
 func (e *KeyExpiredError) Error() string {
-	return fmt.Sprintf("%s (it completed at %s)", ErrKeyExpired.Error(), e.CompletedAt.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("%s (it completed at %s)", msgKeyExpired, e.CompletedAt.UTC().Format(time.RFC3339))
 }
-
-// Is makes errors.Is(err, ErrKeyExpired) true.
-func (e *KeyExpiredError) Is(target error) bool { return target == ErrKeyExpired }
-
-// ErrInProgress is matched by an *InProgressError: another execution holds the key's lease.
-var ErrInProgress = errors.New("a request with this Idempotency-Key is still in progress")
-
-// ErrParked is matched by a *ParkedError: the key is parked for an operator, and answers so
-// until an operator resumes or settles it.
-var ErrParked = errors.New("this request is parked and waits for an operator")
 
 // ErrKeyNotFound is returned when there is no such key in the scope.
 var ErrKeyNotFound = errors.New("no such idempotency key")
@@ -50,9 +44,6 @@ var ErrUnknownOperation = errors.New("operation is not registered with this clie
 // execution (its lease is live, its next attempt time has not come, or it is not started).
 var ErrNotDue = errors.New("the key is not due for an execution")
 
-// ErrNoDueKey is returned by ResumeNextDue when no key is due.
-var ErrNoDueKey = errors.New("no key is due for an execution")
-
 // ErrNotParked is returned by Settle for a key that is not parked: only a parked key may be
 // settled.
 var ErrNotParked = errors.New("the key is not parked: only a parked key can be settled")
@@ -60,7 +51,7 @@ var ErrNotParked = errors.New("the key is not parked: only a parked key can be s
 // ErrNoSettleHook is returned by Settle when the key's operation declares no settle hook.
 var ErrNoSettleHook = errors.New("the key's operation has no settle hook")
 
-// InProgressError is ErrInProgress with the lease time left.
+// InProgressError means another execution holds the key's lease, for the time it says.
 type InProgressError struct {
 	// LeaseRemaining is how long the execution in flight still holds the key; if it died, a
 	// retry after that takes the key over.
@@ -73,13 +64,11 @@ type InProgressError struct {
 }
 
 func (e *InProgressError) Error() string {
-	return fmt.Sprintf("%s (lease left %s)", ErrInProgress.Error(), e.LeaseRemaining.Round(time.Millisecond))
+	return fmt.Sprintf("%s (lease left %s)", msgInProgress, e.LeaseRemaining.Round(time.Millisecond))
 }
 
-// Is makes errors.Is(err, ErrInProgress) true.
-func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
-
-// ParkedError is ErrParked with the reason the key was parked.
+// ParkedError means the key is parked for an operator, and answers so until an operator resumes
+// or settles it; it says why.
 type ParkedError struct {
 	Reason ParkedReason
 	// LastError is the failure that parked the key, for people.
@@ -88,13 +77,10 @@ type ParkedError struct {
 
 func (e *ParkedError) Error() string {
 	if e.LastError == "" {
-		return fmt.Sprintf("%s (%s)", ErrParked.Error(), e.Reason)
+		return fmt.Sprintf("%s (%s)", msgParked, e.Reason)
 	}
-	return fmt.Sprintf("%s (%s: %s)", ErrParked.Error(), e.Reason, e.LastError)
+	return fmt.Sprintf("%s (%s: %s)", msgParked, e.Reason, e.LastError)
 }
-
-// Is makes errors.Is(err, ErrParked) true.
-func (e *ParkedError) Is(target error) bool { return target == ErrParked }
 
 // InvalidRequestError is a request the operation or the database refused as invalid (its
 // validation failed, or its data cannot be stored: a string with NUL, a value a CHECK refuses).

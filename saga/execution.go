@@ -56,10 +56,12 @@ const (
 
 // execution is one run of an operation's steps by this process.
 type execution struct {
-	c    *Client
-	op   *phases.Operation
-	req  *Request
-	hash []byte
+	c   *Client
+	op  *phases.Operation
+	req *Request
+	// request is the engine's copy of the caller's request, which req points at.
+	request Request
+	hash    []byte
 	// by is who runs the execution; operator names the operator of a byOperator one.
 	by       runner
 	operator string
@@ -114,10 +116,13 @@ type journaledCall struct {
 }
 
 func (c *Client) newExecution(op *phases.Operation, req *Request, hash []byte, by runner) *execution {
-	return &execution{
-		c: c, op: op, req: req, hash: hash, by: by, rp: phases.RecoveryPointStarted, spent: 1,
+	e := &execution{
+		c: c, op: op, request: *req, hash: hash, by: by, rp: phases.RecoveryPointStarted, spent: 1,
 		h: holder{scope: req.Scope, key: req.Key, attempt: 1},
 	}
+	e.request.operation = op.Name
+	e.req = &e.request
+	return e
 }
 
 // keyHead is where the execution reads the key into.
@@ -293,15 +298,15 @@ func (e *execution) fail(ctx context.Context, i int, err error) (*Result, error)
 	}
 	if answer, stored := refusal(err); answer != nil {
 		e.c.cfg.Logger.WarnContext(ctx, "request refused by the database", "operation", e.op.Name, "key", e.req.Key,
-			"status", answer.Status, "error", err)
+			"status", answer.status, "error", err)
 		if e.stage == stageNew && !stored {
-			return nil, &InvalidRequestError{Err: errors.New(answer.Message)}
+			return nil, &InvalidRequestError{Err: errors.New(answer.message)}
 		}
-		err = answer
+		return e.compensate(ctx, i-1, &outcome{Response: rejectResponse(*answer)})
 	}
-	var reject *phases.RejectError
+	reject, isReject := rejected(err)
 	switch {
-	case errors.As(err, &reject):
+	case isReject:
 		return e.compensate(ctx, i-1, &outcome{Response: rejectResponse(reject)})
 	case phases.IsOutcomeUnknown(err) && e.stage != stageNew:
 		return e.park(ctx, ParkedOutcomeUnknown, err.Error())
@@ -313,9 +318,9 @@ func (e *execution) fail(ctx context.Context, i int, err error) (*Result, error)
 }
 
 // rejectResponse is the stored answer of a business rejection.
-func rejectResponse(r *phases.RejectError) *storedResponse {
-	return &storedResponse{Status: r.Status, Header: map[string][]string{"Content-Type": {ContentTypeProblem}},
-		Body: errorBody(r.Status, r.Code, r.Message)}
+func rejectResponse(r rejection) *storedResponse {
+	return &storedResponse{Status: r.status, Header: map[string][]string{"Content-Type": {ContentTypeProblem}},
+		Body: errorBody(r.status, r.code, r.message)}
 }
 
 // transient handles a failure a retry may fix. A key this execution holds gets its lease back
@@ -349,9 +354,8 @@ func (e *execution) transient(ctx context.Context, err error) (*Result, error) {
 		return e.park(ctx, ParkedAttemptsExhausted, fmt.Sprintf("attempts exhausted (%d of %d): %v", e.spent, limit, err))
 	}
 	delay := e.c.cfg.RetryDelay(e.spent)
-	var after *phases.RetryAfterError
-	if errors.As(err, &after) {
-		delay = after.After
+	if after, ok := phases.RetryDelay(err); ok {
+		delay = after
 	}
 	w := &keyWrite{kind: writeRelease, status: KeyStatusStarted, recoveryPoint: e.rp, state: e.committed,
 		lastError: err.Error(), retryIn: delay, unspent: pending, done: e.done}
@@ -392,7 +396,7 @@ func (e *execution) leaseLost(ctx context.Context) (*Result, error) {
 
 // park marks the key failed for an operator, keeping its recovery point and committed values.
 func (e *execution) park(ctx context.Context, reason ParkedReason, msg string) (*Result, error) {
-	w := &keyWrite{kind: writePark, status: KeyStatusFailed, recoveryPoint: e.rp, state: e.committed, lastError: msg,
+	w := &keyWrite{kind: writePark, status: KeyStatusParked, recoveryPoint: e.rp, state: e.committed, lastError: msg,
 		reason: reason, done: e.done}
 	if _, _, err := writeKey(ctx, e.c.cfg.DB, &e.h, e.req, e.hash, w); err != nil {
 		if errors.Is(err, ErrLeaseLost) {

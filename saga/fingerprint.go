@@ -2,7 +2,7 @@ package saga
 
 import "github.com/pgsaga/pgsaga/internal/canonical"
 
-// Fingerprint is the sha256 of the canonical form of a JSON body: RFC 8785 (JCS), except that
+// fingerprint is the sha256 of the canonical form of a JSON body: RFC 8785 (JCS), except that
 // numbers keep their exact decimal value instead of being rounded to IEEE doubles. Retries that
 // differ only in member order, white space, string escapes or the spelling of a number (1, 1.0,
 // 1e0, 10e-1) get one fingerprint; any change of value gets another, including one a double
@@ -19,4 +19,4 @@ import "github.com/pgsaga/pgsaga/internal/canonical"
 //
 // It is on every request's path: the canonicalizer (internal/canonical) reads the body twice,
 // streams the canonical form into the hash, and allocates only the result once warm.
-func Fingerprint(body []byte) ([]byte, error) { return canonical.Fingerprint(body) }
+func fingerprint(body []byte) ([]byte, error) { return canonical.Fingerprint(body) }

@@ -50,9 +50,6 @@ func newHarness(t *testing.T, cfg *saga.Config, ops func(h *harness) []*phases.O
 	h := &harness{t: t, db: dbtest.NewDB(t), points: chaos.NewPoints(), ext: newOutside(), scope: saga.Scope{Tenant: "tenant-1", Actor: "alice"}}
 	_, err := h.db.Pool.Exec(t.Context(), testTables)
 	require.NoError(t, err)
-	// Every row the test's executions left holds the key invariants, which the database no
-	// longer enforces (migration 004).
-	t.Cleanup(func() { dbtest.RequireKeyInvariants(t, h.db) })
 	// Before the database is dropped (its pool waits for connections in use): let blocked
 	// executions go.
 	t.Cleanup(h.points.ReleaseAll)

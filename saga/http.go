@@ -19,27 +19,30 @@ type HandlerOpts struct {
 	MaxBodyBytes int64
 }
 
-// Error codes answered by the handler, stable for clients.
+// Error codes answered by the handler, stable for clients. Those exported are the ones an
+// application's own handlers answer with too; the engine alone answers the others.
 const (
 	CodeUnauthenticated        = "unauthenticated"
-	CodeKeyMissing             = "idempotency_key_missing"
-	CodeKeyInvalid             = "idempotency_key_invalid"
 	CodeRequestTooLarge        = "request_too_large"
 	CodeInvalidJSON            = "invalid_json"
 	CodeInvalidRequest         = "invalid_request"
 	CodeKeyReused              = "idempotency_key_reused"
-	CodeRequestInProgress      = "request_in_progress"
 	CodeTemporarilyUnavailable = "temporarily_unavailable"
 	CodeOperationParked        = "operation_parked"
-	CodeKeyExpired             = "idempotency_key_expired"
 	CodeInternal               = "internal_error"
+
+	codeKeyMissing        = "idempotency_key_missing"
+	codeKeyInvalid        = "idempotency_key_invalid"
+	codeRequestInProgress = "request_in_progress"
+	codeKeyExpired        = "idempotency_key_expired"
+	codeConflict          = "conflict" // a unique or exclusion constraint refused the effect
 )
 
 // HeaderReplayed marks a replayed response.
 const HeaderReplayed = "Idempotent-Replayed"
 
-// ErrInvalidJSON is returned for a body that is not JSON.
-var ErrInvalidJSON = errors.New("request body is not valid JSON")
+// errInvalidJSON is returned for a body that is not JSON.
+var errInvalidJSON = errors.New("request body is not valid JSON")
 
 // Handler serves an operation over HTTP with the IETF Idempotency-Key semantics. Checks run in
 // this order, the first failing one answering: authentication (401), key present and well
@@ -77,12 +80,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.c.observer.Request(h.operation, refused)
 		return
 	}
-	key, err := ParseKeyHeader(r.Header.Values("Idempotency-Key"))
-	if errors.Is(err, ErrKeyMissing) {
-		h.reject(w, http.StatusBadRequest, CodeKeyMissing, err.Error())
+	key, err := parseKeyHeader(r.Header.Values("Idempotency-Key"))
+	if errors.Is(err, errKeyMissing) {
+		h.reject(w, http.StatusBadRequest, codeKeyMissing, err.Error())
 		return
 	} else if err != nil {
-		h.reject(w, http.StatusBadRequest, CodeKeyInvalid, err.Error())
+		h.reject(w, http.StatusBadRequest, codeKeyInvalid, err.Error())
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
@@ -99,7 +102,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body = []byte("{}") // a POST without a body means "no parameters"
 	}
 	if !json.Valid(body) {
-		h.reject(w, http.StatusBadRequest, CodeInvalidJSON, ErrInvalidJSON.Error())
+		h.reject(w, http.StatusBadRequest, CodeInvalidJSON, errInvalidJSON.Error())
 		return
 	}
 
@@ -122,7 +125,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	a := answerError(err)
-	if a.outcome == OutcomeError {
+	if a.outcome == outcomeError {
 		h.c.cfg.Logger.ErrorContext(r.Context(), "request failed", "operation", h.operation, "error", err)
 	}
 	if a.retryAfter > 0 {
@@ -137,7 +140,7 @@ func retryAfter(d time.Duration) string {
 }
 
 func (h *handler) reject(w http.ResponseWriter, status int, code, message string) {
-	h.c.observer.Request(h.operation, OutcomeRejected)
+	h.c.observer.Request(h.operation, outcomeRejected)
 	WriteError(w, status, code, message)
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 // TestCallOutcomeOutsideTheClassesIsJournaledUnknown: the journal holds one of the five outcome
-// classes (no CHECK says so since migration 004: the engine does). A step that records anything
+// classes (the schema's CHECK refuses any other). A step that records anything
 // else is journaled as unknown — the class that assumes least — and the operation goes on as the
 // step's error says.
 func TestCallOutcomeOutsideTheClassesIsJournaledUnknown(t *testing.T) {

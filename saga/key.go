@@ -18,12 +18,13 @@ const (
 	// KeyStatusCompleted: the operation finished (or an operator settled it) and its response is
 	// stored for replay. Final; retention GC deletes it after the operation's window.
 	KeyStatusCompleted KeyStatus = "completed"
-	// KeyStatusFailed: parked for an operator, with a ParkedReason. Only an operator moves it
-	// on: Resume (back to started) or Settle (to completed). GC never deletes it.
-	KeyStatusFailed KeyStatus = "failed"
+	// KeyStatusParked: parked for an operator, with a ParkedReason. Only an operator moves it
+	// on: Resume (back to started) or Settle (to completed). GC never deletes it. Its stored
+	// value, shown by the CLI, the console and the HTTP API, is "failed".
+	KeyStatusParked KeyStatus = "failed"
 )
 
-// ParkedReason says why a key is parked (KeyStatusFailed).
+// ParkedReason says why a key is parked (KeyStatusParked).
 type ParkedReason string
 
 const (
@@ -70,7 +71,7 @@ type Key struct {
 	Attempts      int
 	LastError     string
 	NextAttemptAt time.Time
-	// ParkedReason is set when Status is KeyStatusFailed.
+	// ParkedReason is set when Status is KeyStatusParked.
 	ParkedReason ParkedReason
 	Response     *Response
 	CompletedAt  *time.Time
@@ -95,7 +96,7 @@ func (k *Key) budgetSpent() int { return k.Attempts - k.attemptsUnspent }
 // Stuck reports whether the key needs attention: started with an expired lease (its process
 // died and no one resumed it yet), or parked.
 func (k *Key) Stuck() bool {
-	return k.Status == KeyStatusFailed || (k.Status == KeyStatusStarted && !k.Leased)
+	return k.Status == KeyStatusParked || (k.Status == KeyStatusStarted && !k.Leased)
 }
 
 // KeyAction is an operator's action on a key, from its history.

@@ -9,55 +9,49 @@ import (
 	"github.com/pgsaga/pgsaga/internal/idemkey"
 )
 
-// Key length bounds, in characters.
-const (
-	MinKeyLength = idemkey.MinLength
-	MaxKeyLength = idemkey.MaxLength
-)
+// errKeyMissing is returned by parseKeyHeader when a request carries no Idempotency-Key.
+var errKeyMissing = errors.New("the Idempotency-Key header is required")
 
-// ErrKeyMissing is returned by ParseKeyHeader when a request carries no Idempotency-Key.
-var ErrKeyMissing = errors.New("the Idempotency-Key header is required")
-
-// ErrKeyInvalid is returned for a key that is not 8–255 characters from '!' to '~' (without '"'
+// errKeyInvalid is returned for a key that is not 8–255 characters from '!' to '~' (without '"'
 // and '\'), or a header that is neither such a bare key nor an RFC 8941 string holding one.
-var ErrKeyInvalid = errors.New(`the Idempotency-Key must be 8-255 visible ASCII characters (no '"' or '\'), bare or as an RFC 8941 string`)
+var errKeyInvalid = errors.New(`the Idempotency-Key must be 8-255 visible ASCII characters (no '"' or '\'), bare or as an RFC 8941 string`)
 
-// ParseKeyHeader reads the Idempotency-Key header values of a request. A key may be sent bare
+// parseKeyHeader reads the Idempotency-Key header values of a request. A key may be sent bare
 // (Idempotency-Key: 4f1c…) or as an RFC 8941 string (Idempotency-Key: "4f1c…"); both spellings
 // are the same key. More than one header value is invalid.
-func ParseKeyHeader(values []string) (string, error) {
+func parseKeyHeader(values []string) (string, error) {
 	switch {
 	case len(values) == 0:
-		return "", ErrKeyMissing
+		return "", errKeyMissing
 	case len(values) > 1:
-		return "", ErrKeyInvalid
+		return "", errKeyInvalid
 	}
 	raw := strings.TrimSpace(values[0])
 	if raw == "" {
-		return "", ErrKeyMissing
+		return "", errKeyMissing
 	}
 	key := raw
 	if strings.HasPrefix(raw, `"`) {
 		item, err := httpsfv.UnmarshalItem([]string{raw})
 		if err != nil {
-			return "", ErrKeyInvalid
+			return "", errKeyInvalid
 		}
 		s, ok := item.Value.(string)
 		if !ok || len(item.Params.Names()) > 0 {
-			return "", ErrKeyInvalid
+			return "", errKeyInvalid
 		}
 		key = s
 	}
-	if err := ValidateKey(key); err != nil {
+	if err := validateKey(key); err != nil {
 		return "", err
 	}
 	return key, nil
 }
 
-// ValidateKey checks a key's length and alphabet.
-func ValidateKey(key string) error {
+// validateKey checks a key's length and alphabet.
+func validateKey(key string) error {
 	if idemkey.Problem(key) != "" {
-		return ErrKeyInvalid
+		return errKeyInvalid
 	}
 	return nil
 }

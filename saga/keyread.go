@@ -11,6 +11,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsaga/pgsaga/internal/keystore"
+	"github.com/pgsaga/pgsaga/internal/sibling"
 )
 
 // The operators' read API: what the CLI, the console and the worker's metrics use instead of
@@ -93,7 +96,7 @@ func keyList(ctx context.Context, q pgxQuerier, p *KeyListParams) (*KeyListResul
 		return nil, fmt.Errorf("saga: KeyListParams.Limit must be 1-10000, got %d", p.Limit)
 	}
 	switch p.State {
-	case "", KeyStatusStarted, KeyStatusCompleted, KeyStatusFailed:
+	case "", KeyStatusStarted, KeyStatusCompleted, KeyStatusParked:
 	default:
 		return nil, fmt.Errorf("saga: KeyListParams.State must be started, completed or failed, got %q", p.State)
 	}
@@ -209,10 +212,11 @@ func keyDeleteExpired(ctx context.Context, q pgxQuerier, p *KeyDeleteExpiredPara
 	case batch < 0:
 		return 0, fmt.Errorf("saga: KeyDeleteExpiredParams.BatchSize must be positive, got %d", batch)
 	}
+	store := keystore.New(q)
 	if p.DryRun {
-		return countExpired(ctx, q, p.OlderThan)
+		return countExpired(ctx, store, p.OlderThan)
 	}
-	run := &retentionRun{q: q, batch: batch, tombstones: tombstones.Milliseconds(), onBatch: p.OnBatch}
+	run := &retentionRun{q: store, batch: batch, tombstones: tombstones.Milliseconds(), onBatch: p.OnBatch}
 	var err error
 	if p.OlderThan != nil {
 		err = run.byAge(ctx, *p.OlderThan)
@@ -222,8 +226,7 @@ func keyDeleteExpired(ctx context.Context, q pgxQuerier, p *KeyDeleteExpiredPara
 	if err != nil {
 		return run.deleted, err
 	}
-	_, err = run.expireTombstones(ctx)
-	return run.deleted, err
+	return run.deleted, run.expireTombstones(ctx)
 }
 
 // KeyCounts is how many keys there are, by state and by operation, for an overview.
@@ -239,52 +242,37 @@ type KeyCounts struct {
 }
 
 // KeyCount counts keys by state and operation, exactly (it reads the whole table: for an
-// operator's overview, not for a metrics scrape — see KeyEstimate).
+// operator's overview, not for a metrics scrape, which reads an estimate).
 func (c *Client) KeyCount(ctx context.Context) (*KeyCounts, error) {
-	rows, err := c.cfg.DB.Query(ctx, countKeysSQL)
+	rows, err := keystore.New(c.cfg.DB).CountKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("error counting keys: %w", err)
 	}
 	out := &KeyCounts{ByState: map[KeyStatus]int{}, ByOperation: map[string]map[KeyStatus]int{}}
-	var op, status string
-	var n, stuck int
-	_, err = pgx.ForEachRow(rows, []any{&op, &status, &n, &stuck}, func() error {
-		out.ByState[KeyStatus(status)] += n
-		if out.ByOperation[op] == nil {
-			out.ByOperation[op] = map[KeyStatus]int{}
+	for _, r := range rows {
+		status, n := KeyStatus(r.Status), int(r.Keys)
+		out.ByState[status] += n
+		if out.ByOperation[r.Operation] == nil {
+			out.ByOperation[r.Operation] = map[KeyStatus]int{}
 		}
-		out.ByOperation[op][KeyStatus(status)] += n
-		out.Stuck += stuck
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("error counting keys: %w", err)
+		out.ByOperation[r.Operation][status] += n
+		out.Stuck += int(r.Stuck)
 	}
 	if out.Stuck > 0 {
-		k, err := scanKey(c.cfg.DB.QueryRow(ctx, oldestStuckSQL))
-		if err != nil && !errors.Is(err, ErrKeyNotFound) {
-			return nil, fmt.Errorf("error reading the oldest stuck key: %w", err)
+		if out.OldestStuck, err = oldestStuck(ctx, c.cfg.DB); err != nil {
+			return nil, err
 		}
-		out.OldestStuck = k
 	}
 	return out, nil
 }
 
-// KeyEstimate is a cheap count for metrics: started, parked and stuck keys exactly (they are
-// few and indexed), completed keys estimated from the planner's statistics.
-type KeyEstimate struct {
-	Started, Failed, Stuck int
-	// CompletedEstimate is the table's estimated rows minus the started and parked ones.
-	CompletedEstimate int
-}
-
-// KeyEstimate reads a KeyEstimate without counting the whole table.
-func (c *Client) KeyEstimate(ctx context.Context) (*KeyEstimate, error) {
-	var e KeyEstimate
-	var total int
-	if err := c.cfg.DB.QueryRow(ctx, estimateKeysSQL).Scan(&e.Started, &e.Failed, &e.Stuck, &total); err != nil {
+// KeyEstimate reads a sibling.KeyEstimate without counting the whole table.
+func (o *internalOps) KeyEstimate(ctx context.Context) (*sibling.KeyEstimate, error) {
+	r, err := keystore.New(o.c.cfg.DB).EstimateKeys(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("error estimating keys: %w", err)
 	}
-	e.CompletedEstimate = max(total-e.Started-e.Failed, 0)
+	e := sibling.KeyEstimate{Started: int(r.Started), Parked: int(r.Parked), Stuck: int(r.Stuck)}
+	e.CompletedEstimate = max(int(r.Total)-e.Started-e.Parked, 0)
 	return &e, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgsaga/pgsaga/internal/sibling"
 	"github.com/pgsaga/pgsaga/internal/testkit/chaos"
 	"github.com/pgsaga/pgsaga/internal/testkit/crash"
 	"github.com/pgsaga/pgsaga/phases"
@@ -29,7 +30,7 @@ func seedStates(t *testing.T, h *harness, completed int) {
 		return phases.OutcomeUnknown(errors.New("nothing can tell"))
 	}}).ops)
 	_, err := parker.Run(t.Context(), opReserve, h.req("parked-0000", `{}`))
-	require.ErrorIs(t, err, saga.ErrParked)
+	require.ErrorAs(t, err, new(*saga.ParkedError))
 }
 
 func TestKeyListPagesNewestFirstWithoutRepeats(t *testing.T) {
@@ -91,7 +92,7 @@ func TestKeyListFilters(t *testing.T) {
 		return out
 	}
 	require.ElementsMatch(t, []string{"stuck-0000", "parked-0000"}, keysOf(&saga.KeyListParams{Stuck: true}))
-	require.Equal(t, []string{"parked-0000"}, keysOf(&saga.KeyListParams{State: saga.KeyStatusFailed}))
+	require.Equal(t, []string{"parked-0000"}, keysOf(&saga.KeyListParams{State: saga.KeyStatusParked}))
 	require.Equal(t, []string{"stuck-0000"}, keysOf(&saga.KeyListParams{State: saga.KeyStatusStarted}))
 	require.Equal(t, []string{"done-other"}, keysOf(&saga.KeyListParams{Tenant: "tenant-2"}))
 	require.ElementsMatch(t, []string{"done-0000", "done-0001", "done-0002", "done-other"}, keysOf(&saga.KeyListParams{KeyPrefix: "done-"}))
@@ -118,16 +119,16 @@ func TestKeyCountsAndEstimate(t *testing.T) {
 	seedStates(t, h, 4)
 	c, err := h.client.KeyCount(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, map[saga.KeyStatus]int{saga.KeyStatusCompleted: 4, saga.KeyStatusStarted: 1, saga.KeyStatusFailed: 1}, c.ByState)
+	require.Equal(t, map[saga.KeyStatus]int{saga.KeyStatusCompleted: 4, saga.KeyStatusStarted: 1, saga.KeyStatusParked: 1}, c.ByState)
 	require.Equal(t, c.ByState, c.ByOperation[opReserve])
 	require.Equal(t, 2, c.Stuck)
 	require.NotNil(t, c.OldestStuck)
 	require.Equal(t, "stuck-0000", c.OldestStuck.Key, "the one that has waited longest since its last change")
 
-	e, err := h.client.KeyEstimate(t.Context())
+	e, err := h.client.Internal(sibling.Token{}).KeyEstimate(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, 1, e.Started)
-	require.Equal(t, 1, e.Failed)
+	require.Equal(t, 1, e.Parked)
 	require.Equal(t, 2, e.Stuck)
 }
 

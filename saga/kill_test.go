@@ -87,7 +87,7 @@ func runKillProcess(role string) int {
 	key := os.Getenv(envKillKey)
 	req := &saga.Request{Scope: saga.Scope{Tenant: "tenant-1", Actor: "alice"}, Key: key, Method: "POST", Path: "/test", Body: []byte(`{}`)}
 	_, err = client.Run(ctx, "killed", req)
-	if errors.Is(err, saga.ErrParked) {
+	if errors.As(err, new(*saga.ParkedError)) {
 		return 4
 	}
 	if err != nil {
@@ -134,7 +134,7 @@ func TestPoisonKeyKilledProcessesPark(t *testing.T) {
 	require.False(t, killed, "the fourth execution must not reach the call")
 	require.Equal(t, 4, code, "the fourth execution parks the key")
 	k := h.key(key)
-	require.Equal(t, saga.KeyStatusFailed, k.Status)
+	require.Equal(t, saga.KeyStatusParked, k.Status)
 	require.Equal(t, saga.ParkedAttemptsExhausted, k.ParkedReason)
 	require.Len(t, k.Calls, 3, "three killed calls, each journaled before it ran")
 	require.Zero(t, h.count(`SELECT count(*) FROM test_reservation WHERE status = 'released'`), "attempts running out compensates nothing")

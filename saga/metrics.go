@@ -6,20 +6,26 @@ import (
 	"github.com/pgsaga/pgsaga/phases"
 )
 
-// RequestOutcome is how a request was answered, for metrics.
+// RequestOutcome is how a request was answered, for metrics: the "outcome" label of
+// pgsaga_requests_total. It is one of executed (this request's execution produced the answer),
+// replayed (a stored answer, nothing executed), in_progress (409: another execution holds the
+// key), mismatch (422: the key was used for another request), expired (410: the key's record was
+// deleted by retention), rejected (400/401/413: refused before anything was stored), unavailable
+// (503: transient, the key stays started), parked (503: the key is, or was just, parked) and
+// error (500: a failure the engine cannot classify).
 type RequestOutcome string
 
-// Request outcomes, the values of pgsaga_requests_total's "outcome" label.
+// The request outcomes (see RequestOutcome).
 const (
-	OutcomeExecuted    RequestOutcome = "executed"    // this request's execution produced the answer
-	OutcomeReplayed    RequestOutcome = "replayed"    // a stored answer, nothing executed
-	OutcomeInProgress  RequestOutcome = "in_progress" // 409: another execution holds the key
-	OutcomeMismatch    RequestOutcome = "mismatch"    // 422: the key was used for another request
-	OutcomeExpired     RequestOutcome = "expired"     // 410: the key's record was deleted by retention
-	OutcomeRejected    RequestOutcome = "rejected"    // 400/401/413: refused before anything was stored
-	OutcomeUnavailable RequestOutcome = "unavailable" // 503: transient, the key stays started
-	OutcomeParked      RequestOutcome = "parked"      // 503: the key is (or was just) parked
-	OutcomeError       RequestOutcome = "error"       // 500: a failure the engine cannot classify
+	outcomeExecuted    RequestOutcome = "executed"    // this request's execution produced the answer
+	outcomeReplayed    RequestOutcome = "replayed"    // a stored answer, nothing executed
+	outcomeInProgress  RequestOutcome = "in_progress" // 409: another execution holds the key
+	outcomeMismatch    RequestOutcome = "mismatch"    // 422: the key was used for another request
+	outcomeExpired     RequestOutcome = "expired"     // 410: the key's record was deleted by retention
+	outcomeRejected    RequestOutcome = "rejected"    // 400/401/413: refused before anything was stored
+	outcomeUnavailable RequestOutcome = "unavailable" // 503: transient, the key stays started
+	outcomeParked      RequestOutcome = "parked"      // 503: the key is (or was just) parked
+	outcomeError       RequestOutcome = "error"       // 500: a failure the engine cannot classify
 )
 
 // requestOutcome classifies what Run or RunTx returned, by behaviour, as the HTTP handler
@@ -29,9 +35,9 @@ func requestOutcome(res *Result, err error) RequestOutcome {
 	case err != nil:
 		return errorOutcome(err)
 	case res.Replayed:
-		return OutcomeReplayed
+		return outcomeReplayed
 	}
-	return OutcomeExecuted
+	return outcomeExecuted
 }
 
 // errorOutcome is requestOutcome for an error (apart, so that an answer allocates nothing).

@@ -92,7 +92,7 @@ func TestUnknownOutcomeParksWithoutCompensating(t *testing.T) {
 	require.Zero(t, h.count(`SELECT count(*) FROM test_reservation WHERE key = $1 AND status = 'released'`, key), "nothing was compensated")
 	require.Zero(t, h.count(`SELECT count(*) FROM test_effect WHERE key = $1 AND step LIKE 'release:%'`, key))
 	k := h.key(key)
-	require.Equal(t, saga.KeyStatusFailed, k.Status)
+	require.Equal(t, saga.KeyStatusParked, k.Status)
 	require.Equal(t, saga.ParkedOutcomeUnknown, k.ParkedReason)
 	require.Equal(t, "hold_meal", k.RecoveryPoint, "the key stays where the call was, for an operator to settle")
 	require.Len(t, k.Calls, 1)
@@ -169,7 +169,7 @@ func TestPoisonKeyParks(t *testing.T) {
 	require.Equal(t, saga.ParkedAttemptsExhausted, parked.Reason)
 	require.Equal(t, before, h.points.Hits(chaos.BeforeStep(opReserve, "charge")), "the parking claim runs nothing")
 	k := h.key(key)
-	require.Equal(t, saga.KeyStatusFailed, k.Status)
+	require.Equal(t, saga.KeyStatusParked, k.Status)
 	require.Equal(t, "hold_meal", k.RecoveryPoint)
 	require.Len(t, k.Calls, 3, "each dead execution journaled its call")
 	for _, c := range k.Calls {

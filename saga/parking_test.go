@@ -47,7 +47,7 @@ func (f *flaky) ops(h *harness) []*phases.Operation {
 
 // TestTransientFailuresPark: a transient failure stores nothing, gives the lease back at once
 // and schedules the next attempt on the database clock; the attempt that exhausts MaxAttempts
-// parks the key, which then answers ErrParked to everyone until an operator resumes it.
+// parks the key, which then answers a ParkedError to everyone until an operator resumes it.
 func TestTransientFailuresPark(t *testing.T) {
 	t.Parallel()
 	f := &flaky{}
@@ -86,16 +86,16 @@ func TestTransientFailuresPark(t *testing.T) {
 	require.ErrorAs(t, err, &parked)
 	require.Equal(t, saga.ParkedAttemptsExhausted, parked.Reason)
 	k = h.key(key)
-	require.Equal(t, saga.KeyStatusFailed, k.Status)
+	require.Equal(t, saga.KeyStatusParked, k.Status)
 	require.Equal(t, "prepared", k.RecoveryPoint, "a parked key keeps its recovery point")
 	require.Equal(t, 2, k.Attempts)
 	require.Contains(t, k.LastError, "attempts exhausted")
 	require.Equal(t, saga.ParkedAttemptsExhausted, k.ParkedReason)
 
 	_, err = h.client.Run(t.Context(), opFlaky, h.req(key, `{}`))
-	require.ErrorIs(t, err, saga.ErrParked)
+	require.ErrorAs(t, err, new(*saga.ParkedError))
 	_, err = h.client.Resume(t.Context(), h.scope, key, nil)
-	require.ErrorIs(t, err, saga.ErrParked, "only an operator's Resume with Parked continues a parked key")
+	require.ErrorAs(t, err, new(*saga.ParkedError), "only an operator's Resume with Parked continues a parked key")
 	n, _ = h.ext.calls(key + "/failed")
 	require.Equal(t, 2, n, "one call per attempt, none for answers to a parked key")
 

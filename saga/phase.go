@@ -56,13 +56,12 @@ func (e *execution) atomic(ctx context.Context, i int) error {
 		w.next = start
 	}
 	w.alone = !tx.Begun()
-	a := getArgs()
-	defer putArgs(a)
-	s, err := w.statement(&e.h, e.requestFor(w), e.hash, a)
+	s, err := w.statement(&e.h, e.requestFor(w), e.hash)
 	if err != nil {
 		e.st.Reset(e.committed)
 		return err
 	}
+	defer s.release()
 	sent := time.Now()
 	out, err := commitPhase(ctx, tx, s, e.stage != stageNew)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgsaga/pgsaga/internal/pgpipe"
 )
@@ -27,12 +26,12 @@ import (
 
 // beginPhase opens a phase's transaction; nothing is sent yet. before, when set, runs right before
 // the transaction's first round trip (pgpipe.BeginOpts.BeforeBegin).
-func beginPhase(ctx context.Context, db *pgxpool.Pool, before func(context.Context, *pgx.Conn) error) (*pgpipe.Tx, error) {
+func beginPhase(ctx context.Context, db DB, before func(context.Context, *pgx.Conn) error) (*pgpipe.Tx, error) {
 	var opts *pgpipe.BeginOpts
 	if before != nil {
 		opts = &pgpipe.BeginOpts{BeforeBegin: before}
 	}
-	tx, err := pgpipe.Begin(ctx, db, opts)
+	tx, err := beginOn(ctx, db, opts)
 	if err != nil {
 		return nil, fmt.Errorf("error beginning a phase: %w", err)
 	}
@@ -61,20 +60,20 @@ func confirmReads(ctx context.Context, tx *pgpipe.Tx, name string, err error) er
 // lease taken over: in both the statement raised, so the COMMIT queued after it never ran and
 // the phase committed nothing. The fence's error is recognised on the write's own result, read
 // by its own callback: only the engine's write can say the lease was lost.
-func commitPhase(ctx context.Context, tx *pgpipe.Tx, s *keyStatement, fenced bool) (*written, error) {
+func commitPhase(ctx context.Context, tx *pgpipe.Tx, s keyStatement, fenced bool) (*written, error) {
 	out := &written{}
 	lost := false
 	var err error
 	if s.exec {
 		b := &pgx.Batch{}
-		b.Queue(s.sql, s.args...).Exec(func(pgconn.CommandTag) error { return nil })
+		b.Queue(s.st.SQL, s.st.Args...).Exec(func(pgconn.CommandTag) error { return nil })
 		err = tx.CommitWith(ctx, b)
 	} else {
 		err = tx.CommitRow(ctx, func(row pgx.Row) error {
-			err := s.read(row, out)
+			err := s.read(s.st, row, out)
 			lost = fenced && s.fence(err)
 			return err
-		}, s.sql, s.args...)
+		}, s.st.SQL, s.st.Args...)
 	}
 	switch {
 	case err == nil:

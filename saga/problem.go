@@ -18,15 +18,6 @@ import "github.com/pgsaga/pgsaga/internal/problem"
 // ContentTypeProblem is the media type of every error body (RFC 9457).
 const ContentTypeProblem = problem.ContentType
 
-// ProblemType is the "type" member of the problem with error code code: urn:pgsaga:error:
-// followed by the code, such as urn:pgsaga:error:idempotency_key_reused.
-func ProblemType(code string) string { return problem.Type(code) }
-
-// ProblemTitle is the "title" member of the problem with error code code: the code in words,
-// its first letter upper case ("idempotency_key_reused" is "Idempotency key reused"). It is the
-// same for every occurrence of the code, as RFC 9457 asks of a title.
-func ProblemTitle(code string) string { return problem.Title(code) }
-
 // ProblemBody is the problem details object of an error: status (the HTTP status it is answered
 // with), code (the stable error code) and message (for people, never a Go type or a driver's
 // text), followed by extensions, extension members of the caller's in the order of their names

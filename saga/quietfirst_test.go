@@ -72,7 +72,6 @@ func requireTripsLike(t *testing.T, got []chaos.Trip, want ...string) {
 func TestFirstRoundTripDependsOnTheRequestAlone(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t)
-	t.Cleanup(func() { dbtest.RequireKeyInvariants(t, db) })
 	_, err := db.Pool.Exec(t.Context(), createEffects)
 	require.NoError(t, err)
 	counter := &chaos.Counter{}
@@ -144,7 +143,6 @@ func TestFirstRoundTripDependsOnTheRequestAlone(t *testing.T) {
 func TestQuietFirstPhaseConcurrentDuplicates(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t)
-	t.Cleanup(func() { dbtest.RequireKeyInvariants(t, db) })
 	var (
 		loud  atomic.Bool
 		calls atomic.Int32

@@ -6,12 +6,7 @@ import (
 	"net/http"
 
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/pgsaga/pgsaga/phases"
 )
-
-// CodeConflict answers an effect a unique or exclusion constraint refused.
-const CodeConflict = "conflict"
 
 // A database refusal of a phase's business SQL that will be the same on every retry is an
 // answer, not a transient failure (a 503 on every retry would never give a definite answer):
@@ -35,13 +30,13 @@ const CodeConflict = "conflict"
 // it is stored even when no phase committed. A 400's message never quotes the database's own,
 // which names tables and columns (the caller logs it); a conflict names the constraint, which is
 // what a client can act on.
-func refusal(err error) (answer *phases.RejectError, stored bool) {
+func refusal(err error) (answer *rejection, stored bool) {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return nil, false
 	}
-	invalid := func(msg string) *phases.RejectError {
-		return &phases.RejectError{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: msg}
+	invalid := func(msg string) *rejection {
+		return &rejection{status: http.StatusBadRequest, code: CodeInvalidRequest, message: msg}
 	}
 	switch code := pgErr.Code; {
 	case len(code) == 5 && code[:2] == "22":
@@ -53,8 +48,27 @@ func refusal(err error) (answer *phases.RejectError, stored bool) {
 	case code == "23503":
 		return invalid("the request refers to something that does not exist"), false
 	case (code == "23505" && pgErr.ConstraintName != keyPrimaryKey) || code == "23P01":
-		return &phases.RejectError{Status: http.StatusConflict, Code: CodeConflict,
-			Message: fmt.Sprintf("the request conflicts with data already stored (constraint %q)", pgErr.ConstraintName)}, true
+		return &rejection{status: http.StatusConflict, code: codeConflict,
+			message: fmt.Sprintf("the request conflicts with data already stored (constraint %q)", pgErr.ConstraintName)}, true
 	}
 	return nil, false
+}
+
+// rejection is a business outcome to store: a phase's phases.Reject, or a refusal of the
+// database's.
+type rejection struct {
+	status        int
+	code, message string
+}
+
+// rejected reads the rejection err says it is (phases.Reject), through any wrapping.
+func rejected(err error) (rejection, bool) {
+	var r interface {
+		Rejection() (status int, code, message string)
+	}
+	if !errors.As(err, &r) {
+		return rejection{}, false
+	}
+	status, code, message := r.Rejection()
+	return rejection{status: status, code: code, message: message}, true
 }

@@ -8,7 +8,7 @@ import (
 type Request struct {
 	// Scope owns the key; take it from authentication, never from the body.
 	Scope Scope
-	// Key is the client's idempotency key (see ValidateKey).
+	// Key is the client's idempotency key: 8-255 characters from '!' to '~', but '"' and '\'.
 	Key string
 	// Method and Path are those of the HTTP request (or any stable names for non-HTTP use). A key
 	// reused with another method or path is rejected with ErrKeyReused.
@@ -22,8 +22,9 @@ type Request struct {
 	// which the fingerprint covers. Defaults to none.
 	PathValues map[string]string
 
-	// Operation is filled in by the client.
-	Operation string
+	// operation is the name of the operation running the request, set on the engine's own copy:
+	// Run and RunTx never change the caller's Request.
+	operation string
 }
 
 // checkRequest refuses what the database would refuse (text must be valid UTF-8 without NUL),
@@ -32,7 +33,7 @@ func checkRequest(req *Request) error {
 	if req == nil {
 		return errors.New("saga: nil Request")
 	}
-	if err := ValidateKey(req.Key); err != nil {
+	if err := validateKey(req.Key); err != nil {
 		return err
 	}
 	if !storableText(req.Scope.Tenant, 64) || !storableText(req.Scope.Actor, 64) {

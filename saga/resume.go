@@ -55,7 +55,7 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 			return &Result{Response: k.Response, Replayed: true}, nil
 		case opts.Due:
 			return nil, ErrNotDue
-		case k.Status == KeyStatusFailed:
+		case k.Status == KeyStatusParked:
 			return nil, &ParkedError{Reason: k.ParkedReason, LastError: k.LastError}
 		}
 		return nil, &InProgressError{LeaseRemaining: k.LeaseLeft, RetryAfter: k.LeaseLeft}
@@ -74,9 +74,10 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 }
 
 // ResumeNextDue claims the key that has waited longest among those due for an execution (of
-// this client's operations) and resumes it, returning its key and result. It returns
-// ErrNoDueKey when none is due. Concurrent callers (in any process) claim different keys.
-func (c *Client) ResumeNextDue(ctx context.Context) (*KeyRef, *Result, error) {
+// this client's operations) and resumes it, returning its key and result. It returns no key and
+// no error when none is due. Concurrent callers (in any process) claim different keys.
+func (o *internalOps) ResumeNextDue(ctx context.Context) (*KeyRef, *Result, error) {
+	c := o.c
 	ctx = context.WithoutCancel(ctx)
 	sent := time.Now()
 	keys, err := claimDue(ctx, c.cfg.DB, c.opNames, c.calls, c.cfg.Lease, 1)
@@ -84,7 +85,7 @@ func (c *Client) ResumeNextDue(ctx context.Context) (*KeyRef, *Result, error) {
 		return nil, nil, err
 	}
 	if len(keys) == 0 {
-		return nil, nil, ErrNoDueKey
+		return nil, nil, nil
 	}
 	k := keys[0]
 	ref := &KeyRef{Scope: k.Scope, Key: k.Key.Key}
@@ -100,11 +101,12 @@ func (c *Client) ResumeNextDue(ctx context.Context) (*KeyRef, *Result, error) {
 // does one key: their leases are taken in one statement (a key that another execution holds,
 // that is not due yet, that finished or parked, or whose operation this client lacks is left
 // alone), and every key taken is resumed at once, each on its own goroutine (its lease runs from
-// the claim), and ResumeDue returns when all have returned: one ResumeDueResult per ref, in
+// the claim), and ResumeDue returns when all have returned: one result per ref, in
 // order. It returns an error, having resumed nothing, only when the claim itself failed.
-func (c *Client) ResumeDue(ctx context.Context, refs []KeyRef) ([]ResumeDueResult, error) {
+func (o *internalOps) ResumeDue(ctx context.Context, refs []KeyRef) ([]dueResult, error) {
+	c := o.c
 	ctx = context.WithoutCancel(ctx)
-	out := make([]ResumeDueResult, len(refs))
+	out := make([]dueResult, len(refs))
 	if len(refs) == 0 {
 		return out, nil
 	}
@@ -132,8 +134,8 @@ func (c *Client) ResumeDue(ctx context.Context, refs []KeyRef) ([]ResumeDueResul
 	return out, nil
 }
 
-// ResumeDueResult is what ResumeDue did with one key.
-type ResumeDueResult struct {
+// dueResult is what ResumeDue did with one key.
+type dueResult struct {
 	// Taken is false when the key was not due: nothing ran, and Result and Err are nil.
 	Taken bool
 	// Result and Err are what the key's resume returned, as Resume's.
@@ -146,13 +148,13 @@ type ResumeDueResult struct {
 // is not returned again for hold, so repeated sweeps do not list it while its job waits; if the
 // job never runs, the key falls due again after hold. Reserving takes no lease and spends no
 // attempt: Resume with ResumeOpts.Due does.
-func (c *Client) ReserveDueTx(ctx context.Context, tx pgx.Tx, limit int, hold time.Duration) ([]KeyRef, error) {
-	return reserveDue(ctx, tx, c.opNames, hold, limit)
+func (o *internalOps) ReserveDueTx(ctx context.Context, tx pgx.Tx, limit int, hold time.Duration) ([]KeyRef, error) {
+	return reserveDue(ctx, tx, o.c.opNames, hold, limit)
 }
 
 // newResumption is an execution that continues key k, which the caller just took over.
 func (c *Client) newResumption(op *phases.Operation, k *Key, by runner) *execution {
-	req := &Request{Scope: k.Scope, Key: k.Key, Method: k.Method, Path: k.Path, Body: k.RequestBody, Operation: k.Operation}
+	req := &Request{Scope: k.Scope, Key: k.Key, Method: k.Method, Path: k.Path, Body: k.RequestBody}
 	return c.newExecution(op, req, k.RequestHash, by)
 }
 
@@ -209,7 +211,7 @@ func (e *execution) resumeFrom(ctx context.Context, t *takenKey, sent time.Time)
 		}
 		return e.finishCompensated(ctx, out)
 	case strings.HasPrefix(rp, phases.RecoveryPointCompensatePrefix):
-		i := e.op.StepIndex(strings.TrimPrefix(rp, phases.RecoveryPointCompensatePrefix))
+		i := stepIndex(e.op, strings.TrimPrefix(rp, phases.RecoveryPointCompensatePrefix))
 		if i < 0 {
 			return e.park(ctx, ParkedPermanent, fmt.Sprintf("operation %q has no step to compensate at %q (renamed? keep the old name in WithAliases)", e.op.Name, rp))
 		}
@@ -221,7 +223,7 @@ func (e *execution) resumeFrom(ctx context.Context, t *takenKey, sent time.Time)
 	case rp == phases.RecoveryPointStarted:
 		return e.execute(ctx, 0)
 	default:
-		i := e.op.StepIndex(rp)
+		i := stepIndex(e.op, rp)
 		if i < 0 {
 			return e.park(ctx, ParkedPermanent, fmt.Sprintf("operation %q has no step %q to resume after (renamed? keep the old name in WithAliases)", e.op.Name, rp))
 		}
@@ -236,7 +238,7 @@ func (e *execution) journaledByTakeover(t *takenKey) error {
 	if t.call == nil {
 		return nil
 	}
-	i := e.op.StepIndex(t.call.step)
+	i := stepIndex(e.op, t.call.step)
 	if i < 0 {
 		return fmt.Errorf("operation %q has no call %q", e.op.Name, t.call.step)
 	}

@@ -71,10 +71,9 @@ func (c *Client) prepare(operation string, req *Request) (*phases.Operation, []b
 	if err := checkRequest(req); err != nil {
 		return nil, nil, err
 	}
-	req.Operation = op.Name
-	hash, err := Fingerprint(req.Body)
+	hash, err := fingerprint(req.Body)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
+		return nil, nil, &InvalidRequestError{Err: fmt.Errorf("%w: %v", errInvalidJSON, err)}
 	}
 	return op, hash, nil
 }
@@ -123,7 +122,7 @@ type decideOpts struct {
 // (or a bounded wait for it), not yet due, or a takeover of an expired lease followed by a
 // resume.
 func (e *execution) decide(ctx context.Context, k *keyHead, o decideOpts) (*Result, error) {
-	if !e.op.Is(k.Operation) || k.Method != e.req.Method || k.Path != e.req.Path || !bytes.Equal(k.RequestHash, e.hash) {
+	if !isOperation(e.op, k.Operation) || k.Method != e.req.Method || k.Path != e.req.Path || !bytes.Equal(k.RequestHash, e.hash) {
 		return nil, ErrKeyReused
 	}
 	switch k.Status {
@@ -134,7 +133,7 @@ func (e *execution) decide(ctx context.Context, k *keyHead, o decideOpts) (*Resu
 			return &Result{Response: k.Response, Resumed: e.st != nil && e.st.Resumed()}, nil
 		}
 		return &Result{Response: k.Response, Replayed: true}, nil
-	case KeyStatusFailed:
+	case KeyStatusParked:
 		return nil, &ParkedError{Reason: k.ParkedReason, LastError: k.LastError}
 	}
 	if k.LeaseLeft > 0 {

@@ -11,8 +11,8 @@ import (
 	"github.com/pgsaga/pgsaga/phases"
 )
 
-// ErrNotSingleTransaction is returned by RunTx for an operation with more than one step.
-var ErrNotSingleTransaction = errors.New("RunTx runs single-transaction operations only (one atomic phase)")
+// errNotSingleTransaction is returned by RunTx for an operation with more than one step.
+var errNotSingleTransaction = errors.New("RunTx runs single-transaction operations only (one atomic phase)")
 
 // RunTx runs a single-transaction operation inside the caller's transaction: the claim of the
 // key, the effect and the stored response commit when the caller commits, together with the
@@ -31,8 +31,8 @@ func (c *Client) runTx(ctx context.Context, tx pgx.Tx, operation string, req *Re
 	if err != nil {
 		return nil, err
 	}
-	if !op.SingleTransaction() {
-		return nil, fmt.Errorf("%w: %q", ErrNotSingleTransaction, op.Name)
+	if !singleTransaction(op) {
+		return nil, fmt.Errorf("%w: %q", errNotSingleTransaction, op.Name)
 	}
 	e := c.newExecution(op, req, hash, byClient)
 	ctx = e.traceRequest(ctx)
@@ -54,14 +54,14 @@ func (e *execution) runTx(ctx context.Context, tx pgx.Tx) (*Result, error) {
 
 	resp, err := e.effectTx(ctx, savepoint)
 	if err != nil {
+		reject, ok := rejected(err)
 		if answer, stored := refusal(err); answer != nil {
 			if !stored {
-				return nil, &InvalidRequestError{Err: errors.New(answer.Message)}
+				return nil, &InvalidRequestError{Err: errors.New(answer.message)}
 			}
-			err = answer
+			reject, ok = *answer, true
 		}
-		var reject *phases.RejectError
-		if !errors.As(err, &reject) {
+		if !ok {
 			return nil, err
 		}
 		// The effect's writes go; the business outcome is what gets stored.

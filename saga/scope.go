@@ -30,28 +30,28 @@ func authenticate(w http.ResponseWriter, r *http.Request, scope ScopeFunc, retry
 	if temporary := (*TransientError)(nil); errors.As(err, &temporary) {
 		w.Header().Set("Retry-After", retryAfter(temporary.RetryAfter))
 		WriteError(w, http.StatusServiceUnavailable, CodeTemporarilyUnavailable, "the request could not be authenticated now; "+retry)
-		return Scope{}, OutcomeUnavailable, false
+		return Scope{}, outcomeUnavailable, false
 	}
 	if err != nil {
 		WriteError(w, http.StatusUnauthorized, CodeUnauthenticated, err.Error())
-		return Scope{}, OutcomeRejected, false
+		return Scope{}, outcomeRejected, false
 	}
 	return s, "", true
 }
 
-// Scope headers of HeaderScope.
+// The headers HeaderScope reads.
 const (
-	HeaderTenant = "X-Tenant-ID"
-	HeaderActor  = "X-Actor-ID"
+	headerTenant = "X-Tenant-ID"
+	headerActor  = "X-Actor-ID"
 )
 
 // HeaderScope is a ScopeFunc that takes the scope from X-Tenant-ID and X-Actor-ID, 1-64
 // characters of UTF-8 each, which anyone can set: a stand-in for authentication in tests and
 // local experiments, never for a service that others can reach.
 func HeaderScope(r *http.Request) (Scope, error) {
-	tenant, actor := r.Header.Get(HeaderTenant), r.Header.Get(HeaderActor)
+	tenant, actor := r.Header.Get(headerTenant), r.Header.Get(headerActor)
 	if !scopePart(tenant) || !scopePart(actor) {
-		return Scope{}, errors.New(HeaderTenant + " and " + HeaderActor + " (1-64 characters each) are required")
+		return Scope{}, errors.New(headerTenant + " and " + headerActor + " (1-64 characters each) are required")
 	}
 	return Scope{Tenant: tenant, Actor: actor}, nil
 }

@@ -30,10 +30,10 @@ func TestAuthenticated(t *testing.T) {
 	get := func(tenant, actor string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(http.MethodGet, "/x", nil)
 		if tenant != "" {
-			r.Header.Set(saga.HeaderTenant, tenant)
+			r.Header.Set("X-Tenant-ID", tenant)
 		}
 		if actor != "" {
-			r.Header.Set(saga.HeaderActor, actor)
+			r.Header.Set("X-Actor-ID", actor)
 		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)

@@ -75,7 +75,7 @@ func (c *Client) settleTx(ctx context.Context, tx pgx.Tx, scope Scope, key strin
 	switch {
 	case op.Settle == nil:
 		return nil, fmt.Errorf("%w: %q", ErrNoSettleHook, op.Name)
-	case k.Status != KeyStatusFailed:
+	case k.Status != KeyStatusParked:
 		return nil, fmt.Errorf("%w (it is %s)", ErrNotParked, k.Status)
 	}
 	ctx, *span = c.traceSettle(ctx, k, stored, p)

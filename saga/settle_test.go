@@ -47,7 +47,7 @@ func TestSettleAParkedKey(t *testing.T) {
 			h := newHarness(t, nil, settleable(r))
 			key := "settle-" + newID()
 			_, err := h.client.Run(t.Context(), opReserve, h.req(key, `{}`))
-			require.ErrorIs(t, err, saga.ErrParked)
+			require.ErrorAs(t, err, new(*saga.ParkedError))
 
 			params := &saga.SettleParams{Outcome: outcome, Note: "checked the provider's dashboard", Reference: "ch_42", By: "alice"}
 			res, err := h.client.Settle(t.Context(), h.scope, key, params)
@@ -90,7 +90,7 @@ func TestSettleRefusals(t *testing.T) {
 	h := newHarness(t, nil, settleable(r))
 	parkedKey := "settle-refused-" + newID()
 	_, err := h.client.Run(t.Context(), opReserve, h.req(parkedKey, `{}`))
-	require.ErrorIs(t, err, saga.ErrParked)
+	require.ErrorAs(t, err, new(*saga.ParkedError))
 
 	good := &saga.SettleParams{Outcome: phases.SettleFailed, Note: "n", By: "alice"}
 	for name, tc := range map[string]struct {
@@ -122,7 +122,7 @@ func TestSettleRefusals(t *testing.T) {
 				key = "settle-nohook-" + newID()
 				client = h.newClient(nil, r.ops)
 				_, err := client.Run(t.Context(), opReserve, h.req(key, `{}`))
-				require.ErrorIs(t, err, saga.ErrParked)
+				require.ErrorAs(t, err, new(*saga.ParkedError))
 			}
 			_, err := client.Settle(t.Context(), h.scope, key, tc.params)
 			if tc.want != nil {
@@ -133,7 +133,7 @@ func TestSettleRefusals(t *testing.T) {
 		})
 	}
 	k := h.key(parkedKey)
-	require.Equal(t, saga.KeyStatusFailed, k.Status, "a refused settlement changes nothing")
+	require.Equal(t, saga.KeyStatusParked, k.Status, "a refused settlement changes nothing")
 	require.Empty(t, k.History)
 	require.Zero(t, h.effects(parkedKey, "settled"))
 }

@@ -8,28 +8,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/pgsaga/pgsaga/internal/keystore"
 	"github.com/pgsaga/pgsaga/internal/runstate"
 )
 
 // The engine's reads of one key: the request path's narrow read (the head: what answering a
 // retry needs), the whole row for a resume or an operator, and the call journal rows that
 // takeovers and renewals return.
-
-// headColumns is what answering a retry needs, and nothing more: no request body and no saved
-// values (only a resume needs them, and the takeover's RETURNING reads them), and the lease and
-// the next attempt as durations on the database clock.
-const headColumns = `operation, method, path, request_hash, status,
-	coalesce(parked_reason, ''), coalesce(last_error, ''), response_status, response_headers, response_body,
-	CASE WHEN locked_until > clock_timestamp()
-		THEN (extract(epoch FROM locked_until - clock_timestamp()) * 1000000)::bigint ELSE 0 END,
-	(extract(epoch FROM next_attempt_at - clock_timestamp()) * 1000000)::bigint,
-	recovery_point, (extract(epoch FROM clock_timestamp() - updated_at) * 1000000)::bigint`
-
-// readHeadSQL is the request path's read of a key: one round trip, no transaction.
-const readHeadSQL = `SELECT ` + headColumns + ` FROM pgsaga_key WHERE tenant_id = $1 AND actor_id = $2 AND key = $3`
 
 // keyHead is a stored key as a retry sees it.
 type keyHead struct {
@@ -49,45 +36,33 @@ type keyHead struct {
 	RecoveryPoint string
 	SinceWrite    time.Duration
 
-	// scan holds what a read scans into, in the head itself, so that a read allocates only
-	// what it keeps.
-	scan headScan
+	// row is what a read scans into, in the head itself, so that a read allocates only what it
+	// keeps.
+	row keystore.ReadHeadRow
 }
 
-// headScan are the scan targets of headColumns.
-type headScan struct {
-	operation, method, path pgtype.Text
-	status, reason          pgtype.Text
-	lastError               pgtype.Text
-	respStatus              pgtype.Int4
-	respHeader, respBody    []byte
-	leaseLeft, nextIn       pgtype.Int8
-	recoveryPoint           pgtype.Text
-	sinceWrite              pgtype.Int8
-	dest                    [14]any
-}
-
-// scanHead reads readHeadSQL's row into h; found is false when there is no such key.
-func scanHead(row pgx.Row, h *keyHead) (found bool, err error) {
-	sc := &h.scan
-	sc.dest = [...]any{&sc.operation, &sc.method, &sc.path, &h.RequestHash, &sc.status, &sc.reason,
-		&sc.lastError, &sc.respStatus, &sc.respHeader, &sc.respBody, &sc.leaseLeft, &sc.nextIn, &sc.recoveryPoint, &sc.sinceWrite}
-	err = row.Scan(sc.dest[:]...)
+// readHead reads key's head (keystore's ReadHead) into h; found is false when there is no such
+// key.
+func readHead(ctx context.Context, q keystore.Querier, scope Scope, key string, h *keyHead) (found bool, err error) {
+	st := keystore.BindReadHead(&keystore.ReadHeadParams{TenantID: scope.Tenant, ActorID: scope.Actor, Key: key})
+	defer st.Release()
+	err = st.QueryRow(ctx, q, &h.row)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("error reading key: %w", err)
 	}
-	h.Operation, h.Method, h.Path = sc.operation.String, sc.method.String, sc.path.String
-	h.Status, h.ParkedReason, h.LastError = KeyStatus(sc.status.String), ParkedReason(sc.reason.String), sc.lastError.String
-	h.LeaseLeft = time.Duration(sc.leaseLeft.Int64) * time.Microsecond
-	h.NextAttemptIn = time.Duration(sc.nextIn.Int64) * time.Microsecond
-	h.RecoveryPoint, h.SinceWrite = sc.recoveryPoint.String, time.Duration(sc.sinceWrite.Int64)*time.Microsecond
+	r := &h.row
+	h.Operation, h.Method, h.Path, h.RequestHash = r.Operation, r.Method, r.Path, r.RequestHash
+	h.Status, h.ParkedReason, h.LastError = KeyStatus(r.Status), ParkedReason(r.ParkedReason), r.LastError
+	h.LeaseLeft = time.Duration(r.LeaseLeftUs) * time.Microsecond
+	h.NextAttemptIn = time.Duration(r.NextAttemptInUs) * time.Microsecond
+	h.RecoveryPoint, h.SinceWrite = r.RecoveryPoint, time.Duration(r.SinceWriteUs)*time.Microsecond
 	h.Response = nil
-	if sc.respStatus.Valid {
-		if h.Response, err = storedResponseOf(int(sc.respStatus.Int32), sc.respHeader, sc.respBody); err != nil {
-			return false, err
+	if r.ResponseStatus.Valid {
+		if h.Response, err = storedResponseOf(int(r.ResponseStatus.Int32), r.ResponseHeaders, r.ResponseBody); err != nil {
+			return false, fmt.Errorf("error reading key: %w", err)
 		}
 	}
 	return true, nil
@@ -103,76 +78,51 @@ func storedResponseOf(status int, header, body []byte) (*Response, error) {
 	return r, nil
 }
 
-// readHead reads key's head; found is false when there is no such key.
-func readHead(ctx context.Context, q queryer, scope Scope, key string, h *keyHead) (found bool, err error) {
-	found, err = scanHead(q.QueryRow(ctx, readHeadSQL, scope.Tenant, scope.Actor, key), h)
-	if err != nil {
-		return false, fmt.Errorf("error reading key: %w", err)
-	}
-	return found, nil
-}
-
-// keyColumns is a whole key, for the operators' reads and for the takeovers that resume it.
-const keyColumns = `tenant_id, actor_id, key, operation, method, path, request_hash, request_body,
-	status, recovery_point, state, locked_until, attempts, attempts_unspent,
-	coalesce(last_error, ''), next_attempt_at, coalesce(parked_reason, ''), response_status,
-	response_headers, response_body, completed_at, expires_at, created_at, updated_at,
-	coalesce(locked_until > clock_timestamp(), false), clock_timestamp()`
-
 // queryer is what the store needs: a pool, a connection or a transaction.
-type queryer interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
+type queryer = keystore.Querier
 
-// scanKey reads keyColumns (and, after them, extra) from row.
-func scanKey(row pgx.Row, extra ...any) (*Key, error) {
-	var (
-		k          Key
-		status     string
-		reason     string
-		state      []byte
-		respStatus pgtype.Int4
-		respHeader []byte
-		respBody   []byte
-	)
-	dest := append([]any{&k.Scope.Tenant, &k.Scope.Actor, &k.Key, &k.Operation, &k.Method, &k.Path,
-		&k.RequestHash, &k.RequestBody, &status, &k.RecoveryPoint, &state, &k.LockedUntil,
-		&k.Attempts, &k.attemptsUnspent, &k.LastError, &k.NextAttemptAt, &reason,
-		&respStatus, &respHeader, &respBody, &k.CompletedAt, &k.ExpiresAt, &k.CreatedAt, &k.UpdatedAt,
-		&k.Leased, &k.DBNow}, extra...)
-	if err := row.Scan(dest...); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, ErrKeyNotFound
-		}
-		return nil, err
-	}
-	k.Status, k.ParkedReason = KeyStatus(status), ParkedReason(reason)
-	if err := json.Unmarshal(state, &k.State); err != nil {
+// keyOf converts a stored key (its row, whether its lease is held, and the database clock when
+// it was read).
+func keyOf(r *keystore.PgsagaKey, leased bool, dbNow pgtype.Timestamptz) (*Key, error) {
+	k := &Key{Scope: Scope{Tenant: r.TenantID, Actor: r.ActorID}, Key: r.Key, Operation: r.Operation,
+		Method: r.Method, Path: r.Path, RequestHash: r.RequestHash, RequestBody: r.RequestBody,
+		Status: KeyStatus(r.Status), RecoveryPoint: r.RecoveryPoint, LockedUntil: timeOrNil(r.LockedUntil),
+		Attempts: int(r.Attempts), attemptsUnspent: int(r.AttemptsUnspent), LastError: r.LastError.String,
+		NextAttemptAt: r.NextAttemptAt.Time, ParkedReason: ParkedReason(r.ParkedReason.String),
+		CompletedAt: timeOrNil(r.CompletedAt), ExpiresAt: timeOrNil(r.ExpiresAt), CreatedAt: r.CreatedAt.Time,
+		UpdatedAt: r.UpdatedAt.Time, Leased: leased, DBNow: dbNow.Time}
+	if err := json.Unmarshal(r.State, &k.State); err != nil {
 		return nil, fmt.Errorf("error decoding saved state: %w", err)
 	}
-	if respStatus.Valid {
+	if r.ResponseStatus.Valid {
 		var err error
-		if k.Response, err = storedResponseOf(int(respStatus.Int32), respHeader, respBody); err != nil {
+		if k.Response, err = storedResponseOf(int(r.ResponseStatus.Int32), r.ResponseHeaders, r.ResponseBody); err != nil {
 			return nil, err
 		}
 	}
-	return &k, nil
+	return k, nil
 }
 
-const lookupKeySQL = `SELECT ` + keyColumns + ` FROM pgsaga_key
-	WHERE tenant_id = $1 AND actor_id = $2 AND key = $3`
+func timeOrNil(t pgtype.Timestamptz) *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	return &t.Time
+}
 
 // lookupKey reads one whole key; ErrKeyNotFound when there is none.
-func lookupKey(ctx context.Context, q queryer, scope Scope, key string) (*Key, error) {
-	k, err := scanKey(q.QueryRow(ctx, lookupKeySQL, scope.Tenant, scope.Actor, key))
-	if err != nil && !errors.Is(err, ErrKeyNotFound) {
+func lookupKey(ctx context.Context, q keystore.DBTX, scope Scope, key string) (*Key, error) {
+	r, err := keystore.New(q).LookupKey(ctx, &keystore.LookupKeyParams{TenantID: scope.Tenant, ActorID: scope.Actor, Key: key})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrKeyNotFound
+	}
+	if err != nil {
 		return nil, fmt.Errorf("error looking up key: %w", err)
 	}
-	return k, err
+	return keyOf(&r.PgsagaKey, r.Leased, r.DbNow)
 }
 
-// callJSON is a journal row as priorCallsJSONSQL encodes it.
+// callJSON is a journal row as the store's statements encode it (json_build_object).
 type callJSON struct {
 	Step          string     `json:"step"`
 	Attempt       int        `json:"attempt"`
@@ -185,7 +135,7 @@ type callJSON struct {
 	ProviderID    *string    `json:"provider_id"`
 }
 
-// decodeCalls decodes priorCallsJSONSQL's rows, keeping those keep accepts (all when nil).
+// decodeCalls decodes journal rows (callJSON), keeping those keep accepts (all when nil).
 func decodeCalls(raw []byte, keep func(*callJSON) bool) ([]runstate.CallRecord, error) {
 	if len(raw) == 0 || string(raw) == "[]" {
 		return nil, nil
@@ -203,7 +153,7 @@ func decodeCalls(raw []byte, keep func(*callJSON) bool) ([]runstate.CallRecord, 
 		out = append(out, runstate.CallRecord{Step: r.Step, Attempt: r.Attempt, Reference: deref(r.Reference),
 			StartedAt: r.StartedAt, EndedAt: r.EndedAt, Deadline: r.Deadline,
 			MaxInFlight: time.Duration(deref(r.MaxInFlightMs)) * time.Millisecond,
-			Outcome:     deref(r.Outcome), ProviderID: deref(r.ProviderID)})
+			Outcome:     runstate.CallOutcome(deref(r.Outcome)), ProviderID: deref(r.ProviderID)})
 	}
 	return out, nil
 }
@@ -227,16 +177,13 @@ func onLocalClock(calls []runstate.CallRecord, dbNow, localNow time.Time) []runs
 	return calls
 }
 
-// keyWrittenBySQL tells whether the key's row was last written under token.
-const keyWrittenBySQL = `SELECT coalesce(lease_token = $4, false) FROM pgsaga_key
-	WHERE tenant_id = $1 AND actor_id = $2 AND key = $3`
-
 // keyWrittenBy reports whether the key's row was last written by the execution holding token:
 // for a key finished by its first phase, whether that execution's claim is the one that stored
 // it. Only an execution that lost its COMMIT's answer asks.
-func keyWrittenBy(ctx context.Context, q queryer, scope Scope, key string, token *pgtype.UUID) (bool, error) {
-	var ours bool
-	if err := q.QueryRow(ctx, keyWrittenBySQL, scope.Tenant, scope.Actor, key, token).Scan(&ours); err != nil {
+func keyWrittenBy(ctx context.Context, q keystore.DBTX, scope Scope, key string, token *pgtype.UUID) (bool, error) {
+	ours, err := keystore.New(q).KeyWrittenBy(ctx, &keystore.KeyWrittenByParams{
+		LeaseToken: *token, TenantID: scope.Tenant, ActorID: scope.Actor, Key: key})
+	if err != nil {
 		return false, fmt.Errorf("error reading the key's writer: %w", err)
 	}
 	return ours, nil

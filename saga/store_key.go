@@ -11,31 +11,17 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/pgsaga/pgsaga/internal/keystore"
 	"github.com/pgsaga/pgsaga/internal/runstate"
 	"github.com/pgsaga/pgsaga/phases"
 )
 
-// Every statement on pgsaga_key and the call journal lives in the store_*.go files of this
-// package and nowhere else: the reads of one key in store_head.go, the writes of an execution in
-// store_write_sql.go (chosen and filled here), the takeovers, renewals and the resumer's claims
-// in store_lease.go, the operators' reads and deletions in store_read.go and their actions in
-// store_action.go. One statement per purpose (a claim, an advance, a completion, a release, a
-// park), each writing only what its transition changes: the fewer parameters, the less the
-// client encodes and the server checks.
-//
-// Leases are written with clock_timestamp() (the moment of the write), never now() (the
-// transaction's start): a phase that waited on a lock must not commit a lease already nearly
-// spent.
-//
-// Fencing: every write of an execution that holds a key names the key's lease token and
-// status = 'started', and selects pgsaga_lease_lost() when it wrote no row (fenceSQL). When
-// another execution took the key over, the write matches no row and raises SQLSTATE PGS01: the
-// statement writes nothing (its journal rows are conditioned on the key's row), and inside a
-// phase the COMMIT pipelined after it never runs. (`1 / count(*)`, division by zero, would do
-// without a plpgsql function, but it is SQLSTATE class 22, the class of the client's data errors.)
-
-// fenceSQL, selected over the rows a fenced write wrote (the CTE k), raises when there are none.
-const fenceSQL = `CASE WHEN count(*) = 0 THEN pgsaga_lease_lost($3) END`
+// A key's writes, as saga knows them (keyWrite), bound to the key store's statements
+// (internal/keystore, which owns every statement on the key tables and documents their fencing
+// and clocks): the reads of one key are in store_head.go, the takeovers, renewals and the
+// resumer's claims in store_lease.go, the operators' reads in store_read.go and their actions
+// in store_action.go. One statement per transition (a claim, an advance, a completion, a
+// release, a park), each writing only what its transition changes.
 
 // holder is an execution's hold on a key: what its writes are fenced with.
 type holder struct {
@@ -125,6 +111,11 @@ type written struct {
 	// database's clock, which read dbNow at the write.
 	prior []runstate.CallRecord
 	dbNow time.Time
+
+	// claimed and advanced are what a claim and an advance scan their rows into, in the
+	// written itself, so that a write allocates only what it keeps.
+	claimed  keystore.ClaimStartedRow
+	advanced keystore.AdvanceRow
 }
 
 // emptyObject is the encoding of no saved values, the common case of a first phase.
@@ -160,24 +151,17 @@ func encodeResponse(r *Response) (status int32, header, body []byte, err error) 
 	return int32(r.Status), header, body, nil
 }
 
-func nullIfEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 func millis(d time.Duration) int64 { return d.Milliseconds() }
 
 // ceilMillis is d in whole milliseconds, rounded up: for windows that must not shrink.
 func ceilMillis(d time.Duration) int64 { return (d + time.Millisecond - 1).Milliseconds() }
 
-// keyStatement is one key write, ready to send: its SQL, its arguments and how to read its row.
+// keyStatement is one key write, ready to send: the store's statement with its arguments bound,
+// and how to read its row.
 type keyStatement struct {
-	sql  string
-	args []any
+	st *keystore.Statement
 	// read reads the statement's result into out; nil for statements read with Exec.
-	read func(row pgx.Row, out *written) error
+	read func(st *keystore.Statement, row pgx.Row, out *written) error
 	// exec is set for statements that return no row (claims of finished keys): rows tells
 	// whether the statement wrote.
 	exec bool
@@ -186,142 +170,195 @@ type keyStatement struct {
 	noRowIsFence bool
 }
 
-// statement prepares w as h's write, its arguments in a; req and hash are those of a claim.
-func (w *keyWrite) statement(h *holder, req *Request, hash []byte, a *args) (*keyStatement, error) {
+// release gives the statement's arguments back, once its result has been read.
+func (s *keyStatement) release() { s.st.Release() }
+
+// statement binds w as h's write; req and hash are those of a claim.
+func (w *keyWrite) statement(h *holder, req *Request, hash []byte) (keyStatement, error) {
 	state, err := encodeState(w.state)
 	if err != nil {
-		return nil, err
+		return keyStatement{}, err
 	}
-	s := a.reset()
 	if w.kind == writeClaim {
-		if err := w.claim(s, h, req, hash, state, a); err != nil {
-			return nil, err
-		}
-		s.args = a.slice()
-		return s, nil
+		return w.claim(h, req, hash, state)
 	}
-	fenced := fencedParams{tenant: h.scope.Tenant, actor: h.scope.Actor, key: h.key, token: &h.token,
-		attempt: h.attempt, done: w.done}
+	tenant, actor, key, token, attempt := h.scope.Tenant, h.scope.Actor, h.key, h.token, int32(h.attempt)
+	var done struct{ step, outcome, providerID pgtype.Text }
+	inRow := false
+	if d := w.done; d != nil {
+		done.step = pgtype.Text{String: d.step, Valid: true}
+		done.outcome = pgtype.Text{String: string(d.outcome), Valid: true}
+		done.providerID = textOrNull(d.providerID)
+		inRow = d.inRow
+	}
 	switch w.kind {
 	case writeComplete:
 		status, headers, body, err := encodeResponse(w.response)
 		if err != nil {
-			return nil, err
+			return keyStatement{}, err
 		}
-		s.sql, s.read = inRow(w.done, completeSQL, completeCallInRowSQL), readFenced
-		if w.alone && w.done != nil && w.done.inRow {
-			s.sql, s.read, s.noRowIsFence = completeCallInRowAloneSQL, readAlone, true
+		retention := millis(w.retention)
+		switch {
+		case inRow && w.alone:
+			return keyStatement{st: keystore.BindCompleteCallInRowAlone(&keystore.CompleteCallInRowAloneParams{
+				State: state, ResponseStatus: status, ResponseHeaders: headers, ResponseBody: body, RetentionMs: retention,
+				Attempt: attempt, DoneStep: done.step, DoneOutcome: done.outcome, DoneProviderID: done.providerID,
+				TenantID: tenant, ActorID: actor, Key: key, LeaseToken: token,
+			}), read: readAlone, noRowIsFence: true}, nil
+		case inRow:
+			return keyStatement{st: keystore.BindCompleteCallInRow(&keystore.CompleteCallInRowParams{
+				Key: key, TenantID: tenant, ActorID: actor, State: state, ResponseStatus: status, ResponseHeaders: headers,
+				ResponseBody: body, RetentionMs: retention, Attempt: attempt, DoneStep: done.step,
+				DoneOutcome: done.outcome, DoneProviderID: done.providerID, LeaseToken: token,
+			}), read: readFenced}, nil
 		}
-		p := completeParams{fencedParams: fenced, state: state, status: status, headers: headers, body: body,
-			retentionMs: millis(w.retention)}
-		p.add(a)
+		return keyStatement{st: keystore.BindComplete(&keystore.CompleteParams{
+			Key: key, TenantID: tenant, ActorID: actor, State: state, ResponseStatus: status, ResponseHeaders: headers,
+			ResponseBody: body, RetentionMs: retention, LeaseToken: token, DoneOutcome: done.outcome,
+			DoneProviderID: done.providerID, DoneStep: done.step, Attempt: attempt,
+		}), read: readFenced}, nil
 	case writeAdvance:
-		s.sql, s.read = inRow(w.done, advanceSQL, advanceCallInRowSQL), readAdvanced
-		p := advanceParams{fencedParams: fenced, recoveryPoint: w.recoveryPoint, state: state, leaseMs: millis(w.lease)}
+		var next struct {
+			step, reference pgtype.Text
+			window          pgtype.Int8
+			steps           []string
+		}
 		if n := w.next; n != nil {
-			p.next, p.steps = n, append([]string{n.step}, n.aliases...)
+			next.step = pgtype.Text{String: n.step, Valid: true}
+			next.reference = textOrNull(n.reference)
+			next.window = pgtype.Int8{Int64: ceilMillis(n.window), Valid: true}
+			next.steps = append([]string{n.step}, n.aliases...)
 		}
-		p.add(a)
+		if inRow {
+			return keyStatement{st: keystore.BindAdvanceCallInRow(&keystore.AdvanceCallInRowParams{
+				Key: key, NextStep: next.step, TenantID: tenant, ActorID: actor, NextSteps: next.steps, Attempt: attempt,
+				RecoveryPoint: w.recoveryPoint, State: state, LeaseMs: millis(w.lease), DoneStep: done.step,
+				DoneOutcome: done.outcome, DoneProviderID: done.providerID, LeaseToken: token,
+				NextReference: next.reference, NextMaxInFlightMs: next.window,
+			}), read: readAdvanced}, nil
+		}
+		return keyStatement{st: keystore.BindAdvance(&keystore.AdvanceParams{
+			Key: key, NextStep: next.step, TenantID: tenant, ActorID: actor, NextSteps: next.steps, Attempt: attempt,
+			RecoveryPoint: w.recoveryPoint, State: state, LeaseMs: millis(w.lease), LeaseToken: token,
+			DoneOutcome: done.outcome, DoneProviderID: done.providerID, DoneStep: done.step,
+			NextReference: next.reference, NextMaxInFlightMs: next.window,
+		}), read: readAdvanced}, nil
 	case writeRelease:
-		s.sql, s.read = inRow(w.done, releaseSQL, releaseCallInRowSQL), readFenced
-		p := releaseParams{fencedParams: fenced, lastError: w.lastError, retryInMs: millis(max(w.retryIn, 0))}
+		retryIn, unspent := millis(max(w.retryIn, 0)), int32(0)
 		if w.unspent {
-			p.unspent = 1
+			unspent = 1
 		}
-		p.add(a)
+		if inRow {
+			return keyStatement{st: keystore.BindReleaseCallInRow(&keystore.ReleaseCallInRowParams{
+				LastError: w.lastError, RetryInMs: retryIn, Unspent: unspent, Attempt: attempt, DoneStep: done.step,
+				DoneOutcome: done.outcome, DoneProviderID: done.providerID, TenantID: tenant, ActorID: actor, Key: key,
+				LeaseToken: token,
+			}), read: readFenced}, nil
+		}
+		return keyStatement{st: keystore.BindRelease(&keystore.ReleaseParams{
+			Key: key, LastError: w.lastError, RetryInMs: retryIn, Unspent: unspent, TenantID: tenant, ActorID: actor,
+			LeaseToken: token, DoneOutcome: done.outcome, DoneProviderID: done.providerID, DoneStep: done.step,
+			Attempt: attempt,
+		}), read: readFenced}, nil
 	case writePark:
-		s.sql, s.read = inRow(w.done, parkSQL, parkCallInRowSQL), readFenced
-		p := parkParams{fencedParams: fenced, recoveryPoint: w.recoveryPoint, lastError: w.lastError, reason: w.reason}
-		p.add(a)
+		if inRow {
+			return keyStatement{st: keystore.BindParkCallInRow(&keystore.ParkCallInRowParams{
+				Key: key, TenantID: tenant, ActorID: actor, RecoveryPoint: w.recoveryPoint, LastError: w.lastError,
+				ParkedReason: string(w.reason), Attempt: attempt, DoneStep: done.step, DoneOutcome: done.outcome,
+				DoneProviderID: done.providerID, LeaseToken: token,
+			}), read: readFenced}, nil
+		}
+		return keyStatement{st: keystore.BindPark(&keystore.ParkParams{
+			Key: key, TenantID: tenant, ActorID: actor, RecoveryPoint: w.recoveryPoint, LastError: w.lastError,
+			ParkedReason: string(w.reason), LeaseToken: token, DoneOutcome: done.outcome,
+			DoneProviderID: done.providerID, DoneStep: done.step, Attempt: attempt,
+		}), read: readFenced}, nil
 	}
-	s.args = a.slice()
-	return s, nil
+	return keyStatement{}, fmt.Errorf("saga: no statement writes a key write of kind %d", w.kind)
 }
 
-// inRow is the form of a fenced write that records done where its journal entry lives: inKeyRow
-// when that is the key row, otherwise sql (which also serves a write after no call).
-func inRow(done *callDone, sql, inKeyRow string) string {
-	if done != nil && done.inRow {
-		return inKeyRow
-	}
-	return sql
-}
+// textOrNull is s as a text parameter, NULL for "".
+func textOrNull(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }
 
-// claim prepares s as the claim of a key in the state w describes.
-func (w *keyWrite) claim(s *keyStatement, h *holder, req *Request, hash []byte, state []byte, a *args) error {
-	request := requestParams{tenant: req.Scope.Tenant, actor: req.Scope.Actor, key: req.Key,
-		operation: req.Operation, method: req.Method, path: req.Path, hash: hash}
+// claim binds the claim of a key in the state w describes.
+func (w *keyWrite) claim(h *holder, req *Request, hash []byte, state []byte) (keyStatement, error) {
+	trace := textOrNull(w.traceContext)
 	switch w.status {
 	case KeyStatusCompleted:
 		status, headers, body, err := encodeResponse(w.response)
 		if err != nil {
-			return err
+			return keyStatement{}, err
 		}
-		s.sql, s.exec = claimCompletedSQL, true
+		p := keystore.ClaimCompletedParams{TenantID: req.Scope.Tenant, ActorID: req.Scope.Actor, Key: req.Key,
+			Operation: req.operation, Method: req.Method, Path: req.Path, RequestHash: hash, State: state,
+			ResponseStatus: status, ResponseHeaders: headers, ResponseBody: body, RetentionMs: millis(w.retention),
+			LeaseToken: h.token, TraceContext: trace}
 		if w.orNothing {
-			s.sql = claimCompletedOrNothingSQL
+			orNothing := keystore.ClaimCompletedOrNothingParams(p)
+			return keyStatement{st: keystore.BindClaimCompletedOrNothing(&orNothing), exec: true}, nil
 		}
-		p := claimCompletedParams{requestParams: request, state: state, status: status, headers: headers, body: body,
-			retentionMs: millis(w.retention), token: &h.token, traceContext: w.traceContext}
-		p.add(a)
-	case KeyStatusFailed:
+		return keyStatement{st: keystore.BindClaimCompleted(&p), exec: true}, nil
+	case KeyStatusParked:
 		if !w.orNothing {
-			return errors.New("saga: a parked key is claimed only outside a phase")
+			return keyStatement{}, errors.New("saga: a parked key is claimed only outside a phase")
 		}
-		s.sql, s.exec = claimParkedOrNothingSQL, true
-		p := claimParkedParams{requestParams: request, recoveryPoint: w.recoveryPoint, state: state,
-			lastError: w.lastError, reason: w.reason, token: &h.token, traceContext: w.traceContext}
-		p.add(a)
-	default:
-		s.read = readClaimed
-		switch {
-		case w.next != nil && w.orNothing:
-			s.sql = claimStartedJournalOrNothingSQL
-		case w.next != nil:
-			s.sql = claimStartedJournalSQL
-		case w.orNothing:
-			return errors.New("saga: a started key is claimed outside a phase only to journal a call")
-		default:
-			s.sql = claimStartedSQL
-		}
-		p := claimStartedParams{requestParams: request, body: req.Body, recoveryPoint: w.recoveryPoint, state: state,
-			token: &h.token, leaseMs: millis(w.lease), traceContext: w.traceContext, next: w.next}
-		p.add(a)
+		return keyStatement{st: keystore.BindClaimParkedOrNothing(&keystore.ClaimParkedOrNothingParams{
+			TenantID: req.Scope.Tenant, ActorID: req.Scope.Actor, Key: req.Key, Operation: req.operation,
+			Method: req.Method, Path: req.Path, RequestHash: hash, RecoveryPoint: w.recoveryPoint, State: state,
+			LastError: w.lastError, ParkedReason: string(w.reason), LeaseToken: h.token, TraceContext: trace,
+		}), exec: true}, nil
 	}
-	return nil
+	if w.next == nil {
+		if w.orNothing {
+			return keyStatement{}, errors.New("saga: a started key is claimed outside a phase only to journal a call")
+		}
+		return keyStatement{st: keystore.BindClaimStarted(&keystore.ClaimStartedParams{
+			TenantID: req.Scope.Tenant, ActorID: req.Scope.Actor, Key: req.Key, Operation: req.operation,
+			Method: req.Method, Path: req.Path, RequestHash: hash, RequestBody: req.Body,
+			RecoveryPoint: w.recoveryPoint, State: state, LeaseToken: h.token, LeaseMs: millis(w.lease),
+			TraceContext: trace,
+		}), read: readClaimed}, nil
+	}
+	p := keystore.ClaimStartedJournalParams{TenantID: req.Scope.Tenant, ActorID: req.Scope.Actor, Key: req.Key,
+		Operation: req.operation, Method: req.Method, Path: req.Path, RequestHash: hash, RequestBody: req.Body,
+		RecoveryPoint: w.recoveryPoint, State: state, LeaseToken: h.token, LeaseMs: millis(w.lease),
+		TraceContext: trace, CallStep: w.next.step, CallReference: textOrNull(w.next.reference),
+		CallMaxInFlightMs: ceilMillis(w.next.window)}
+	if w.orNothing {
+		orNothing := keystore.ClaimStartedJournalOrNothingParams(p)
+		return keyStatement{st: keystore.BindClaimStartedJournalOrNothing(&orNothing), read: readClaimed}, nil
+	}
+	return keyStatement{st: keystore.BindClaimStartedJournal(&p), read: readClaimed}, nil
 }
 
-func readClaimed(row pgx.Row, out *written) error {
-	var leftMs int64
-	if err := row.Scan(nil, &out.createdAt, &leftMs); err != nil {
+func readClaimed(st *keystore.Statement, row pgx.Row, out *written) error {
+	if err := st.Scan(row, &out.claimed); err != nil {
 		return err
 	}
-	out.leaseLeft = time.Duration(leftMs) * time.Millisecond
+	out.createdAt = out.claimed.CreatedAt.Time
+	out.leaseLeft = time.Duration(out.claimed.LeaseLeftMs) * time.Millisecond
 	return nil
 }
 
 // readFenced reads the row of a fenced write that reports nothing: its fence, and a count.
-func readFenced(row pgx.Row, _ *written) error {
-	return row.Scan(nil, nil)
+func readFenced(st *keystore.Statement, row pgx.Row, _ *written) error {
+	return st.Discard(row, 2)
 }
 
 // readAlone reads the row of a fenced write that goes alone (noRowIsFence), which reports
 // nothing.
-func readAlone(row pgx.Row, _ *written) error {
-	return row.Scan(nil)
+func readAlone(st *keystore.Statement, row pgx.Row, _ *written) error {
+	return st.Discard(row, 1)
 }
 
-func readAdvanced(row pgx.Row, out *written) error {
-	var (
-		leftMs pgtype.Int8
-		prior  []byte
-	)
-	if err := row.Scan(nil, &leftMs, &prior, &out.dbNow); err != nil {
+func readAdvanced(st *keystore.Statement, row pgx.Row, out *written) error {
+	if err := st.Scan(row, &out.advanced); err != nil {
 		return err
 	}
-	out.leaseLeft = time.Duration(leftMs.Int64) * time.Millisecond
+	out.leaseLeft = time.Duration(out.advanced.LeaseLeftMs) * time.Millisecond
+	out.dbNow = out.advanced.DbNow.Time
 	var err error
-	out.prior, err = decodeCalls(prior, nil)
+	out.prior, err = decodeCalls(out.advanced.PriorCalls, nil)
 	return err
 }
 
@@ -331,21 +368,20 @@ func readAdvanced(row pgx.Row, out *written) error {
 // A fenced write returns ErrLeaseLost, writing nothing, when another execution took the key
 // over.
 func writeKey(ctx context.Context, q queryer, h *holder, req *Request, hash []byte, w *keyWrite) (*written, bool, error) {
-	a := getArgs()
-	defer putArgs(a)
-	s, err := w.statement(h, req, hash, a)
+	s, err := w.statement(h, req, hash)
 	if err != nil {
 		return nil, false, err
 	}
+	defer s.release()
 	out := &written{}
 	if s.exec {
-		tag, err := q.Exec(ctx, s.sql, s.args...)
+		rows, err := s.st.Exec(ctx, q)
 		if err != nil {
 			return nil, false, fmt.Errorf("error writing key: %w", asDuplicate(err))
 		}
-		return out, tag.RowsAffected() == 1, nil
+		return out, rows == 1, nil
 	}
-	err = s.read(q.QueryRow(ctx, s.sql, s.args...), out)
+	err = s.read(s.st, q.QueryRow(ctx, s.st.SQL, s.st.Args...), out)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows) && w.orNothing:
 		return nil, false, nil

@@ -96,7 +96,6 @@ func TestARetryAfterRetentionIsExpiredAndNeverRuns(t *testing.T) {
 
 	for op, key := range keys {
 		_, err := h.client.Run(ctx, op, h.req(key, `{"n":1}`))
-		require.ErrorIs(t, err, saga.ErrKeyExpired, op)
 		var expired *saga.KeyExpiredError
 		require.ErrorAs(t, err, &expired, op)
 		require.WithinDuration(t, time.Now(), expired.CompletedAt, time.Minute, op)
@@ -117,7 +116,7 @@ func TestARetryAfterRetentionIsExpiredAndNeverRuns(t *testing.T) {
 	// An operation whose first step fails for good parks the key as its claim: refused too.
 	parkKey := uuid.NewString()
 	_, err := h.client.Run(ctx, opRefuse, h.req(parkKey, `{}`))
-	require.ErrorIs(t, err, saga.ErrParked)
+	require.ErrorAs(t, err, new(*saga.ParkedError))
 	_, err = h.db.Pool.Exec(ctx, `INSERT INTO pgsaga_key_tombstone (tenant_id, actor_id, key_hash, operation, request_digest, completed_at, expires_at)
 		VALUES ($1, $2, pgsaga_key_hash($3), $4, pgsaga_request_digest('POST', '/test', '\x00'), now(), now() + interval '1 day')`,
 		h.scope.Tenant, h.scope.Actor, "refused-"+parkKey, opRefuse)
@@ -192,7 +191,7 @@ func TestARequestDuringRetentionNeverRunsTwice(t *testing.T) {
 			if commit {
 				require.NoError(t, tx.Commit(ctx))
 				_, err = h.client.Run(ctx, op, h.req(key, `{"n":1}`))
-				require.ErrorIs(t, err, saga.ErrKeyExpired, op)
+				require.ErrorAs(t, err, new(*saga.KeyExpiredError), op)
 			} else {
 				require.NoError(t, tx.Rollback(ctx))
 				res, err = h.client.Run(ctx, op, h.req(key, `{"n":1}`))
@@ -316,7 +315,7 @@ func TestRunTxMeetsTheTombstone(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
 	_, err = h.client.RunTx(ctx, tx, opNote, h.req(key, `{"n":1}`))
-	require.ErrorIs(t, err, saga.ErrKeyExpired)
+	require.ErrorAs(t, err, new(*saga.KeyExpiredError))
 	var one int
 	require.NoError(t, tx.QueryRow(ctx, `SELECT 1`).Scan(&one), "the caller's transaction is still usable")
 	require.NoError(t, tx.Commit(ctx))

@@ -192,15 +192,15 @@ func endExecution(span trace.Span, res *Result, err error) {
 // failure of the service rather than of the request.
 func outcomeCode(outcome RequestOutcome) (code string, failed bool) {
 	switch outcome {
-	case OutcomeMismatch:
+	case outcomeMismatch:
 		return CodeKeyReused, false
-	case OutcomeInProgress:
-		return CodeRequestInProgress, false
-	case OutcomeRejected:
+	case outcomeInProgress:
+		return codeRequestInProgress, false
+	case outcomeRejected:
 		return CodeInvalidRequest, false
-	case OutcomeParked:
+	case outcomeParked:
 		return CodeOperationParked, true
-	case OutcomeUnavailable:
+	case outcomeUnavailable:
 		return CodeTemporarilyUnavailable, true
 	}
 	return CodeInternal, true
@@ -283,9 +283,8 @@ func errorType(err error) string {
 	case phases.IsRetryable(err):
 		return "retryable"
 	}
-	var reject *phases.RejectError
-	if errors.As(err, &reject) {
-		return reject.Code
+	if reject, ok := rejected(err); ok {
+		return reject.code
 	}
 	return "permanent"
 }

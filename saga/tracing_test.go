@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pgsaga/pgsaga/internal/sibling"
 	"github.com/pgsaga/pgsaga/internal/testkit/chaos"
 	"github.com/pgsaga/pgsaga/internal/testkit/crash"
 	"github.com/pgsaga/pgsaga/phases"
@@ -306,8 +307,8 @@ func TestTracingCrashMidCallResumed(t *testing.T) {
 				// As the worker's resume job runs it: under its job's span.
 				var ctx context.Context
 				ctx, job = sp.start(t.Context(), "river.work/pgsaga_resume_batch")
-				var out []saga.ResumeDueResult
-				out, err = h.client.ResumeDue(ctx, []saga.KeyRef{{Scope: h.scope, Key: key}})
+				out, rerr := h.client.Internal(sibling.Token{}).ResumeDue(ctx, []saga.KeyRef{{Scope: h.scope, Key: key}})
+				err = rerr
 				require.NoError(t, err)
 				require.True(t, out[0].Taken)
 				res, err = out[0].Result, out[0].Err
@@ -359,7 +360,7 @@ func TestTracingParkedThenSettled(t *testing.T) {
 	h := newHarness(t, &saga.Config{TracerProvider: sp.tp}, payOp(unknown))
 	key := "parked-" + newID()
 	_, err := h.client.Run(t.Context(), opPay, h.req(key, `{}`))
-	require.ErrorIs(t, err, saga.ErrParked)
+	require.ErrorAs(t, err, new(*saga.ParkedError))
 
 	req := sp.one("pgsaga.request")
 	require.Equal(t, codes.Error, req.Status().Code)

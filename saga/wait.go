@@ -6,8 +6,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgsaga/pgsaga/internal/keystore"
 )
 
 // The bounded wait of a duplicate for the execution in flight (phases.Operation.WaitInFlight).
@@ -22,16 +23,6 @@ import (
 // completes or is parked.
 const notifyChannel = "pgsaga_key_done"
 
-// awaitKeySQL tells the execution holding a started key that a duplicate waits for it: the
-// statement that completes or parks the key notifies notifyChannel only when waiters is set.
-// Setting it takes the key's row lock, so it is serialised with that statement: either the key
-// is still started when the flag is set (and the completion, which follows, notifies), or no row
-// is returned and the key has finished. No index covers waiters: a HOT update.
-const awaitKeySQL = `UPDATE pgsaga_key SET waiters = true
-	WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND status = 'started'
-	  AND locked_until > clock_timestamp()
-	RETURNING locked_until, clock_timestamp()`
-
 // Polling, for a client that has nowhere to LISTEN (Config.TransactionPooling without
 // Config.ListenDB), or whose listening session cannot be opened now: the first read comes soon,
 // for the short requests most duplicates wait for, and the reads thin out to one every pollMax.
@@ -40,8 +31,8 @@ const (
 	pollMax   = 100 * time.Millisecond
 )
 
-// listenDB is where the bounded wait listens: Config.ListenDB, else Config.DB unless it is
-// transaction-pooled; nil when the wait polls.
+// listenDB is where the bounded wait listens: Config.ListenDB, else Config.DB when it is a pool
+// and not transaction-pooled; nil when the wait polls.
 func (c *Client) listenDB() *pgxpool.Pool {
 	switch {
 	case c.cfg.ListenDB != nil:
@@ -49,7 +40,8 @@ func (c *Client) listenDB() *pgxpool.Pool {
 	case c.cfg.TransactionPooling:
 		return nil
 	}
-	return c.cfg.DB
+	pool, _ := c.cfg.DB.(*pgxpool.Pool)
+	return pool
 }
 
 // waitForKey waits, up to d and never past the key's lease, for an in-flight key to leave the
@@ -71,11 +63,12 @@ func (c *Client) waitForKey(ctx context.Context, scope Scope, key string, d time
 		return nil, err
 	}
 
-	var lockedUntil, now pgtype.Timestamptz
-	err := c.cfg.DB.QueryRow(ctx, awaitKeySQL, scope.Tenant, scope.Actor, key).Scan(&lockedUntil, &now)
+	// The statement that completes or parks the key notifies notifyChannel only when its
+	// waiters flag is set (keystore's AwaitKey).
+	awaited, err := keystore.New(c.cfg.DB).AwaitKey(ctx, &keystore.AwaitKeyParams{TenantID: scope.Tenant, ActorID: scope.Actor, Key: key})
 	switch {
 	case err == nil:
-		if err := w.wait(ctx, min(time.Until(deadline), lockedUntil.Time.Sub(now.Time))); err != nil {
+		if err := w.wait(ctx, min(time.Until(deadline), awaited.LockedUntil.Time.Sub(awaited.DbNow.Time))); err != nil {
 			return nil, err
 		}
 	case !errors.Is(err, pgx.ErrNoRows):

@@ -119,7 +119,7 @@ func TestZombieFencedWhileTheNewOwnerRuns(t *testing.T) {
 
 	gateA.Release()
 	require.False(t, a.Wait())
-	require.ErrorIs(t, errA, saga.ErrInProgress, "A's confirm must be fenced while B holds the key")
+	require.ErrorAs(t, errA, new(*saga.InProgressError), "A's confirm must be fenced while B holds the key")
 	require.Zero(t, h.effects(key, "confirm"), "A's confirm phase committed although B holds the lease")
 	require.Equal(t, "reserve", h.key(key).RecoveryPoint)
 

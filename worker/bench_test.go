@@ -17,7 +17,7 @@ import (
 // BenchmarkWorkerResume measures resumed keys per second, and the CPU a key costs (the workers
 // and the database server together), through River (the sweep inserts resume jobs of up to
 // ResumeBatchSize keys each) with 1, 2 and 4 workers over 10,000 crashed keys, each key running
-// a no-op call and one atomic phase. Compare with recovery's BenchmarkResume (the direct
+// a no-op call and one atomic phase. Compare with BenchmarkResume (the direct
 // resumer, no job queue) in the same run. The workers are running (and idle, each sweeping
 // every 100ms) when the keys appear; the clock starts once the seed (one statement) has
 // committed them.

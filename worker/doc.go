@@ -51,9 +51,10 @@
 // caught running; with a sweep in every process, 3.0-3.1s (TestKilledLeaderKeyFinishedOnTime).
 // A sweep that finds nothing is one short transaction per worker per SweepInterval.
 //
-// We chose jobs over running the batch resumer (recovery.Resumer.RunOnce) inside the sweep
-// because jobs spread the resumes over all workers, whichever swept, make them visible and
-// retried in River, and let a stopping worker leave queued work to the others. River's
+// We chose jobs over running the batch resumer (resumer.runOnce, which claims due keys one at a
+// time with no job queue) inside the sweep because jobs spread the resumes over all workers,
+// whichever swept, make them visible and retried in River, and let a stopping worker leave
+// queued work to the others. River's
 // bookkeeping per job (an insert, a fetch and a completion on river_job) costs about as much CPU
 // as resuming a key: on this 2-core machine River alone works 2,600 to 6,100 no-op jobs a
 // second. So a job carries a batch of keys and claims them in one statement: one job per key

@@ -35,7 +35,7 @@ func (g *gcWorker) Work(ctx context.Context, _ *river.Job[gcArgs]) error {
 	if err != nil {
 		return err
 	}
-	m, err := DeleteOldInbox(ctx, g.w.cfg.Pool, g.w.cfg.InboxRetention, g.w.cfg.GCBatchSize)
+	m, err := deleteOldInbox(ctx, g.w.cfg.Pool, g.w.cfg.InboxRetention, g.w.cfg.GCBatchSize)
 	if m > 0 {
 		g.w.cfg.Logger.InfoContext(ctx, "retention GC deleted old inbox entries", "events", m)
 	}

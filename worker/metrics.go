@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pgsaga/pgsaga/internal/promreg"
-	"github.com/pgsaga/pgsaga/recovery"
+	"github.com/pgsaga/pgsaga/internal/sibling"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -70,7 +70,7 @@ func (m *metrics) sweep(err error) {
 	}
 }
 
-func (m *metrics) resume(out recovery.Outcome, err error) {
+func (m *metrics) resume(out resumeOutcome, err error) {
 	if m != nil {
 		m.resumes.WithLabelValues(resultOf(err, string(out))).Inc()
 	}
@@ -106,8 +106,8 @@ func resultOf(err error, ok string) string {
 	return ok
 }
 
-// DefaultStateMaxAge is how long the key gauges, once read, answer the scrapes that follow.
-const DefaultStateMaxAge = 5 * time.Second
+// defaultStateMaxAge is how long the key gauges, once read, answer the scrapes that follow.
+const defaultStateMaxAge = 5 * time.Second
 
 // StateCollectorOpts are optional settings of NewStateCollector.
 type StateCollectorOpts struct {
@@ -116,7 +116,7 @@ type StateCollectorOpts struct {
 	// read is under way wait for it instead of starting their own (one query in flight per
 	// collector), so a scrape storm costs one query, not a pooled connection per scrape. A
 	// failed read is kept as long, and reported as an error, never as stale numbers. Negative:
-	// read on every scrape (still one at a time). Defaults to DefaultStateMaxAge (5s).
+	// read on every scrape (still one at a time). Defaults to defaultStateMaxAge (5s).
 	MaxAge time.Duration
 	// Now is the clock MaxAge is measured on. Defaults to time.Now.
 	Now func() time.Time
@@ -133,7 +133,7 @@ type stateCollector struct {
 	// mu is held during a read: scrapes that arrive meanwhile wait for its result.
 	mu     sync.Mutex
 	readAt time.Time
-	last   *saga.KeyEstimate
+	last   *sibling.KeyEstimate
 	err    error
 }
 
@@ -141,12 +141,12 @@ type stateCollector struct {
 // never counts the whole table, shared by the scrapes of opts.MaxAge; a failed read reports an
 // invalid metric instead of stale numbers): pgsaga_keys{state} counts keys by state — started
 // and failed exactly, completed estimated from the planner's statistics
-// (saga.Client.KeyEstimate) — and pgsaga_keys_stuck counts keys needing attention: started with
+// (an estimate from the planner's statistics) — and pgsaga_keys_stuck counts keys needing attention: started with
 // an expired lease (not yet resumed) or failed (parked for an operator). opts may be nil.
 func NewStateCollector(client *saga.Client, opts *StateCollectorOpts) prometheus.Collector {
 	s := &stateCollector{
 		client: client,
-		maxAge: DefaultStateMaxAge,
+		maxAge: defaultStateMaxAge,
 		now:    time.Now,
 		keys:   prometheus.NewDesc("pgsaga_keys", "Idempotency keys by state (completed is an estimate).", []string{"state"}, nil),
 		stuck:  prometheus.NewDesc("pgsaga_keys_stuck", "Keys started with an expired lease, or parked as failed.", nil, nil),
@@ -176,12 +176,12 @@ func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(e.Started), "started")
 	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(e.CompletedEstimate), "completed")
-	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(e.Failed), "failed")
+	ch <- prometheus.MustNewConstMetric(s.keys, prometheus.GaugeValue, float64(e.Parked), "failed")
 	ch <- prometheus.MustNewConstMetric(s.stuck, prometheus.GaugeValue, float64(e.Stuck))
 }
 
 // read returns the last read when it is younger than maxAge, else reads the database.
-func (s *stateCollector) read() (*saga.KeyEstimate, error) {
+func (s *stateCollector) read() (*sibling.KeyEstimate, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.readAt.IsZero() && s.now().Sub(s.readAt) < s.maxAge {
@@ -189,7 +189,7 @@ func (s *stateCollector) read() (*saga.KeyEstimate, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	s.last, s.err = s.client.KeyEstimate(ctx)
+	s.last, s.err = s.client.Internal(sibling.Token{}).KeyEstimate(ctx)
 	s.readAt = s.now()
 	return s.last, s.err
 }

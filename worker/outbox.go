@@ -33,12 +33,6 @@ type Event struct {
 	Payload json.RawMessage `json:"payload"`
 }
 
-// Inserter is what EmitTx needs: an Outbox, or a River client (the worker's, or
-// NewInsertOnlyClient's).
-type Inserter interface {
-	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
-}
-
 // Outbox inserts outbox events in the caller's transaction, for any worker to deliver. It needs
 // no pool and no worker, only the transaction each event rides in, so it comes first in a
 // process's wiring: pool, migrations, outbox, the operations that emit through it, the saga
@@ -60,36 +54,21 @@ func NewOutbox() (*Outbox, error) {
 	return &Outbox{river: c}, nil
 }
 
-// EmitTx inserts e into the outbox in tx, as the package function EmitTx does: the event exists
-// exactly when tx commits. Call it from the phase that makes the change the event reports.
-func (o *Outbox) EmitTx(ctx context.Context, tx pgx.Tx, e Event) error {
-	return EmitTx(ctx, tx, o, e)
-}
-
-// InsertTx inserts a River job in tx; it makes an Outbox an Inserter, for the hooks that take
-// one (payments.PaymentSucceededHook).
-func (o *Outbox) InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
-	return o.river.InsertTx(ctx, tx, args, opts)
-}
-
-// OutboxArgs is the River job that delivers one event.
-type OutboxArgs struct {
+// outboxArgs is the River job that delivers one event.
+type outboxArgs struct {
 	Event Event `json:"event"`
 }
 
 // Kind is the River job kind.
-func (OutboxArgs) Kind() string { return "pgsaga_outbox" }
+func (outboxArgs) Kind() string { return "pgsaga_outbox" }
 
 // InsertOpts puts deliveries on their own queue.
-func (OutboxArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: QueueOutbox} }
+func (outboxArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queueOutbox} }
 
 // EmitTx inserts e into the outbox in the caller's transaction: the event exists exactly when the
 // transaction that caused it commits, and is then delivered at least once by a worker. Call it
 // from the phase that makes the change the event reports.
-func EmitTx(ctx context.Context, tx pgx.Tx, inserter Inserter, e Event) error {
-	if inserter == nil {
-		return errors.New("worker: EmitTx needs an inserter")
-	}
+func (o *Outbox) EmitTx(ctx context.Context, tx pgx.Tx, e Event) error {
 	if e.Type == "" {
 		return errors.New("worker: Event.Type is required")
 	}
@@ -108,7 +87,7 @@ func EmitTx(ctx context.Context, tx pgx.Tx, inserter Inserter, e Event) error {
 	} else if !json.Valid(e.Payload) {
 		return fmt.Errorf("worker: Event.Payload of %q is not valid JSON", e.Type)
 	}
-	if _, err := inserter.InsertTx(ctx, tx, OutboxArgs{Event: e}, nil); err != nil {
+	if _, err := o.river.InsertTx(ctx, tx, outboxArgs{Event: e}, nil); err != nil {
 		return fmt.Errorf("error inserting outbox event %s: %w", e.Type, err)
 	}
 	return nil
@@ -130,14 +109,14 @@ func NewInsertOnlyClient(pool *pgxpool.Pool) (*river.Client[pgx.Tx], error) {
 
 // outboxWorker delivers one event per job.
 type outboxWorker struct {
-	river.WorkerDefaults[OutboxArgs]
+	river.WorkerDefaults[outboxArgs]
 	w *Worker
 }
 
 // Middleware traces the delivery when tracing is on.
 func (o *outboxWorker) Middleware(*rivertype.JobRow) []rivertype.WorkerMiddleware { return o.w.traced }
 
-func (o *outboxWorker) Work(ctx context.Context, job *river.Job[OutboxArgs]) error {
+func (o *outboxWorker) Work(ctx context.Context, job *river.Job[outboxArgs]) error {
 	err := o.w.deliver(ctx, &job.Args.Event)
 	o.w.metrics.delivery(err)
 	return err

@@ -89,11 +89,11 @@ func TestOutboxDeliveredTwiceIsAppliedOnce(t *testing.T) {
 	srv := httptest.NewServer(recv)
 	t.Cleanup(srv.Close)
 
-	inserter, err := worker.NewInsertOnlyClient(db.Pool)
+	outbox, err := worker.NewOutbox()
 	require.NoError(t, err)
 	gw := sim.New(nil)
 	svc, err := payments.New(&payments.Config{Pool: db.Pool, Gateway: gw.Gateway(),
-		PaymentHooks: []payments.PaymentHook{payments.PaymentSucceededHook(inserter)}})
+		PaymentHooks: []payments.PaymentHook{payments.PaymentSucceededHook(outbox)}})
 	require.NoError(t, err)
 	startWorker(t, &worker.Config{Pool: db.Pool, Client: svc.Client(), WebhookURL: srv.URL + "/webhooks/payments",
 		WebhookSecrets: [][]byte{webhookSecret}})
@@ -141,18 +141,18 @@ func TestEmitTxFollowsTheTransaction(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t)
 	ctx := t.Context()
-	inserter, err := worker.NewInsertOnlyClient(db.Pool)
+	outbox, err := worker.NewOutbox()
 	require.NoError(t, err)
 
 	tx, err := db.Pool.Begin(ctx)
 	require.NoError(t, err)
-	require.NoError(t, worker.EmitTx(ctx, tx, inserter, worker.Event{Type: "thing.happened", Payload: json.RawMessage(`{"a":1}`)}))
+	require.NoError(t, outbox.EmitTx(ctx, tx, worker.Event{Type: "thing.happened", Payload: json.RawMessage(`{"a":1}`)}))
 	require.NoError(t, tx.Rollback(ctx))
 	require.Zero(t, countRows(t, db.Pool, `SELECT count(*) FROM river_job`))
 
 	tx, err = db.Pool.Begin(ctx)
 	require.NoError(t, err)
-	require.NoError(t, worker.EmitTx(ctx, tx, inserter, worker.Event{Type: "thing.happened", Tenant: "t1"}))
+	require.NoError(t, outbox.EmitTx(ctx, tx, worker.Event{Type: "thing.happened", Tenant: "t1"}))
 	require.NoError(t, tx.Commit(ctx))
 	var args []byte
 	require.NoError(t, db.Pool.QueryRow(ctx, `SELECT args FROM river_job WHERE kind = 'pgsaga_outbox'`).Scan(&args))
@@ -174,7 +174,7 @@ func TestEmitTxFollowsTheTransaction(t *testing.T) {
 	} {
 		tx, err := db.Pool.Begin(ctx)
 		require.NoError(t, err)
-		require.ErrorContains(t, worker.EmitTx(ctx, tx, inserter, tc.e), tc.want, tc.name)
+		require.ErrorContains(t, outbox.EmitTx(ctx, tx, tc.e), tc.want, tc.name)
 		require.NoError(t, tx.Rollback(ctx))
 	}
 }
@@ -201,7 +201,9 @@ func TestDeliveryOutcomes(t *testing.T) {
 	failing := startWorker(t, &worker.Config{Pool: db.Pool, Client: c, WebhookURL: srv.URL})
 	tx, err := db.Pool.Begin(ctx)
 	require.NoError(t, err)
-	require.NoError(t, worker.EmitTx(ctx, tx, failing.RiverClient(), worker.Event{ID: "evt-1", Type: "thing.happened", Payload: json.RawMessage(`{"a": 1}`)}))
+	outbox, err := worker.NewOutbox()
+	require.NoError(t, err)
+	require.NoError(t, outbox.EmitTx(ctx, tx, worker.Event{ID: "evt-1", Type: "thing.happened", Payload: json.RawMessage(`{"a": 1}`)}))
 	require.NoError(t, tx.Commit(ctx))
 	waitFor(t, "a failed delivery to be scheduled for retry", 20*time.Second, func() bool {
 		return countRows(t, db.Pool, `SELECT count(*) FROM river_job WHERE kind = 'pgsaga_outbox' AND state = 'retryable'`) == 1
@@ -280,7 +282,4 @@ func TestOutboxBuiltBeforeTheWorker(t *testing.T) {
 	mu.Lock()
 	require.Equal(t, []string{"order.shipped:order-0001-abc"}, got)
 	mu.Unlock()
-
-	// The outbox is an Inserter: it serves EmitTx and the hooks that take one.
-	var _ worker.Inserter = outbox
 }

@@ -51,11 +51,11 @@ func TestPgBouncerWorkerFinishesCrashedPaymentAndDelivers(t *testing.T) {
 	receiver := httptest.NewServer(mux)
 	t.Cleanup(receiver.Close)
 
-	inserter, err := worker.NewInsertOnlyClient(pooled)
+	outbox, err := worker.NewOutbox()
 	require.NoError(t, err)
 	gw := sim.New(nil)
 	svc, err := payments.New(&payments.Config{Pool: pooled, TransactionPooling: true, Gateway: gw.Gateway(), GatewayRetries: 1,
-		PaymentHooks: []payments.PaymentHook{payments.PaymentSucceededHook(inserter)}})
+		PaymentHooks: []payments.PaymentHook{payments.PaymentSucceededHook(outbox)}})
 	require.NoError(t, err)
 	c := svc.Client()
 

@@ -11,60 +11,60 @@ import (
 
 // Queues the worker works. A process that only inserts (NewInsertOnlyClient) needs none.
 const (
-	// QueueResume holds the resume jobs, a batch of due keys each.
-	QueueResume = "pgsaga_resume"
-	// QueueOutbox holds one delivery job per outbox event.
-	QueueOutbox = "pgsaga_outbox"
-	// QueueMaintenance holds the periodic jobs River's leader enqueues: retention GC and
+	// queueResume holds the resume jobs, a batch of due keys each.
+	queueResume = "pgsaga_resume"
+	// queueOutbox holds one delivery job per outbox event.
+	queueOutbox = "pgsaga_outbox"
+	// queueMaintenance holds the periodic jobs River's leader enqueues: retention GC and
 	// reconciliation.
-	QueueMaintenance = "pgsaga_maintenance"
+	queueMaintenance = "pgsaga_maintenance"
 )
 
-// ResumeBatchArgs is the River job that resumes a batch of keys the sweep reserved together:
+// resumeBatchArgs is the River job that resumes a batch of keys the sweep reserved together:
 // it takes the leases of those still due in one statement and resumes them all at once. A
 // reserved key is in no other batch while its reservation holds (a lease); a key whose job did
 // not run by then falls due again and is swept into another batch, and of two jobs that hold it
 // the first to take its lease resumes it, the other skips it.
-type ResumeBatchArgs struct {
-	Keys []ResumeArgs `json:"keys"`
+type resumeBatchArgs struct {
+	Keys []resumeArgs `json:"keys"`
 }
 
 // Kind is the River job kind.
-func (ResumeBatchArgs) Kind() string { return "pgsaga_resume_batch" }
+func (resumeBatchArgs) Kind() string { return "pgsaga_resume_batch" }
 
 // InsertOpts puts batches on the resume queue. A job retries only when the database was
 // unreachable; the saga's own retries are scheduled in SQL.
-func (ResumeBatchArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueResume, MaxAttempts: 3}
+func (resumeBatchArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: queueResume, MaxAttempts: 3}
 }
 
-// ResumeArgs is the River job that resumes one key, as workers before batches enqueued them (a
+// resumeArgs is the River job that resumes one key, as workers before batches enqueued them (a
 // worker still works such jobs left in the queue). It is unique per key while queued or running.
-type ResumeArgs struct {
+type resumeArgs struct {
 	Tenant string `json:"tenant"`
 	Actor  string `json:"actor"`
 	Key    string `json:"key"`
 }
 
 // Kind is the River job kind.
-func (ResumeArgs) Kind() string { return "pgsaga_resume" }
+func (resumeArgs) Kind() string { return "pgsaga_resume" }
 
 // ref is the key a's job resumes.
-func (a ResumeArgs) ref() saga.KeyRef {
+func (a resumeArgs) ref() saga.KeyRef {
 	return saga.KeyRef{Scope: saga.Scope{Tenant: a.Tenant, Actor: a.Actor}, Key: a.Key}
 }
 
 // resumeArgsOf names ref in a job's arguments.
-func resumeArgsOf(ref saga.KeyRef) ResumeArgs {
-	return ResumeArgs{Tenant: ref.Scope.Tenant, Actor: ref.Scope.Actor, Key: ref.Key}
+func resumeArgsOf(ref saga.KeyRef) resumeArgs {
+	return resumeArgs{Tenant: ref.Scope.Tenant, Actor: ref.Scope.Actor, Key: ref.Key}
 }
 
 // InsertOpts makes resume jobs unique per key among unfinished jobs (a finished job does not
 // block the next one: a key that failed again is enqueued again when it is next due). A job
 // retries only when the database was unreachable; the saga's own retries are scheduled in SQL.
-func (ResumeArgs) InsertOpts() river.InsertOpts {
+func (resumeArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{
-		Queue:       QueueResume,
+		Queue:       queueResume,
 		MaxAttempts: 3,
 		UniqueOpts: river.UniqueOpts{
 			ByArgs: true,
@@ -81,7 +81,7 @@ func (ResumeArgs) InsertOpts() river.InsertOpts {
 // next period inserts the next one.
 func singletonJob() river.InsertOpts {
 	return river.InsertOpts{
-		Queue:       QueueMaintenance,
+		Queue:       queueMaintenance,
 		MaxAttempts: 1,
 		UniqueOpts: river.UniqueOpts{ByState: []rivertype.JobState{
 			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
@@ -91,7 +91,7 @@ func singletonJob() river.InsertOpts {
 }
 
 type resumeBatchWorker struct {
-	river.WorkerDefaults[ResumeBatchArgs]
+	river.WorkerDefaults[resumeBatchArgs]
 	w *Worker
 }
 
@@ -103,12 +103,12 @@ func (r *resumeBatchWorker) Middleware(*rivertype.JobRow) []rivertype.WorkerMidd
 // Work takes the leases of the batch's keys that are still due and resumes them all at once.
 // Every saga outcome (completed, failed and rescheduled, parked, superseded, skipped) completes
 // the job; only a failure to reach the database returns an error for River to retry.
-func (r *resumeBatchWorker) Work(ctx context.Context, job *river.Job[ResumeBatchArgs]) error {
+func (r *resumeBatchWorker) Work(ctx context.Context, job *river.Job[resumeBatchArgs]) error {
 	refs := make([]saga.KeyRef, len(job.Args.Keys))
 	for i, k := range job.Args.Keys {
 		refs[i] = k.ref()
 	}
-	outs, err := r.w.resumer.ResumeKeys(ctx, refs)
+	outs, err := r.w.resumer.resumeKeys(ctx, refs)
 	if err != nil {
 		r.w.metrics.resume("", err)
 		return err
@@ -120,7 +120,7 @@ func (r *resumeBatchWorker) Work(ctx context.Context, job *river.Job[ResumeBatch
 }
 
 type resumeWorker struct {
-	river.WorkerDefaults[ResumeArgs]
+	river.WorkerDefaults[resumeArgs]
 	w *Worker
 }
 
@@ -130,9 +130,9 @@ func (r *resumeWorker) Middleware(*rivertype.JobRow) []rivertype.WorkerMiddlewar
 // Work takes the key's lease if it is still free and resumes it. Every saga outcome (completed,
 // failed and rescheduled, parked, superseded, skipped) completes the job; only a failure to
 // reach the database returns an error for River to retry.
-func (r *resumeWorker) Work(ctx context.Context, job *river.Job[ResumeArgs]) error {
+func (r *resumeWorker) Work(ctx context.Context, job *river.Job[resumeArgs]) error {
 	ref := job.Args.ref()
-	out, err := r.w.resumer.ResumeKey(ctx, ref)
+	out, err := r.w.resumer.resumeKey(ctx, ref)
 	r.w.metrics.resume(out, err)
 	return err
 }

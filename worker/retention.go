@@ -13,11 +13,11 @@ const deleteInboxSQL = `DELETE FROM pgsaga_inbox WHERE ctid = ANY (ARRAY(
 	SELECT ctid FROM pgsaga_inbox WHERE received_at < now() - $1 * interval '1 millisecond'
 	LIMIT $2 FOR UPDATE SKIP LOCKED))`
 
-// DeleteOldInbox deletes the ids of events applied more than olderThan ago from pgsaga_inbox, in
+// deleteOldInbox deletes the ids of events applied more than olderThan ago from pgsaga_inbox, in
 // batches of batchSize, and returns how many it deleted.
-func DeleteOldInbox(ctx context.Context, db *pgxpool.Pool, olderThan time.Duration, batchSize int) (int, error) {
+func deleteOldInbox(ctx context.Context, db *pgxpool.Pool, olderThan time.Duration, batchSize int) (int, error) {
 	if olderThan <= 0 || batchSize <= 0 {
-		return 0, fmt.Errorf("worker: DeleteOldInbox needs a positive age and batch size, got %s and %d", olderThan, batchSize)
+		return 0, fmt.Errorf("worker: inbox retention needs a positive age and batch size, got %s and %d", olderThan, batchSize)
 	}
 	total := 0
 	for {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+
+	"github.com/pgsaga/pgsaga/internal/sibling"
 )
 
 // sweepTimeout bounds one sweep (one short transaction): a database that stops answering must
@@ -135,7 +137,7 @@ func (w *Worker) sweep(ctx context.Context) (int, error) {
 	if !locked {
 		return 0, nil
 	}
-	refs, err := w.cfg.Client.ReserveDueTx(ctx, tx, w.cfg.SweepBatchSize, w.cfg.Client.Config().Lease)
+	refs, err := w.cfg.Client.Internal(sibling.Token{}).ReserveDueTx(ctx, tx, w.cfg.SweepBatchSize, w.cfg.Client.Config().Lease)
 	if err != nil {
 		return 0, err
 	}
@@ -144,7 +146,7 @@ func (w *Worker) sweep(ctx context.Context) (int, error) {
 	}
 	var params []river.InsertManyParams
 	for batch := range slices.Chunk(refs, w.resumeBatch) {
-		args := ResumeBatchArgs{Keys: make([]ResumeArgs, len(batch))}
+		args := resumeBatchArgs{Keys: make([]resumeArgs, len(batch))}
 		for i, ref := range batch {
 			args.Keys[i] = resumeArgsOf(ref)
 		}

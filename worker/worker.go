@@ -15,7 +15,6 @@ import (
 
 	"github.com/pgsaga/pgsaga/internal/pgavail"
 	"github.com/pgsaga/pgsaga/reconcile"
-	"github.com/pgsaga/pgsaga/recovery"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -25,7 +24,7 @@ const jobTimeout = time.Minute
 // Worker runs the resumer, outbox delivery and retention GC on River.
 type Worker struct {
 	cfg     *Config
-	resumer *recovery.Resumer
+	resumer *resumer
 	river   *river.Client[pgx.Tx]
 	metrics *metrics
 	// resumeBatch is how many keys one resume job takes.
@@ -52,7 +51,7 @@ func New(cfg *Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	resumer, err := recovery.New(&recovery.Config{Client: cfg.Client, Logger: cfg.Logger})
+	resumer, err := newResumer(&resumerConfig{Client: cfg.Client, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -106,10 +105,10 @@ func New(cfg *Config) (*Worker, error) {
 			// worker took them (BenchmarkWorkerResume, 10,000 keys, two workers: 2,570-2,780
 			// keys/s with 1s, 2,930-2,950 with 50ms). The cost is a light fetch query per 50ms
 			// per idle worker.
-			QueueResume: {MaxWorkers: max(cfg.ResumeConcurrency/w.resumeBatch, 1), FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
-			QueueOutbox: {MaxWorkers: cfg.OutboxConcurrency},
+			queueResume: {MaxWorkers: max(cfg.ResumeConcurrency/w.resumeBatch, 1), FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond},
+			queueOutbox: {MaxWorkers: cfg.OutboxConcurrency},
 			// GC and reconciliation run every minute or more: River's 1s poll is soon enough.
-			QueueMaintenance: {MaxWorkers: 2},
+			queueMaintenance: {MaxWorkers: 2},
 		},
 	})
 	if err != nil {

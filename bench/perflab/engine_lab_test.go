@@ -117,6 +117,42 @@ func TestLabSchema(t *testing.T) {
 	})
 }
 
+// TestLabChecks measures what the key tables' CHECK constraints (migration 011) cost each path:
+// as migrated (each rule a plpgsql function its CHECK calls), without them, and with each rule
+// written as the CHECK's own expression (PostgreSQL prepares a table's CHECK expressions anew
+// for every INSERT and UPDATE statement).
+//
+//	go test ./perflab -run TestLabChecks -lab -lab.rounds 4 -v
+func TestLabChecks(t *testing.T) {
+	requireLab(t)
+	const none = `ALTER TABLE pgsaga_key DROP CONSTRAINT pgsaga_key_state_machine;
+		ALTER TABLE pgsaga_call DROP CONSTRAINT pgsaga_call_outcome;`
+	const expressions = none + `
+		ALTER TABLE pgsaga_key ADD CONSTRAINT pgsaga_key_state_machine CHECK (attempts >= 1 AND
+			CASE status
+				WHEN 'started' THEN lease_token IS NOT NULL AND response_status IS NULL
+				WHEN 'completed' THEN response_status BETWEEN 100 AND 599 AND response_body IS NOT NULL
+					AND completed_at IS NOT NULL AND expires_at IS NOT NULL AND recovery_point = 'finished'
+				WHEN 'failed' THEN response_status IS NULL
+				ELSE false
+			END);
+		ALTER TABLE pgsaga_key ADD CONSTRAINT pgsaga_key_call_outcome CHECK (
+			call_outcome IN ('succeeded', 'declined', 'failed_before', 'pending', 'unknown'));
+		ALTER TABLE pgsaga_call ADD CONSTRAINT pgsaga_call_outcome CHECK (
+			outcome IN ('succeeded', 'declined', 'failed_before', 'pending', 'unknown'));`
+	l := defaultLab()
+	for _, path := range []struct {
+		name, op string
+		replay   bool
+	}{{"pgsaga-1tx", "sbs_single", false}, {"pgsaga-phased", "sbs_phased", false}, {"pgsaga-replay", "sbs_single", true}} {
+		l.compare(t, os.Stdout, path.name+": the key tables' CHECKs", []variant{
+			engineVariant(path.name+", no CHECKs", path.op, path.replay, none),
+			engineVariant(path.name+", CHECKs (migration 011)", path.op, path.replay, ""),
+			engineVariant(path.name+", CHECKs as expressions", path.op, path.replay, expressions),
+		})
+	}
+}
+
 // TestLabVacuum measures what autovacuum adds to the phased path: the completion is never a HOT
 // update (status is in the resumer's partial index), so every request leaves a dead key row
 // version and its index entries behind.

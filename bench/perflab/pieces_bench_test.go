@@ -7,7 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/pgsaga/pgsaga/saga"
+	"github.com/pgsaga/pgsaga/internal/canonical"
 )
 
 // BenchmarkPieces measures, alone, client-side pieces the engine's profile points at.
@@ -20,7 +20,7 @@ func BenchmarkPieces(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := saga.Fingerprint(c.body); err != nil {
+				if _, err := canonical.Fingerprint(c.body); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -24,7 +24,6 @@ import (
 	"github.com/pgsaga/pgsaga/internal/operator"
 	"github.com/pgsaga/pgsaga/internal/testkit/pglocal"
 	"github.com/pgsaga/pgsaga/migrations"
-	"github.com/pgsaga/pgsaga/recovery"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -203,21 +202,20 @@ func (d *demo) serveConsole(ctx context.Context, addr string) error {
 }
 
 // demo is the demo's running world: the simulator over HTTP, the payments service over HTTP,
-// a resumer, and a fresh tenant.
+// its saga client (which resumes the crashed key as the worker would), and a fresh tenant.
 type demo struct {
 	c     *cli
 	pool  *pgxpool.Pool
 	dbURL string
 	// pooled is true when dbURL goes through a transaction pooler (--database-pooling).
-	pooled  bool
-	logger  *slog.Logger
-	sim     *sim.Simulator
-	simURL  string
-	apiURL  string
-	tenant  string
-	resumer *recovery.Resumer
-	client  *saga.Client
-	http    *http.Client
+	pooled bool
+	logger *slog.Logger
+	sim    *sim.Simulator
+	simURL string
+	apiURL string
+	tenant string
+	client *saga.Client
+	http   *http.Client
 	// apiKeys are the secrets of the API keys the demo made, by actor of its tenant: the API
 	// authenticates every request by one, as `pgsaga serve` does.
 	apiKeys map[string]string
@@ -270,10 +268,6 @@ func newDemo(ctx context.Context, c *cli, pool *pgxpool.Pool, pooled bool, dbURL
 		return nil, err
 	}
 	d.client = svc.Client()
-	d.resumer, err = recovery.New(&recovery.Config{Client: svc.Client(), Logger: logger})
-	if err != nil {
-		return nil, err
-	}
 	apiLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("error listening for the payments API: %w", err)

@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgsaga/pgsaga/gateway/sim"
-	"github.com/pgsaga/pgsaga/recovery"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -146,14 +145,14 @@ func (d *demo) crashBetweenPhases(ctx context.Context, res *scenarioResult) erro
 	crashedAt := k.RecoveryPoint
 
 	// The worker: once the dead server's lease expires, claim the key and resume it.
-	var outcome recovery.Outcome
+	// Until then the resume is refused as not due (saga.ErrNotDue).
+	var last error
 	err = waitFor(ctx, 30*time.Second, 100*time.Millisecond, func() (bool, error) {
-		var err error
-		outcome, err = d.resumer.ResumeKey(ctx, saga.KeyRef{Scope: scope, Key: key})
-		return outcome == recovery.OutcomeCompleted, err
+		_, last = d.client.Resume(ctx, scope, key, &saga.ResumeOpts{Due: true})
+		return last == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("the worker did not finish the key (last outcome %q): %w", outcome, err)
+		return fmt.Errorf("the worker did not finish the key (last error: %v): %w", last, err)
 	}
 
 	retry, err := d.post(ctx, res, "", "alice", key, "/payments", body)

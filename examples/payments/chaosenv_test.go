@@ -44,7 +44,6 @@ type chaosOpts struct {
 func newChaosEnv(t *testing.T, o chaosOpts) *chaosEnv {
 	t.Helper()
 	db := dbtest.NewDB(t)
-	t.Cleanup(func() { dbtest.RequireKeyInvariants(t, db) })
 	s := sim.New(o.sim)
 	var gw gateway.Gateway = s.Gateway()
 	if o.overHTTP {

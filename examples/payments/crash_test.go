@@ -73,7 +73,7 @@ func TestPaymentCrashAtEveryRecoveryPoint(t *testing.T) {
 					require.Equal(t, "request_in_progress", busy.code(t))
 					require.NotEmpty(t, busy.header.Get("Retry-After"))
 					_, err := e.client.Resume(t.Context(), saga.Scope{Tenant: alice.tenant, Actor: alice.actor}, key, nil)
-					require.ErrorIs(t, err, saga.ErrInProgress, "Resume must not take a live lease")
+					require.ErrorAs(t, err, new(*saga.InProgressError), "Resume must not take a live lease")
 					e.expireLease(key)
 				}
 

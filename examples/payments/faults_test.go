@@ -93,11 +93,11 @@ func TestLostResponseGivesUpThenRetryFinishes(t *testing.T) {
 		}},
 		"inquiry unavailable": {chaosOpts{gatewayRetries: 1}, func(e *chaosEnv) {
 			e.sim.LoseNext(1) // the charge's answer is lost, then the inquiry fails
-			e.points.Fail(chaos.InquireBefore, &gateway.NotDoneError{Err: errors.New("inquiry endpoint down")})
+			e.points.Fail(chaos.InquireBefore, gateway.NotDone(errors.New("inquiry endpoint down")))
 		}},
 		"inquiry only, inquiry unavailable": {chaosOpts{sim: &sim.Config{Idempotency: off()}, gatewayRetries: 1}, func(e *chaosEnv) {
 			e.sim.LoseNext(1)
-			e.points.Fail(chaos.InquireBefore, &gateway.NotDoneError{Err: errors.New("inquiry endpoint down")})
+			e.points.Fail(chaos.InquireBefore, gateway.NotDone(errors.New("inquiry endpoint down")))
 		}},
 	}
 	for name, tc := range cases {
@@ -212,7 +212,7 @@ func TestGatewayWithoutKeys(t *testing.T) {
 		require.Equal(t, "operation_parked", parked.code(t))
 		require.Equal(t, 1, e.sim.TotalCharges(), "never charged again blindly")
 		k := e.key(alice, key)
-		require.Equal(t, saga.KeyStatusFailed, k.Status)
+		require.Equal(t, saga.KeyStatusParked, k.Status)
 		require.Equal(t, "payment_created", k.RecoveryPoint)
 		require.Contains(t, k.LastError, "neither inquiry nor idempotency keys")
 		again := e.do("POST", "/payments", alice, key, body)

@@ -31,7 +31,7 @@ func TestPaymentParksAfterMaxAttempts(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, r.status, string(r.body))
 	require.Equal(t, "operation_parked", r.code(t), "the attempt that exhausts the key parks it")
 	k := e.key(alice, key)
-	require.Equal(t, saga.KeyStatusFailed, k.Status)
+	require.Equal(t, saga.KeyStatusParked, k.Status)
 	require.Equal(t, 2, k.Attempts)
 	require.Equal(t, "payment_created", k.RecoveryPoint)
 	require.Contains(t, k.LastError, "attempts exhausted")

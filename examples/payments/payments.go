@@ -279,7 +279,7 @@ func (s *Service) recordResult(ctx context.Context, tx pgx.Tx, run *phases.Run) 
 		return err
 	}
 	status := "declined"
-	if charge.Status == gateway.ChargeStatusSucceeded {
+	if charge.Status == gateway.StatusSucceeded {
 		status = "succeeded"
 	}
 	if err := SettlePaymentTx(ctx, tx, p.ID, status, charge.ID); err != nil {

@@ -138,8 +138,8 @@ func TestRoundTripBudget(t *testing.T) {
 			"INSERT INTO pgsaga_key + commit",            // the claim at recovery point payment_created, journaling the charge in the key row
 			// charged: the gateway call, no statement
 			// result_recorded
-			"begin + WITH settled AS ( UPDATE payments",                       // business: settle the payment and the invoice
-			"WITH k AS ( UPDATE pgsaga_key SET status = 'completed' + commit", // the fenced completion with the response and the charge's outcome
+			"begin + WITH settled AS ( UPDATE payments",                         // business: settle the payment and the invoice
+			"WITH k AS ( UPDATE pgsaga_key r SET status = 'completed' + commit", // the fenced completion with the response and the charge's outcome
 		)
 
 		res = c.run(t, payments.OpCreatePayment, key, "/payments", body)
@@ -168,7 +168,7 @@ func TestRoundTripBudget(t *testing.T) {
 			"WITH t AS ( UPDATE pgsaga_key", // takeover: new lease and fencing token, the charge's journal row, returning the key
 			// charged: the inquiry finds the charge; no statement
 			"begin + WITH settled AS ( UPDATE payments",
-			"WITH k AS ( UPDATE pgsaga_key SET status = 'completed' + commit",
+			"WITH k AS ( UPDATE pgsaga_key r SET status = 'completed' + commit",
 		)
 		require.Equal(t, 1, c.sim.ChargesFor("payment:"+c.id(t, res)))
 	})
@@ -188,7 +188,7 @@ func TestRoundTripBudget(t *testing.T) {
 			"SELECT operation, method, path", // the key: started, its lease expired
 			"WITH t AS ( UPDATE pgsaga_key",  // takeover, journaling the charge
 			"begin + WITH settled AS ( UPDATE payments",
-			"WITH k AS ( UPDATE pgsaga_key SET status = 'completed' + commit",
+			"WITH k AS ( UPDATE pgsaga_key r SET status = 'completed' + commit",
 		)
 		require.Equal(t, 1, c.sim.ChargesFor("payment:"+c.id(t, res)))
 	})

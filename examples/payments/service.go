@@ -154,7 +154,7 @@ func (s *Service) Handler(scope saga.ScopeFunc) (http.Handler, error) {
 	mux.Handle("GET /sales", saga.Authenticated(scope, s.listSales))
 	mux.Handle("POST /webhooks/{source}", WebhookHandler(s.cfg.Pool, &WebhookOpts{Secrets: s.cfg.WebhookSecrets,
 		Tolerance: s.cfg.WebhookTolerance, Refused: s.cfg.WebhookRefused, Logger: s.cfg.Logger}))
-	return jsonErrors(mux), nil
+	return saga.RouteErrors(mux), nil
 }
 
 // WebhookSender is the source of a request to the service's webhook receiver whose signature
@@ -163,32 +163,3 @@ func (s *Service) Handler(scope saga.ScopeFunc) (http.Handler, error) {
 func (s *Service) WebhookSender(r *http.Request, body []byte) string {
 	return WebhookSender(r, body, s.cfg.WebhookSecrets, s.cfg.WebhookTolerance)
 }
-
-// jsonErrors answers requests no route matches with the API's JSON error shape (404 not_found,
-// 405 method_not_allowed with Allow) instead of the mux's plain text.
-func jsonErrors(mux *http.ServeMux) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, pattern := mux.Handler(r); pattern != "" {
-			mux.ServeHTTP(w, r)
-			return
-		}
-		probe := &statusProbe{header: http.Header{}}
-		mux.ServeHTTP(probe, r)
-		if probe.status == http.StatusMethodNotAllowed {
-			w.Header().Set("Allow", probe.header.Get("Allow"))
-			saga.WriteError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path)
-			return
-		}
-		saga.WriteError(w, http.StatusNotFound, CodeNotFound, "no such resource: "+r.URL.Path)
-	})
-}
-
-// statusProbe records the status the mux would answer, and discards the body.
-type statusProbe struct {
-	header http.Header
-	status int
-}
-
-func (p *statusProbe) Header() http.Header         { return p.header }
-func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
-func (p *statusProbe) WriteHeader(status int)      { p.status = status }

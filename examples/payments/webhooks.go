@@ -26,9 +26,9 @@ const EventPaymentSucceeded = "payment.succeeded"
 // payload is the Payment) in the transaction that records a succeeded payment: the event exists
 // exactly when the result is committed, and a worker delivers it at least once. Its event id is
 // derived from the payment id, so receivers see one id for one payment however it is delivered.
-// Pass a worker.Outbox (worker.NewOutbox): it needs no worker, so the hook can be built before
-// the saga client and the worker.
-func PaymentSucceededHook(inserter worker.Inserter) PaymentHook {
+// The outbox (worker.NewOutbox) needs no worker, so the hook can be built before the saga client
+// and the worker.
+func PaymentSucceededHook(outbox *worker.Outbox) PaymentHook {
 	return func(ctx context.Context, tx pgx.Tx, tenant string, p *Payment) error {
 		if p.Status != "succeeded" {
 			return nil
@@ -37,7 +37,7 @@ func PaymentSucceededHook(inserter worker.Inserter) PaymentHook {
 		if err != nil {
 			return err
 		}
-		return worker.EmitTx(ctx, tx, inserter, worker.Event{
+		return outbox.EmitTx(ctx, tx, worker.Event{
 			ID: EventPaymentSucceeded + ":" + p.ID, Type: EventPaymentSucceeded, Tenant: tenant, Payload: payload,
 		})
 	}

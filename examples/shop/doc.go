@@ -71,7 +71,7 @@
 // the outbox (worker.NewOutbox, which needs nothing else), the service whose operations emit
 // through it, a worker built from the service's saga client (resumes, outbox deliveries,
 // retention), the HTTP server; and it shuts down the other way (stop taking requests, let those
-// in flight finish, then stop the worker, then close the pool). Its SMS provider is the in-process simulator (gateway/sms.NewSim) and its partner a
+// in flight finish, then stop the worker, then close the pool). Its SMS provider is the in-process simulator (gateway/sms/smssim) and its partner a
 // simulated endpoint it serves itself unless --partner-url names one.
 //
 // Its tests run on a throwaway database from saga/sagatest (NewDB), or on the server of

@@ -8,8 +8,9 @@ import (
 	"strings"
 
 	"github.com/pgsaga/pgsaga/examples/shop"
-	"github.com/pgsaga/pgsaga/gateway/sms"
+	"github.com/pgsaga/pgsaga/gateway/sms/smssim"
 	"github.com/pgsaga/pgsaga/gateway/webhook"
+	"github.com/pgsaga/pgsaga/gateway/webhook/webhooksim"
 	"github.com/pgsaga/pgsaga/migrations"
 	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/saga/sagatest"
@@ -31,14 +32,14 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	partner := httptest.NewServer(webhook.NewPartner(nil))
+	partner := httptest.NewServer(webhooksim.New(nil))
 	defer partner.Close()
 	partnerClient, err := webhook.New(&webhook.Config{URL: partner.URL})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	svc, err := shop.New(&shop.Config{Pool: db.Pool, SMS: sms.NewSim(nil), Partner: partnerClient})
+	svc, err := shop.New(&shop.Config{Pool: db.Pool, SMS: smssim.New(nil), Partner: partnerClient})
 	if err != nil {
 		fmt.Println(err)
 		return

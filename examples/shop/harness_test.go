@@ -15,7 +15,9 @@ import (
 	"github.com/pgsaga/pgsaga/examples/shop"
 	"github.com/pgsaga/pgsaga/gateway/effectsim"
 	"github.com/pgsaga/pgsaga/gateway/sms"
+	"github.com/pgsaga/pgsaga/gateway/sms/smssim"
 	"github.com/pgsaga/pgsaga/gateway/webhook"
+	"github.com/pgsaga/pgsaga/gateway/webhook/webhooksim"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/saga/sagatest"
@@ -27,7 +29,7 @@ type env struct {
 	t       *testing.T
 	db      *sagatest.DB
 	sms     *effectsim.Simulator[sms.Params, sms.Message]
-	partner *webhook.SimulatedPartner
+	partner *webhooksim.Partner
 	svc     *shop.Service
 	handler http.Handler
 	srv     *httptest.Server
@@ -35,7 +37,7 @@ type env struct {
 
 func newEnv(t *testing.T, change func(*shop.Config)) *env {
 	t.Helper()
-	e := &env{t: t, db: sagatest.NewDB(t), sms: sms.NewSim(nil), partner: webhook.NewPartner(nil)}
+	e := &env{t: t, db: sagatest.NewDB(t), sms: smssim.New(nil), partner: webhooksim.New(nil)}
 	partnerSrv := httptest.NewServer(e.partner)
 	t.Cleanup(partnerSrv.Close)
 	partner, err := webhook.New(&webhook.Config{URL: partnerSrv.URL})

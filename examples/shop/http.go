@@ -45,35 +45,6 @@ func checkedPathValues(scope saga.ScopeFunc, next http.Handler) http.Handler {
 	})
 }
 
-// problemErrors answers requests no route matches with the API's problem details (404
-// not_found, 405 method_not_allowed with Allow) instead of the mux's plain text.
-func problemErrors(mux *http.ServeMux) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, pattern := mux.Handler(r); pattern != "" {
-			mux.ServeHTTP(w, r)
-			return
-		}
-		probe := &statusProbe{header: http.Header{}}
-		mux.ServeHTTP(probe, r)
-		if probe.status == http.StatusMethodNotAllowed {
-			w.Header().Set("Allow", probe.header.Get("Allow"))
-			saga.WriteError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.EscapedPath())
-			return
-		}
-		saga.WriteError(w, http.StatusNotFound, CodeNotFound, "no such resource: "+r.URL.EscapedPath())
-	})
-}
-
-// statusProbe records the status the mux would answer, and discards the body.
-type statusProbe struct {
-	header http.Header
-	status int
-}
-
-func (p *statusProbe) Header() http.Header         { return p.header }
-func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
-func (p *statusProbe) WriteHeader(status int)      { p.status = status }
-
 // writeJSON answers v as JSON.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)

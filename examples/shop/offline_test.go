@@ -91,7 +91,7 @@ func TestOfflineTillSubmitsQueuedOrdersAfterReconnecting(t *testing.T) {
 	require.NoError(t, err)
 
 	res, err := queue.Flush(t.Context(), submitter, nil)
-	require.ErrorIs(t, err, client.ErrOutcomeUnknown, "offline: the first order stays pending, and the rest behind it")
+	require.ErrorAs(t, err, new(*client.OutcomeUnknownError), "offline: the first order stays pending, and the rest behind it")
 	require.Equal(t, client.FlushResult{Pending: 3}, res)
 	require.Zero(t, e.count(`SELECT count(*) FROM shop_orders`))
 

@@ -28,7 +28,7 @@ const (
 type Config struct {
 	// Pool is the database, migrated with Migrations. Required.
 	Pool *pgxpool.Pool
-	// SMS sends the texts that tell customers their order shipped. Required: sms.NewSim gives
+	// SMS sends the texts that tell customers their order shipped. Required: smssim.New gives
 	// an in-process provider without keys and with inquiry.
 	SMS sms.Provider
 	// Partner receives a delivery for every shipped order (webhook.New over the partner's URL).
@@ -119,5 +119,5 @@ func (s *Service) Handler(scope saga.ScopeFunc) (http.Handler, error) {
 	}
 	mux.Handle("PUT /products/{sku}", checkedPathValues(scope, saga.Authenticated(scope, s.putProduct)))
 	mux.Handle("GET /orders/{id}", checkedPathValues(scope, saga.Authenticated(scope, s.getOrder)))
-	return problemErrors(mux), nil
+	return saga.RouteErrors(mux), nil
 }

@@ -88,7 +88,7 @@ func (p *inquiryDown) Send(ctx context.Context, params sms.Params) (*sms.Message
 
 func (p *inquiryDown) Inquire(ctx context.Context, reference string) ([]sms.Message, error) {
 	if p.down.Load() && p.sent.Load() {
-		return nil, &gateway.NotDoneError{Err: errors.New("the provider's inquiry is unreachable")}
+		return nil, gateway.NotDone(errors.New("the provider's inquiry is unreachable"))
 	}
 	return p.Provider.Inquire(ctx, reference)
 }

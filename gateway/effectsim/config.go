@@ -19,7 +19,7 @@ type Config[P, R any] struct {
 	// time the record is read, so it must be a pure function of its arguments. Required.
 	Make func(params P, id string, status gateway.Status, at time.Time) R
 	// Validate returns an error for a request the provider refuses without acting (a
-	// gateway.PermanentError from Send). Defaults to nil: every request is valid.
+	// phases.Permanent from Send). Defaults to nil: every request is valid.
 	Validate func(params P) error
 	// Declines reports whether the provider declines params: a record with status declined,
 	// a result and not an error. Defaults to nil: nothing is declined.
@@ -62,10 +62,10 @@ type Faults struct {
 	// made meanwhile finds nothing. Capabilities declares the longest hold as MaxInFlight.
 	LatencyBefore time.Duration
 	// FailBefore is the probability (0..1) that a request is refused before the provider acts
-	// (a gateway.NotDoneError).
+	// (gateway.NotDone).
 	FailBefore float64
 	// LoseResponse is the probability (0..1) that the effect is made and its answer then lost
-	// (a gateway.UnknownError).
+	// (gateway.Unknown).
 	LoseResponse float64
 }
 

@@ -11,10 +11,10 @@
 //
 // Faults apply to Send in this order: latency-before (the request is held before it reaches the
 // provider, whether or not its caller still waits: it lands later, and an inquiry meanwhile
-// finds nothing), fail-before (nothing done, a gateway.NotDoneError), validation (a
-// gateway.PermanentError), then the effect is made (declined when Config.Declines says so,
+// finds nothing), fail-before (nothing done, gateway.NotDone), validation (a
+// phases.Permanent), then the effect is made (declined when Config.Declines says so,
 // pending for Config.PendingFor when PendingNext picked it) or the first answer to its key
-// replayed, then latency, then the lost answer (a gateway.UnknownError), or no answer at all
+// replayed, then latency, then the lost answer (gateway.Unknown), or no answer at all
 // until the caller gives up (HangNext). FailNext, LoseNext, HangNext and PendingNext script the
 // next requests; FailBefore and LoseResponse are probabilities drawn from Config.Seed.
 package effectsim

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/phases"
 )
 
 // Simulator is an in-memory provider of one kind of effect with injectable faults, and the
@@ -198,15 +199,15 @@ func (s *Simulator[P, R]) at(r record[P], now time.Time) R {
 
 // The simulator's failures, each wrapped in the gateway error type that classifies it.
 var (
-	// ErrUnavailable is the fail-before fault: the provider did not act (a gateway.NotDoneError).
+	// ErrUnavailable is the fail-before fault: the provider did not act (gateway.NotDone).
 	ErrUnavailable = errors.New("effectsim: simulated provider unavailable (nothing done)")
 	// ErrResponseLost is the lose-response fault: the effect was made, its answer never arrives
-	// (a gateway.UnknownError).
+	// (gateway.Unknown).
 	ErrResponseLost = errors.New("effectsim: simulated answer lost after the effect was made")
 	// ErrKeyReused is a repeated idempotency key carrying another request: the first one under
-	// it was made, and may be what the caller meant (a gateway.UnknownError).
+	// it was made, and may be what the caller meant (gateway.Unknown).
 	ErrKeyReused = errors.New("effectsim: idempotency key reused with another request")
-	// ErrInvalid is a request Config.Validate refused (a gateway.PermanentError).
+	// ErrInvalid is a request Config.Validate refused (phases.Permanent).
 	ErrInvalid = errors.New("effectsim: invalid request")
 )
 
@@ -226,35 +227,35 @@ type verdict[R any] struct {
 }
 
 // Send makes the effect for params, or replays the first answer to its idempotency key. A
-// request refused before acting, or a context ended before the call, is a gateway.NotDoneError;
+// request refused before acting, or a context ended before the call, is gateway.NotDone;
 // a lost answer, a context ending while the request is held (latency-before: it still lands
-// later) or waits for its answer, and a reused key a gateway.UnknownError; an invalid request a
-// gateway.PermanentError.
+// later) or waits for its answer, and a reused key gateway.Unknown; an invalid request a
+// phases.Permanent.
 func (s *Simulator[P, R]) Send(ctx context.Context, params P) (*R, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &gateway.NotDoneError{Err: fmt.Errorf("%s not sent: %w", s.kind.Name, err)}
+		return nil, gateway.NotDone(fmt.Errorf("%s not sent: %w", s.kind.Name, err))
 	}
 	v := s.decide(params)
 	if !wait(ctx, time.Until(v.landAt)) {
-		return nil, &gateway.UnknownError{Err: fmt.Errorf("gave up while the %s was on its way: %w", s.kind.Name, ctx.Err())}
+		return nil, gateway.Unknown(fmt.Errorf("gave up while the %s was on its way: %w", s.kind.Name, ctx.Err()))
 	}
 	switch {
 	case errors.Is(v.err, ErrUnavailable):
-		return nil, &gateway.NotDoneError{Err: v.err}
+		return nil, gateway.NotDone(v.err)
 	case errors.Is(v.err, ErrKeyReused):
-		return nil, &gateway.UnknownError{Err: v.err}
+		return nil, gateway.Unknown(v.err)
 	case v.err != nil:
-		return nil, &gateway.PermanentError{Err: v.err}
+		return nil, phases.Permanent(v.err)
 	}
 	if v.hang {
 		<-ctx.Done()
-		return nil, &gateway.UnknownError{Err: fmt.Errorf("no answer to the %s: %w", s.kind.Name, ctx.Err())}
+		return nil, gateway.Unknown(fmt.Errorf("no answer to the %s: %w", s.kind.Name, ctx.Err()))
 	}
 	if !wait(ctx, v.delay) {
-		return nil, &gateway.UnknownError{Err: fmt.Errorf("waiting for the %s's answer: %w", s.kind.Name, ctx.Err())}
+		return nil, gateway.Unknown(fmt.Errorf("waiting for the %s's answer: %w", s.kind.Name, ctx.Err()))
 	}
 	if v.lose {
-		return nil, &gateway.UnknownError{Err: ErrResponseLost}
+		return nil, gateway.Unknown(ErrResponseLost)
 	}
 	return v.answer, nil
 }
@@ -334,7 +335,7 @@ func (s *Simulator[P, R]) makeRecord(params P, arrivedAt, landAt time.Time) R {
 // gateway.ErrUnsupported when inquiry is off.
 func (s *Simulator[P, R]) Inquire(ctx context.Context, reference string) ([]R, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &gateway.NotDoneError{Err: fmt.Errorf("inquiry not sent: %w", err)}
+		return nil, gateway.NotDone(fmt.Errorf("inquiry not sent: %w", err))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -355,7 +356,7 @@ func (s *Simulator[P, R]) Inquire(ctx context.Context, reference string) ([]R, e
 // there is none.
 func (s *Simulator[P, R]) Get(ctx context.Context, id string) (*R, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &gateway.NotDoneError{Err: fmt.Errorf("read not sent: %w", err)}
+		return nil, gateway.NotDone(fmt.Errorf("read not sent: %w", err))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -327,9 +327,9 @@ func RunEffect[P, R any](t *testing.T, newEffect func(t *testing.T) gateway.Effe
 		r, err = gateway.ExecuteEffect(short, &j, e, p, fast)
 		require.Nil(t, r)
 		require.ErrorIs(t, err, gateway.ErrInFlight)
-		var after *phases.RetryAfterError
-		require.ErrorAs(t, err, &after)
-		require.Positive(t, after.After)
+		after, ok := phases.RetryDelay(err)
+		require.True(t, ok, "the in-flight refusal says when to try again")
+		require.Positive(t, after)
 		require.Equal(t, phases.CallOutcomeFailedBefore, j.Outcomes()[1], "this attempt sent nothing")
 		require.Zero(t, count(ref), "the zombie's request has not landed yet")
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/phases"
 )
 
 // ClientOpts are the optional settings of NewClient.
@@ -38,12 +39,12 @@ type ClientOpts struct {
 //
 // Classification of a charge: a connection that could not be opened, a context ended before
 // sending, and a 503 whose body says {"error":"not_processed"} (the simulator's explicit
-// refusal) certainly charged nothing (gateway.NotDoneError); any other 5xx (a proxy's 502 may
+// refusal) certainly charged nothing (gateway.NotDone); any other 5xx (a proxy's 502 may
 // follow a charge upstream), a timeout, a reset or closed connection and an unreadable answer
-// after the request was sent may have charged (gateway.UnknownError), and so may a 422
+// after the request was sent may have charged (gateway.Unknown), and so may a 422
 // idempotency_key_reused (an earlier request under the same key reached the provider with other
 // parameters: it may have charged, and refusing this one as permanent would let the engine
-// compensate after money moved); any other 4xx is a gateway.PermanentError.
+// compensate after money moved); any other 4xx is phases.Permanent.
 type Client struct {
 	base         *url.URL
 	http         *http.Client
@@ -139,14 +140,14 @@ func (c *Client) Capabilities() gateway.Capabilities {
 func (c *Client) Charge(ctx context.Context, params gateway.ChargeParams) (*gateway.Charge, error) {
 	body, err := json.Marshal(chargeRequest{Amount: params.Amount, Currency: params.Currency, Reference: params.Reference})
 	if err != nil {
-		return nil, &gateway.PermanentError{Err: fmt.Errorf("error encoding charge: %w", err)}
+		return nil, phases.Permanent(fmt.Errorf("error encoding charge: %w", err))
 	}
 	key := ""
 	if c.Capabilities().IdempotencyKeys {
 		key = params.IdempotencyKey
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, &gateway.NotDoneError{Err: fmt.Errorf("charge %q not sent: %w", params.Reference, err)}
+		return nil, gateway.NotDone(fmt.Errorf("charge %q not sent: %w", params.Reference, err))
 	}
 	resp, err := c.do(ctx, http.MethodPost, "/charges", body, key)
 	if err != nil {
@@ -158,23 +159,23 @@ func (c *Client) Charge(ctx context.Context, params gateway.ChargeParams) (*gate
 		charge, err := decodeCharge(resp)
 		if err != nil {
 			// The provider answered success and we could not read what: it may have charged.
-			return nil, &gateway.UnknownError{Err: fmt.Errorf("error reading charge %q: %w", params.Reference, err)}
+			return nil, gateway.Unknown(fmt.Errorf("error reading charge %q: %w", params.Reference, err))
 		}
 		return charge, nil
 	case resp.StatusCode >= 500:
 		e := readError(resp)
 		err := fmt.Errorf("error charging %q: %w", params.Reference, e)
 		if resp.StatusCode == http.StatusServiceUnavailable && e.Code == notProcessed {
-			return nil, &gateway.NotDoneError{Err: err}
+			return nil, gateway.NotDone(err)
 		}
-		return nil, &gateway.UnknownError{Err: err}
+		return nil, gateway.Unknown(err)
 	default:
 		e := readError(resp)
 		err := fmt.Errorf("error charging %q: %w", params.Reference, e)
 		if e.Code == codeKeyReused {
-			return nil, &gateway.UnknownError{Err: err}
+			return nil, gateway.Unknown(err)
 		}
-		return nil, &gateway.PermanentError{Err: err}
+		return nil, phases.Permanent(err)
 	}
 }
 
@@ -193,7 +194,7 @@ func (c *Client) Inquire(ctx context.Context, reference string) ([]gateway.Charg
 		Charges []gateway.Charge `json:"charges"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&out); err != nil {
-		return nil, &gateway.NotDoneError{Err: fmt.Errorf("error reading inquiry about %q: %w", reference, err)}
+		return nil, gateway.NotDone(fmt.Errorf("error reading inquiry about %q: %w", reference, err))
 	}
 	return out.Charges, nil
 }
@@ -215,28 +216,28 @@ func (c *Client) Get(ctx context.Context, id string) (*gateway.Charge, error) {
 	}
 	charge, err := decodeCharge(resp)
 	if err != nil {
-		return nil, &gateway.NotDoneError{Err: fmt.Errorf("error reading charge %q: %w", id, err)}
+		return nil, gateway.NotDone(fmt.Errorf("error reading charge %q: %w", id, err))
 	}
 	return charge, nil
 }
 
 // read sends a GET that changes nothing at the provider and returns a 200 or 404 answer; any
-// other answer or failure is a gateway.NotDoneError (a read is always safe to repeat), except
-// a 4xx other than 404, a gateway.PermanentError.
+// other answer or failure is gateway.NotDone (a read is always safe to repeat), except
+// a 4xx other than 404, phases.Permanent.
 func (c *Client) read(ctx context.Context, path string) (*http.Response, error) {
 	resp, err := c.do(ctx, http.MethodGet, path, nil, "")
 	if err != nil {
-		return nil, &gateway.NotDoneError{Err: err}
+		return nil, gateway.NotDone(err)
 	}
 	switch {
 	case resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusNotFound:
 		return resp, nil
 	case resp.StatusCode >= 500:
 		defer resp.Body.Close()
-		return nil, &gateway.NotDoneError{Err: readError(resp)}
+		return nil, gateway.NotDone(readError(resp))
 	default:
 		defer resp.Body.Close()
-		return nil, &gateway.PermanentError{Err: readError(resp)}
+		return nil, phases.Permanent(readError(resp))
 	}
 }
 
@@ -247,7 +248,7 @@ func decodeCharge(resp *http.Response) (*gateway.Charge, error) {
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&charge); err != nil {
 		return nil, err
 	}
-	if !charge.Status.Final() && charge.Status != gateway.ChargeStatusPending {
+	if !charge.Status.Final() && charge.Status != gateway.StatusPending {
 		return nil, fmt.Errorf("charge %s has unknown status %q", charge.ID, charge.Status)
 	}
 	return &charge, nil

@@ -46,7 +46,7 @@ func TestClientClassifiesAnswers(t *testing.T) {
 			c, err := sim.NewClient(srv.URL, &sim.ClientOpts{Capabilities: &gateway.Capabilities{IdempotencyKeys: true}})
 			require.NoError(t, err)
 			charge, err := c.Charge(context.Background(), chargeParams("r", 1))
-			require.Equal(t, tc.want, gateway.Classify(charge, err), "%v", err)
+			require.Equal(t, tc.want, gateway.Charges.Classify(charge, err), "%v", err)
 			if tc.want == phases.CallOutcomeFailedBefore && tc.status < 500 {
 				require.False(t, phases.IsRetryable(err), "a refused request is permanent")
 			}
@@ -64,5 +64,5 @@ func TestInProcessKeyReusedIsUnknown(t *testing.T) {
 	require.NoError(t, err)
 	p.Amount = 200
 	_, err = gw.Charge(context.Background(), p)
-	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, err), "%v", err)
+	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(err), "%v", err)
 }

@@ -39,7 +39,7 @@
 // charged), then the charge is created (pending with probability Pending, final after
 // PendingFor) or the first answer replayed for a known idempotency key (a pending answer is
 // replayed pending, as Stripe does), then latency, then lose-response (the connection is closed
-// with no answer; in-process a gateway.UnknownError). A request HangNext picked gets no answer
+// with no answer; in-process gateway.Unknown). A request HangNext picked gets no answer
 // at all until its caller gives up: only a per-request timeout ends it.
 //
 // The in-process Gateway declares Config.RequestTimeout as its per-request timeout, Client

@@ -6,14 +6,15 @@ import (
 	"time"
 
 	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/phases"
 )
 
 // Gateway returns an in-process adapter on the simulator: the same state machine and the
 // same faults as over HTTP, without the network. Fail-before and a context ended before the
-// call are a gateway.NotDoneError; a lost response, or a context ending while the request is
-// held (latency-before: it still lands later) or waits for its answer, a gateway.UnknownError;
+// call are gateway.NotDone; a lost response, or a context ending while the request is
+// held (latency-before: it still lands later) or waits for its answer, gateway.Unknown;
 // a reused key with other parameters (the first request under it may have charged) a
-// gateway.UnknownError; an invalid request a gateway.PermanentError.
+// gateway.Unknown; an invalid request phases.Permanent.
 func (s *Simulator) Gateway() gateway.Gateway {
 	return inProcess{s}
 }
@@ -28,7 +29,7 @@ func (g inProcess) Capabilities() gateway.Capabilities {
 
 func (g inProcess) Charge(ctx context.Context, params gateway.ChargeParams) (*gateway.Charge, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &gateway.NotDoneError{Err: fmt.Errorf("charge not sent: %w", err)}
+		return nil, gateway.NotDone(fmt.Errorf("charge not sent: %w", err))
 	}
 	v := g.s.charge(params)
 	if hold := time.Until(v.landAt); hold > 0 {
@@ -37,40 +38,40 @@ func (g inProcess) Charge(ctx context.Context, params gateway.ChargeParams) (*ga
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			return nil, &gateway.UnknownError{Err: fmt.Errorf("gave up while the charge was on its way: %w", ctx.Err())}
+			return nil, gateway.Unknown(fmt.Errorf("gave up while the charge was on its way: %w", ctx.Err()))
 		case <-t.C:
 		}
 	}
 	switch {
 	case v.err == errUnavailable:
-		return nil, &gateway.NotDoneError{Err: v.err}
+		return nil, gateway.NotDone(v.err)
 	case v.err == errKeyReused:
-		return nil, &gateway.UnknownError{Err: v.err}
+		return nil, gateway.Unknown(v.err)
 	case v.err != nil:
-		return nil, &gateway.PermanentError{Err: v.err}
+		return nil, phases.Permanent(v.err)
 	}
 	if v.hang {
 		<-ctx.Done()
-		return nil, &gateway.UnknownError{Err: fmt.Errorf("no answer to the charge: %w", ctx.Err())}
+		return nil, gateway.Unknown(fmt.Errorf("no answer to the charge: %w", ctx.Err()))
 	}
 	if v.delay > 0 {
 		t := time.NewTimer(v.delay)
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			return nil, &gateway.UnknownError{Err: fmt.Errorf("waiting for the charge response: %w", ctx.Err())}
+			return nil, gateway.Unknown(fmt.Errorf("waiting for the charge response: %w", ctx.Err()))
 		case <-t.C:
 		}
 	}
 	if v.lose {
-		return nil, &gateway.UnknownError{Err: errResponseLost}
+		return nil, gateway.Unknown(errResponseLost)
 	}
 	return v.charge, nil
 }
 
 func (g inProcess) Inquire(ctx context.Context, reference string) ([]gateway.Charge, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &gateway.NotDoneError{Err: fmt.Errorf("inquiry not sent: %w", err)}
+		return nil, gateway.NotDone(fmt.Errorf("inquiry not sent: %w", err))
 	}
 	found, ok := g.s.inquire(reference)
 	if !ok {
@@ -81,7 +82,7 @@ func (g inProcess) Inquire(ctx context.Context, reference string) ([]gateway.Cha
 
 func (g inProcess) Get(ctx context.Context, id string) (*gateway.Charge, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &gateway.NotDoneError{Err: fmt.Errorf("read not sent: %w", err)}
+		return nil, gateway.NotDone(fmt.Errorf("read not sent: %w", err))
 	}
 	charge, ok := g.s.Get(id)
 	if !ok {

@@ -24,7 +24,7 @@ func TestLatencyBeforeChargesAfterTheCallerGaveUp(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), hold/4)
 		_, err := gw.Charge(ctx, p)
 		cancel()
-		require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, err), "%s: %v", name, err)
+		require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(err), "%s: %v", name, err)
 
 		found, err := gw.Inquire(context.Background(), p.Reference)
 		require.NoError(t, err)
@@ -42,7 +42,7 @@ func TestLatencyBeforeDelaysTheAnswer(t *testing.T) {
 	start := time.Now()
 	charge, err := c.Charge(context.Background(), chargeParams("payment:held", 100))
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.GreaterOrEqual(t, time.Since(start), hold)
 }
 
@@ -58,7 +58,7 @@ func TestInFlightWindowCoversRequestsAlreadySent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), hold/4)
 	_, err := c.Charge(ctx, p)
 	cancel()
-	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, err), "%v", err)
+	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(err), "%v", err)
 
 	_, err = s.SetFaults(func(st *sim.Settings) { st.LatencyBefore = shrunk })
 	require.NoError(t, err)

@@ -113,7 +113,7 @@ func (s *Simulator) listPage(since time.Time, after string, limit int) (page []g
 // after the last charge of the one before), yielding every charge created at or after since,
 // oldest first, each as it stands when its page is read. A 404 means the gateway cannot list:
 // one error wrapping gateway.ErrUnsupported. Reads change nothing: a failure is a
-// gateway.NotDoneError (a gateway.PermanentError for a refused query), yielded once, after which
+// gateway.NotDone (phases.Permanent for a refused query), yielded once, after which
 // the iteration ends. A listed charge whose status is none of succeeded, declined and pending
 // is an error, never taken for one of them.
 func (c *Client) ListCharges(ctx context.Context, since time.Time) iter.Seq2[gateway.Charge, error] {
@@ -154,10 +154,10 @@ func (c *Client) listPage(ctx context.Context, since time.Time, after string) (*
 	}
 	var page listAnswer
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxListBody)).Decode(&page); err != nil {
-		return nil, &gateway.NotDoneError{Err: fmt.Errorf("error reading the list: %w", err)}
+		return nil, gateway.NotDone(fmt.Errorf("error reading the list: %w", err))
 	}
 	for _, charge := range page.Charges {
-		if !charge.Status.Final() && charge.Status != gateway.ChargeStatusPending {
+		if !charge.Status.Final() && charge.Status != gateway.StatusPending {
 			return nil, fmt.Errorf("charge %s has unknown status %q", charge.ID, charge.Status)
 		}
 	}

@@ -109,16 +109,16 @@ func TestListChargesAsTheyStand(t *testing.T) {
 	s := sim.New(&sim.Config{PendingFor: 300 * time.Millisecond})
 	s.PendingNext(1)
 	pending := charge(t, s, "payment:list-pending", time.Time{})
-	require.Equal(t, gateway.ChargeStatusPending, pending.Status)
+	require.Equal(t, gateway.StatusPending, pending.Status)
 	for name, l := range listers(t, s) {
 		require.Equal(t, []gateway.Charge{pending}, list(t, l, time.Time{}), name)
 	}
 	require.Eventually(t, func() bool {
 		c, ok := s.Get(pending.ID)
-		return ok && c.Status == gateway.ChargeStatusSucceeded
+		return ok && c.Status == gateway.StatusSucceeded
 	}, 5*time.Second, 10*time.Millisecond)
 	turned := pending
-	turned.Status = gateway.ChargeStatusSucceeded
+	turned.Status = gateway.StatusSucceeded
 	for name, l := range listers(t, s) {
 		require.Equal(t, []gateway.Charge{turned}, list(t, l, time.Time{}), name)
 	}

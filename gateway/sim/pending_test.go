@@ -26,10 +26,10 @@ func TestPendingOverHTTP(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
 		amount int
-		final  gateway.ChargeStatus
+		final  gateway.Status
 	}{
-		"turns succeeded": {100, gateway.ChargeStatusSucceeded},
-		"turns declined":  {5000, gateway.ChargeStatusDeclined},
+		"turns succeeded": {100, gateway.StatusSucceeded},
+		"turns declined":  {5000, gateway.StatusDeclined},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -42,12 +42,12 @@ func TestPendingOverHTTP(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, http.StatusCreated, status)
 			created := decodeCharge(t, raw)
-			require.Equal(t, gateway.ChargeStatusPending, created.Status)
+			require.Equal(t, gateway.StatusPending, created.Status)
 
 			status, raw = get(t, srv.URL+"/charges/"+created.ID)
 			require.Equal(t, http.StatusOK, status)
 			require.Equal(t, created, decodeCharge(t, raw))
-			require.Equal(t, gateway.ChargeStatusPending, s.Ledger().Charges[0].Status)
+			require.Equal(t, gateway.StatusPending, s.Ledger().Charges[0].Status)
 			found, err := s.Gateway().Inquire(context.Background(), "payment:p")
 			require.NoError(t, err)
 			require.Equal(t, []gateway.Charge{created}, found)
@@ -74,7 +74,7 @@ func TestPendingThroughAdapters(t *testing.T) {
 		p := chargeParams("payment:pending-"+name, 100)
 		charge, err := gw.Charge(context.Background(), p)
 		require.NoError(t, err, name)
-		require.Equal(t, gateway.ChargeStatusPending, charge.Status, name)
+		require.Equal(t, gateway.StatusPending, charge.Status, name)
 
 		found, err := gw.Inquire(context.Background(), p.Reference)
 		require.NoError(t, err)
@@ -85,7 +85,7 @@ func TestPendingThroughAdapters(t *testing.T) {
 
 		require.Eventually(t, func() bool {
 			got, err := gw.Get(context.Background(), charge.ID)
-			return err == nil && got.Status == gateway.ChargeStatusSucceeded
+			return err == nil && got.Status == gateway.StatusSucceeded
 		}, 5*time.Second, 20*time.Millisecond, name)
 	}
 }

@@ -48,7 +48,7 @@ type record struct {
 	landAt time.Time
 	// finalAt is when a charge created pending takes status final; zero for the others.
 	finalAt time.Time
-	final   gateway.ChargeStatus
+	final   gateway.Status
 }
 
 // landed reports whether the charge exists at now.
@@ -347,20 +347,20 @@ func (s *Simulator) create(p gateway.ChargeParams, st Settings, arrivedAt, landA
 		Amount:    p.Amount,
 		Currency:  p.Currency,
 		Reference: p.Reference,
-		Status:    gateway.ChargeStatusSucceeded,
+		Status:    gateway.StatusSucceeded,
 		// The charge exists from when it lands; in UTC without the monotonic reading, so that
 		// it compares equal to itself read back over HTTP.
 		CreatedAt: landAt.Round(0).UTC(),
 	}}
 	if st.DeclineOver > 0 && p.Amount > st.DeclineOver {
-		r.charge.Status = gateway.ChargeStatusDeclined
+		r.charge.Status = gateway.StatusDeclined
 	}
 	pending := s.pendingNext > 0 || st.Pending > 0 && s.rng.Float64() < st.Pending
 	if s.pendingNext > 0 {
 		s.pendingNext--
 	}
 	if pending {
-		r.final, r.charge.Status = r.charge.Status, gateway.ChargeStatusPending
+		r.final, r.charge.Status = r.charge.Status, gateway.StatusPending
 		r.finalAt = landAt.Add(st.PendingFor)
 	}
 	s.byID[r.charge.ID] = len(s.charges)

@@ -11,11 +11,11 @@
 // parks the key for an operator (gateway.ErrCannotResolve).
 //
 // A provider adapter implements Provider (gateway.Effect[Params, Message]) and declares its
-// capabilities, its per-request timeout among them; gatewaytest.RunEffect checks it. NewSim is
-// an in-process provider without keys and with inquiry, with the faults of gateway/effectsim,
-// for tests and examples:
+// capabilities, its per-request timeout among them; gatewaytest.RunEffect checks it.
+// gateway/sms/smssim is an in-process provider without keys and with inquiry, with the faults of
+// gateway/effectsim, for tests and examples:
 //
-//	provider := sms.NewSim(nil)
+//	provider := smssim.New(nil)
 //	provider.LoseNext(1) // the provider sends the message and its answer is lost
 //	msg, err := sms.Send(ctx, run, provider, sms.Params{
 //		To: "+14155550100", Text: "Your order has shipped", Reference: run.Reference(),

@@ -6,13 +6,14 @@ import (
 
 	"github.com/pgsaga/pgsaga/gateway/gatewaytest"
 	"github.com/pgsaga/pgsaga/gateway/sms"
+	"github.com/pgsaga/pgsaga/gateway/sms/smssim"
 )
 
 // A provider without idempotency keys sends the message and loses the answer: Send asks it by
 // reference what it sent and sends nothing more. In a call step the journal is the run
 // (*phases.Run); here an in-memory one.
 func ExampleSend() {
-	provider := sms.NewSim(nil)
+	provider := smssim.New(nil)
 	provider.LoseNext(1)
 
 	var journal gatewaytest.Journal

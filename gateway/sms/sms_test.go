@@ -11,6 +11,7 @@ import (
 	"github.com/pgsaga/pgsaga/gateway/effectsim"
 	"github.com/pgsaga/pgsaga/gateway/gatewaytest"
 	"github.com/pgsaga/pgsaga/gateway/sms"
+	"github.com/pgsaga/pgsaga/gateway/sms/smssim"
 	"github.com/pgsaga/pgsaga/phases"
 )
 
@@ -42,39 +43,39 @@ func (p *traced) Inquire(ctx context.Context, ref string) ([]sms.Message, error)
 	return p.Provider.Inquire(ctx, ref)
 }
 
-func conformance(cfg sms.SimConfig) *gatewaytest.EffectOpts[sms.Params, sms.Message] {
-	with := func(change func(*sms.SimConfig)) *effectsim.Simulator[sms.Params, sms.Message] {
+func conformance(cfg smssim.Config) *gatewaytest.EffectOpts[sms.Params, sms.Message] {
+	with := func(change func(*smssim.Config)) *effectsim.Simulator[sms.Params, sms.Message] {
 		c := cfg
 		change(&c)
-		return sms.NewSim(&c)
+		return smssim.New(&c)
 	}
 	return &gatewaytest.EffectOpts[sms.Params, sms.Message]{
 		NewParams: message,
 		Invalid:   func(ref string) sms.Params { p := message(ref); p.To = "4155550100"; return p },
 		Declining: func(t *testing.T, ref string) (sms.Provider, sms.Params) {
-			return with(func(c *sms.SimConfig) { c.OptedOut = []string{"+14155550199"} }),
+			return with(func(c *smssim.Config) { c.OptedOut = []string{"+14155550199"} }),
 				sms.Params{To: "+14155550199", Text: "hello", Reference: ref, IdempotencyKey: ref}
 		},
 		Slow: func(t *testing.T) sms.Provider {
-			return with(func(c *sms.SimConfig) { c.Latency = time.Minute })
+			return with(func(c *smssim.Config) { c.Latency = time.Minute })
 		},
 		Pending: func(t *testing.T) (sms.Provider, func(string) int) {
-			s := with(func(c *sms.SimConfig) { c.PendingFor = 300 * time.Millisecond })
+			s := with(func(c *smssim.Config) { c.PendingFor = 300 * time.Millisecond })
 			s.PendingNext(1)
 			return s, s.Count
 		},
 		Lossy: func(t *testing.T) (sms.Provider, func(string) int) {
-			s := with(func(*sms.SimConfig) {})
+			s := with(func(*smssim.Config) {})
 			s.LoseNext(1)
 			return s, s.Count
 		},
 		Hanging: func(t *testing.T) (sms.Provider, func(string) int) {
-			s := with(func(c *sms.SimConfig) { c.RequestTimeout = 200 * time.Millisecond })
+			s := with(func(c *smssim.Config) { c.RequestTimeout = 200 * time.Millisecond })
 			s.HangNext(1)
 			return s, s.Count
 		},
 		InFlight: func(t *testing.T, hold time.Duration) (sms.Provider, func(string) int) {
-			s := with(func(c *sms.SimConfig) { c.LatencyBefore = hold })
+			s := with(func(c *smssim.Config) { c.LatencyBefore = hold })
 			return s, s.Count
 		},
 	}
@@ -84,8 +85,8 @@ func conformance(cfg sms.SimConfig) *gatewaytest.EffectOpts[sms.Params, sms.Mess
 // passes the suite every adapter passes.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	s := sms.NewSim(nil)
-	o := conformance(sms.SimConfig{})
+	s := smssim.New(nil)
+	o := conformance(smssim.Config{})
 	o.Count = s.Count
 	gatewaytest.RunEffect(t, func(*testing.T) sms.Provider { return s }, o)
 }
@@ -93,8 +94,8 @@ func TestConformance(t *testing.T) {
 func TestConformanceWithKeys(t *testing.T) {
 	t.Parallel()
 	on := true
-	cfg := sms.SimConfig{Idempotency: &on}
-	s := sms.NewSim(&cfg)
+	cfg := smssim.Config{Idempotency: &on}
+	s := smssim.New(&cfg)
 	o := conformance(cfg)
 	o.Count = s.Count
 	gatewaytest.RunEffect(t, func(*testing.T) sms.Provider { return s }, o)
@@ -102,14 +103,14 @@ func TestConformanceWithKeys(t *testing.T) {
 
 func TestSimDeclaresNoKeysAndInquiry(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, gateway.Capabilities{Inquiry: true, RequestTimeout: 5 * time.Second}, sms.NewSim(nil).Capabilities())
+	require.Equal(t, gateway.Capabilities{Inquiry: true, RequestTimeout: 5 * time.Second}, smssim.New(nil).Capabilities())
 }
 
 // The provider sends the message and its answer is lost. Without keys, sending again would
 // deliver it twice: Send asks by reference instead, finds it, and sends nothing more.
 func TestLostAnswerSendsOneMessage(t *testing.T) {
 	t.Parallel()
-	s := sms.NewSim(nil)
+	s := smssim.New(nil)
 	s.LoseNext(1)
 	p := &traced{Provider: s}
 	params := message(gateway.DeriveKey("order", "lost-answer"))
@@ -129,7 +130,7 @@ func TestLostAnswerSendsOneMessage(t *testing.T) {
 // execution asks first, finds the message, and sends nothing.
 func TestResumeAfterCrashSendsNothing(t *testing.T) {
 	t.Parallel()
-	s := sms.NewSim(nil)
+	s := smssim.New(nil)
 	params := message(gateway.DeriveKey("order", "crashed"))
 	sent, err := s.Send(ctxFor(t), params) // the attempt before the crash
 	require.NoError(t, err)
@@ -149,7 +150,7 @@ func TestResumeAfterCrashSendsNothing(t *testing.T) {
 // taken for it, never sent over (the key parks for an operator).
 func TestMessageForAnotherIntentIsAMismatch(t *testing.T) {
 	t.Parallel()
-	s := sms.NewSim(nil)
+	s := smssim.New(nil)
 	ref := gateway.DeriveKey("order", "mismatch")
 	other := message(ref)
 	other.Text = "another text"
@@ -157,7 +158,8 @@ func TestMessageForAnotherIntentIsAMismatch(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = sms.Send(ctxFor(t), nil, s, message(ref), fast)
-	require.ErrorIs(t, err, gateway.ErrMismatch)
+	require.ErrorIs(t, err, gateway.ErrCannotResolve)
+	require.ErrorContains(t, err, "does not match the intent")
 	require.True(t, phases.IsOutcomeUnknown(err))
 	require.Equal(t, 1, s.Count(ref))
 }
@@ -166,7 +168,7 @@ func TestMessageForAnotherIntentIsAMismatch(t *testing.T) {
 func TestWithoutInquiryALostAnswerParks(t *testing.T) {
 	t.Parallel()
 	off := false
-	s := sms.NewSim(&sms.SimConfig{Inquiry: &off})
+	s := smssim.New(&smssim.Config{Inquiry: &off})
 	s.LoseNext(1)
 	params := message(gateway.DeriveKey("order", "no-inquiry"))
 

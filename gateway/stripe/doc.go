@@ -37,7 +37,7 @@
 //     whose payment fails returns to requires_payment_method, or is canceled once it has been
 //     confirmed too often), or it was canceled; no money moved and Stripe makes no further
 //     attempt by itself.
-//   - any other status: an UnknownError from Charge and Get (never taken for a verdict); listed
+//   - any other status: Unknown from Charge and Get (never taken for a verdict); listed
 //     with Stripe's status as is.
 //
 // A decline usually comes back as an error (a card_error, 402) carrying the PaymentIntent: it
@@ -47,14 +47,14 @@
 //
 // Stripe saves a key's first answer and replays it for the key's life, a pending charge and a
 // 500 included, so re-sending a key can settle neither: a pending charge is answered as
-// gateway.ChargeStatusPending (gateway.Execute then reads it back by id with Get, never re-sending
+// gateway.StatusPending (gateway.Execute then reads it back by id with Get, never re-sending
 // it), and a 5xx (or any answer whose outcome is unknown) is resolved by reading the
 // PaymentIntent back by the reference in its metadata (Stripe's search). Search is eventually
 // consistent (Stripe: usually under a minute, up to an hour during outages; not for
 // read-after-write), so a PaymentIntent it finds settles the call while an empty answer proves
-// nothing: the call stays unknown (an UnknownError; a later re-send of the key is a harmless replay
+// nothing: the call stays unknown (Unknown; a later re-send of the key is a harmless replay
 // followed by another search) until the PaymentIntent shows up or the key leaves its window
-// (gateway.ErrKeyExpired: parked for an operator).
+// (gateway.ErrCannotResolve: parked for an operator).
 //
 // For the same reason Inquiry is not offered: Capabilities.Inquiry promises an answer that is
 // authoritative once MaxInFlight has passed, and an empty search is not, for as long as an hour.

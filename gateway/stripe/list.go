@@ -17,7 +17,7 @@ const listPageSize = 100
 // ListCharges yields every PaymentIntent created at or after since (to the second: Stripe's
 // created has no fraction), oldest first, each as it stands when its page is read, a page at
 // a time (see the package documentation). A failure ends the iteration with one error: a
-// gateway.NotDoneError (a read changes nothing), or a gateway.PermanentError for a refused
+// gateway.NotDone (a read changes nothing), or phases.Permanent for a refused
 // request.
 func (g *Gateway) ListCharges(ctx context.Context, since time.Time) iter.Seq2[gateway.Charge, error] {
 	return func(yield func(gateway.Charge, error) bool) {

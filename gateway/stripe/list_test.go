@@ -39,7 +39,7 @@ func TestListChargesOldestFirst(t *testing.T) {
 	require.Equal(t, want, chargeIDs(got), "every PaymentIntent since then once, oldest first")
 	for _, c := range got {
 		require.False(t, c.CreatedAt.Before(time.Unix(t0, 0)), c.ID)
-		require.Equal(t, gateway.ChargeStatusSucceeded, c.Status)
+		require.Equal(t, gateway.StatusSucceeded, c.Status)
 		require.Equal(t, "USD", c.Currency)
 		require.NotEmpty(t, c.Reference)
 	}
@@ -102,8 +102,8 @@ func TestListChargesAsTheyStand(t *testing.T) {
 
 	got := listAll(t, newGateway(t, f.url()), time.Unix(t0, 0))
 	require.Equal(t, []string{succeeded, declined, unknown, foreign}, chargeIDs(got))
-	require.Equal(t, []gateway.ChargeStatus{gateway.ChargeStatusSucceeded, gateway.ChargeStatusDeclined,
-		"on_hold_forever", gateway.ChargeStatusDeclined}, []gateway.ChargeStatus{got[0].Status, got[1].Status, got[2].Status, got[3].Status},
+	require.Equal(t, []gateway.Status{gateway.StatusSucceeded, gateway.StatusDeclined,
+		"on_hold_forever", gateway.StatusDeclined}, []gateway.Status{got[0].Status, got[1].Status, got[2].Status, got[3].Status},
 		"a status the adapter does not know is listed as Stripe's, neither final nor pending")
 	require.Empty(t, got[3].Reference, "another integration's PaymentIntent is listed, without a reference")
 }
@@ -119,7 +119,7 @@ func TestListChargesStopsAtAFailure(t *testing.T) {
 		if err != nil {
 			errs++
 			require.Zero(t, c)
-			require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(nil, err), "a read changes nothing: %v", err)
+			require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(err), "a read changes nothing: %v", err)
 			require.True(t, phases.IsRetryable(err))
 			continue
 		}

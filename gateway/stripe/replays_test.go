@@ -25,7 +25,7 @@ func TestPendingIsReadBackNotResent(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, newGateway(t, f.url()), p, polling)
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, 1, f.postCount(), "a pending PaymentIntent is never sent again")
 	require.Equal(t, 1, f.chargesFor(p.Reference))
 	require.Equal(t, []phases.CallOutcome{phases.CallOutcomeSucceeded}, j.Outcomes())
@@ -40,7 +40,7 @@ func TestServerErrorAfterChargeIsReadBack(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, newGateway(t, f.url()), p, fast)
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, p.Reference, charge.Reference)
 	require.Equal(t, 1, f.postCount(), "found by reading back: the key is not sent again")
 	require.Equal(t, 1, f.chargesFor(p.Reference))
@@ -60,7 +60,7 @@ func TestServerErrorBeforeChargeStaysUnknown(t *testing.T) {
 
 	charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast)
 	require.Nil(t, charge)
-	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, err), "%v", err)
+	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(err), "%v", err)
 	require.True(t, phases.IsRetryable(err))
 	require.Zero(t, f.chargesFor(p.Reference))
 	require.Equal(t, []phases.CallOutcome{phases.CallOutcomeUnknown}, j.Outcomes())
@@ -68,7 +68,8 @@ func TestServerErrorBeforeChargeStaysUnknown(t *testing.T) {
 	// A day later the key is past Stripe's window: nothing more is sent, an operator settles it.
 	posts := f.postCount()
 	_, err = gateway.Execute(ctxFor(t), &j, gw, p, &gateway.ExecuteOpts{Now: func() time.Time { return time.Now().Add(25 * time.Hour) }})
-	require.ErrorIs(t, err, gateway.ErrKeyExpired)
+	require.ErrorIs(t, err, gateway.ErrCannotResolve)
+	require.ErrorContains(t, err, "key retention window")
 	require.True(t, phases.IsOutcomeUnknown(err))
 	require.Equal(t, posts, f.postCount())
 }
@@ -112,11 +113,12 @@ func TestKeyUsedWithOtherParameters(t *testing.T) {
 		j.Add(phases.CallRecord{StartedAt: time.Now()})
 		charge, err := gateway.Execute(ctxFor(t), &j, gw, p, fast)
 		require.Nil(t, charge)
-		require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, err), "%v", err)
+		require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(err), "%v", err)
 		require.True(t, phases.IsRetryable(err), "not a refusal that compensates: %v", err)
 
 		_, err = gateway.Execute(ctxFor(t), &j, gw, p, later)
-		require.ErrorIs(t, err, gateway.ErrKeyExpired)
+		require.ErrorIs(t, err, gateway.ErrCannotResolve)
+		require.ErrorContains(t, err, "key retention window")
 		require.Zero(t, f.chargesFor(p.Reference))
 	})
 
@@ -132,7 +134,8 @@ func TestKeyUsedWithOtherParameters(t *testing.T) {
 		p.Amount = 900
 		charge, err := gateway.Execute(ctxFor(t), &gatewaytest.Journal{}, gw, p, fast)
 		require.Nil(t, charge, "a PaymentIntent of 700 is not the charge of 900")
-		require.ErrorIs(t, err, gateway.ErrMismatch)
+		require.ErrorIs(t, err, gateway.ErrCannotResolve)
+		require.ErrorContains(t, err, "does not match the intent")
 		require.True(t, phases.IsOutcomeUnknown(err), "parked, not compensated")
 		require.Equal(t, 1, f.chargesFor(p.Reference))
 	})
@@ -151,7 +154,7 @@ func TestChargesAPIPendingIsFollowed(t *testing.T) {
 	charge, err := gateway.Execute(ctxFor(t), &j, newGateway(t, f.url()), p, polling)
 	require.NoError(t, err)
 	require.Equal(t, id, charge.ID)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Zero(t, f.postCount(), "nothing sent")
 
 	_, err = newGateway(t, f.url()).Get(ctxFor(t), "ch_missing")

@@ -15,18 +15,18 @@ const referenceKey = "reference"
 
 // chargeStatus is the class of a PaymentIntent status (see the package documentation); false
 // for a status this adapter does not know.
-func chargeStatus(s stripeapi.PaymentIntentStatus) (gateway.ChargeStatus, bool) {
+func chargeStatus(s stripeapi.PaymentIntentStatus) (gateway.Status, bool) {
 	switch s {
 	case stripeapi.PaymentIntentStatusSucceeded:
-		return gateway.ChargeStatusSucceeded, true
+		return gateway.StatusSucceeded, true
 	case stripeapi.PaymentIntentStatusProcessing,
 		stripeapi.PaymentIntentStatusRequiresAction,
 		stripeapi.PaymentIntentStatusRequiresConfirmation,
 		stripeapi.PaymentIntentStatusRequiresCapture:
-		return gateway.ChargeStatusPending, true
+		return gateway.StatusPending, true
 	case stripeapi.PaymentIntentStatusRequiresPaymentMethod,
 		stripeapi.PaymentIntentStatusCanceled:
-		return gateway.ChargeStatusDeclined, true
+		return gateway.StatusDeclined, true
 	}
 	return "", false
 }
@@ -47,13 +47,13 @@ func describe(pi *stripeapi.PaymentIntent, reference string) gateway.Charge {
 	return charge
 }
 
-// toCharge maps a PaymentIntent; a status this adapter does not know is a gateway.UnknownError,
+// toCharge maps a PaymentIntent; a status this adapter does not know is gateway.Unknown,
 // never taken for a verdict.
 func toCharge(pi *stripeapi.PaymentIntent, reference string) (*gateway.Charge, error) {
 	charge := describe(pi, reference)
 	status, ok := chargeStatus(pi.Status)
 	if !ok {
-		return nil, &gateway.UnknownError{Err: fmt.Errorf("stripe PaymentIntent %s for %q has status %q", pi.ID, charge.Reference, pi.Status)}
+		return nil, gateway.Unknown(fmt.Errorf("stripe PaymentIntent %s for %q has status %q", pi.ID, charge.Reference, pi.Status))
 	}
 	charge.Status = status
 	return &charge, nil
@@ -65,14 +65,14 @@ func toListed(pi *stripeapi.PaymentIntent) gateway.Charge {
 	charge := describe(pi, "")
 	status, ok := chargeStatus(pi.Status)
 	if !ok {
-		status = gateway.ChargeStatus(pi.Status)
+		status = gateway.Status(pi.Status)
 	}
 	charge.Status = status
 	return charge
 }
 
 // fromChargesAPI maps a charge of the Charges API: succeeded, failed (declined) or pending;
-// any other status is a gateway.UnknownError.
+// any other status is gateway.Unknown.
 func fromChargesAPI(ch *stripeapi.Charge) (*gateway.Charge, error) {
 	charge := &gateway.Charge{
 		ID:        ch.ID,
@@ -83,13 +83,13 @@ func fromChargesAPI(ch *stripeapi.Charge) (*gateway.Charge, error) {
 	}
 	switch ch.Status {
 	case stripeapi.ChargeStatusSucceeded:
-		charge.Status = gateway.ChargeStatusSucceeded
+		charge.Status = gateway.StatusSucceeded
 	case stripeapi.ChargeStatusFailed:
-		charge.Status = gateway.ChargeStatusDeclined
+		charge.Status = gateway.StatusDeclined
 	case stripeapi.ChargeStatusPending:
-		charge.Status = gateway.ChargeStatusPending
+		charge.Status = gateway.StatusPending
 	default:
-		return nil, &gateway.UnknownError{Err: fmt.Errorf("stripe charge %s for %q has status %q", ch.ID, charge.Reference, ch.Status)}
+		return nil, gateway.Unknown(fmt.Errorf("stripe charge %s for %q has status %q", ch.ID, charge.Reference, ch.Status))
 	}
 	return charge, nil
 }

@@ -126,10 +126,10 @@ func (g *Gateway) Capabilities() gateway.Capabilities {
 // there is one (see the package documentation).
 func (g *Gateway) Charge(ctx context.Context, params gateway.ChargeParams) (*gateway.Charge, error) {
 	if err := validateParams(params); err != nil {
-		return nil, &gateway.PermanentError{Err: err}
+		return nil, phases.Permanent(err)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, &gateway.NotDoneError{Err: fmt.Errorf("stripe charge %q not sent: %w", params.Reference, err)}
+		return nil, gateway.NotDone(fmt.Errorf("stripe charge %q not sent: %w", params.Reference, err))
 	}
 	pi, err := g.client.V1PaymentIntents.Create(ctx, g.createParams(params))
 	if err != nil {
@@ -171,7 +171,7 @@ func (g *Gateway) createParams(params gateway.ChargeParams) *stripeapi.PaymentIn
 }
 
 // Get retrieves a PaymentIntent (or a charge of the Charges API, ch_…) by id as it stands now.
-// Reads change nothing, so every failure but a refusal may be retried (a gateway.NotDoneError);
+// Reads change nothing, so every failure but a refusal may be retried (gateway.NotDone);
 // an unknown id is gateway.ErrNotFound.
 func (g *Gateway) Get(ctx context.Context, id string) (*gateway.Charge, error) {
 	if strings.HasPrefix(id, "ch_") {
@@ -189,16 +189,16 @@ func (g *Gateway) Get(ctx context.Context, id string) (*gateway.Charge, error) {
 }
 
 // readError classifies a failed read: an unknown id is gateway.ErrNotFound, a refusal (a 4xx but
-// 429) a gateway.PermanentError, anything else a gateway.NotDoneError (a read changes nothing).
+// 429) phases.Permanent, anything else gateway.NotDone (a read changes nothing).
 func readError(err error) error {
 	var se *stripeapi.Error
 	switch {
 	case errors.As(err, &se) && se.Code == stripeapi.ErrorCodeResourceMissing:
 		return fmt.Errorf("%w: %w", gateway.ErrNotFound, err)
 	case errors.As(err, &se) && se.HTTPStatusCode >= 400 && se.HTTPStatusCode < 500 && se.HTTPStatusCode != http.StatusTooManyRequests:
-		return &gateway.PermanentError{Err: err}
+		return phases.Permanent(err)
 	}
-	return &gateway.NotDoneError{Err: err}
+	return gateway.NotDone(err)
 }
 
 // Inquire is not supported (see the package documentation): it returns an error wrapping
@@ -211,10 +211,10 @@ func (g *Gateway) Inquire(context.Context, string) ([]gateway.Charge, error) {
 // classified error. When the outcome is unknown Stripe may hold the PaymentIntent, and re-sending
 // the key would only replay this answer: it is read back by reference, and taken when found and
 // it is this charge (amount and currency); one for another amount or currency is
-// gateway.ErrMismatch, never taken for it.
+// gateway.ErrCannotResolve, never taken for it.
 func (g *Gateway) classify(ctx context.Context, params gateway.ChargeParams, err error) (*gateway.Charge, error) {
 	charge, err := classifyError(params, err)
-	if charge != nil || gateway.Classify(nil, err) != phases.CallOutcomeUnknown {
+	if charge != nil || gateway.Classify(err) != phases.CallOutcomeUnknown {
 		return charge, err
 	}
 	found, findErr := g.find(ctx, params.Reference)
@@ -222,8 +222,8 @@ func (g *Gateway) classify(ctx context.Context, params gateway.ChargeParams, err
 	case found == nil:
 		return nil, fmt.Errorf("%w (read back: %w)", err, findErr)
 	case found.Amount != params.Amount || !strings.EqualFold(found.Currency, params.Currency):
-		return nil, fmt.Errorf("%w (read back PaymentIntent %s for %q, %d %s, asked %d %s: %w)", err, found.ID,
-			params.Reference, found.Amount, found.Currency, params.Amount, params.Currency, gateway.ErrMismatch)
+		return nil, fmt.Errorf("%w (read back PaymentIntent %s for %q, %d %s, asked %d %s: it does not match the intent: %w)",
+			err, found.ID, params.Reference, found.Amount, found.Currency, params.Amount, params.Currency, gateway.ErrCannotResolve)
 	}
 	return found, nil
 }
@@ -247,13 +247,13 @@ func classifyError(params gateway.ChargeParams, err error) (*gateway.Charge, err
 	case se.Type == stripeapi.ErrorTypeCard:
 		return declined(params, se), nil
 	case se.HTTPStatusCode == http.StatusTooManyRequests:
-		return nil, &gateway.NotDoneError{Err: err}
+		return nil, gateway.NotDone(err)
 	case se.Type == stripeapi.ErrorTypeIdempotency || se.HTTPStatusCode == http.StatusConflict:
-		return nil, &gateway.UnknownError{Err: err}
+		return nil, gateway.Unknown(err)
 	case se.HTTPStatusCode >= 400 && se.HTTPStatusCode < 500:
-		return nil, &gateway.PermanentError{Err: err}
+		return nil, phases.Permanent(err)
 	}
-	return nil, &gateway.UnknownError{Err: err}
+	return nil, gateway.Unknown(err)
 }
 
 // declined is the declined Charge a card error stands for: the PaymentIntent it carries (its id
@@ -264,7 +264,7 @@ func declined(params gateway.ChargeParams, se *stripeapi.Error) *gateway.Charge 
 		Amount:    params.Amount,
 		Currency:  params.Currency,
 		Reference: params.Reference,
-		Status:    gateway.ChargeStatusDeclined,
+		Status:    gateway.StatusDeclined,
 	}
 	if pi := se.PaymentIntent; pi != nil && pi.ID != "" {
 		charge.ID, charge.CreatedAt = pi.ID, createdAt(pi.Created)
@@ -291,7 +291,7 @@ func (g *Gateway) find(ctx context.Context, reference string) (*gateway.Charge, 
 		if err != nil || charge.Reference != reference {
 			continue
 		}
-		if found == nil || charge.Status == gateway.ChargeStatusSucceeded {
+		if found == nil || charge.Status == gateway.StatusSucceeded {
 			found = charge
 		}
 	}

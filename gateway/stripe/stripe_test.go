@@ -71,7 +71,7 @@ func TestChargeStripeMock(t *testing.T) {
 		require.Equal(t, int64(2000), charge.Amount)
 		require.Equal(t, "USD", charge.Currency)
 		require.Equal(t, "payment:stripe-mock", charge.Reference)
-		require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+		require.Equal(t, gateway.StatusSucceeded, charge.Status)
 		require.False(t, charge.CreatedAt.IsZero(), "created is read")
 	}
 }
@@ -82,12 +82,12 @@ func TestGetStripeMock(t *testing.T) {
 	charge, err := gw.Get(context.Background(), "pi_123")
 	require.NoError(t, err)
 	require.Equal(t, "pi_123", charge.ID)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 
 	charge, err = gw.Get(context.Background(), "ch_123")
 	require.NoError(t, err, "a Charges API id is read from the Charges API")
 	require.Equal(t, "ch_123", charge.ID)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 }
 
 func TestExecuteStripeMock(t *testing.T) {
@@ -97,12 +97,13 @@ func TestExecuteStripeMock(t *testing.T) {
 	j.Add(phases.CallRecord{StartedAt: time.Now().Add(-time.Hour)})
 	charge, err := gateway.Execute(context.Background(), &j, gw, params("payment:execute", 500), nil)
 	require.NoError(t, err)
-	require.Equal(t, gateway.ChargeStatusSucceeded, charge.Status)
+	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 
 	var old gatewaytest.Journal
 	old.Add(phases.CallRecord{StartedAt: time.Now().Add(-25 * time.Hour)})
 	_, err = gateway.Execute(context.Background(), &old, gw, params("payment:old", 500), nil)
-	require.ErrorIs(t, err, gateway.ErrKeyExpired)
+	require.ErrorIs(t, err, gateway.ErrCannotResolve)
+	require.ErrorContains(t, err, "key retention window")
 	require.True(t, phases.IsOutcomeUnknown(err))
 }
 
@@ -113,7 +114,7 @@ func TestListChargesStripeMock(t *testing.T) {
 	gw := newGateway(t, stripeMockURL(t))
 	got := listAll(t, gw, time.Time{})
 	require.Len(t, got, 1, "the canned PaymentIntent, once")
-	require.Equal(t, gateway.ChargeStatusSucceeded, got[0].Status)
+	require.Equal(t, gateway.StatusSucceeded, got[0].Status)
 	require.Equal(t, time.Date(2009, 2, 13, 23, 31, 30, 0, time.UTC), got[0].CreatedAt)
 
 	require.Empty(t, listAll(t, gw, time.Now().Add(-time.Hour)), "the canned PaymentIntent is older")
@@ -147,7 +148,7 @@ func TestSearchAfterUnknownStripeMock(t *testing.T) {
 
 	charge, err := newGateway(t, srv.URL).Charge(context.Background(), params("payment:it's-searched", 700))
 	require.Nil(t, charge)
-	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(charge, err), "%v", err)
+	require.Equal(t, phases.CallOutcomeUnknown, gateway.Charges.Classify(charge, err), "%v", err)
 	require.ErrorContains(t, err, "no PaymentIntent listed", "the canned PaymentIntent carries no reference")
 	require.Equal(t, []int{http.StatusOK}, searches, "stripe-mock accepted the search")
 }
@@ -200,7 +201,7 @@ func TestChargeSendsOneConfirmedPaymentIntent(t *testing.T) {
 	charge, err := newGateway(t, base).Charge(context.Background(), params("payment:stub", 700))
 	require.NoError(t, err)
 	require.Equal(t, &gateway.Charge{ID: "pi_stub", Amount: 700, Currency: "USD", Reference: "payment:stub",
-		Status: gateway.ChargeStatusSucceeded, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, charge)
+		Status: gateway.StatusSucceeded, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, charge)
 	require.Equal(t, "payment:stub", s.key.Load())
 	require.Equal(t, url.Values{
 		"amount":                             {"700"},
@@ -244,9 +245,9 @@ func TestPaymentIntentStatuses(t *testing.T) {
 			_, base := newStub(t, http.StatusOK, intentBody(status))
 			gw := newGateway(t, base)
 			charge, err := gw.Charge(context.Background(), params("payment:stub", 700))
-			require.Equal(t, want, gateway.Classify(charge, err), "Charge: %v", err)
+			require.Equal(t, want, gateway.Charges.Classify(charge, err), "Charge: %v", err)
 			got, err := gw.Get(context.Background(), "pi_stub")
-			require.Equal(t, want, gateway.Classify(got, err), "Get: %v", err)
+			require.Equal(t, want, gateway.Charges.Classify(got, err), "Get: %v", err)
 			if want == phases.CallOutcomeUnknown {
 				require.Nil(t, charge)
 				require.ErrorContains(t, err, status)
@@ -282,7 +283,7 @@ func TestChargeClassification(t *testing.T) {
 			t.Parallel()
 			s, base := newStub(t, tc.status, tc.body)
 			charge, err := newGateway(t, base).Charge(context.Background(), params("payment:stub", 700))
-			require.Equal(t, tc.want, gateway.Classify(charge, err), "%v", err)
+			require.Equal(t, tc.want, gateway.Charges.Classify(charge, err), "%v", err)
 			if tc.want == phases.CallOutcomeUnknown {
 				// An unknown outcome is read back by reference (the stub answers the search with
 				// the same error, so it stays unknown).
@@ -294,7 +295,7 @@ func TestChargeClassification(t *testing.T) {
 			case phases.CallOutcomeDeclined:
 				require.NoError(t, err)
 				require.Equal(t, &gateway.Charge{ID: "pi_declined", Amount: 700, Currency: "USD", Reference: "payment:stub",
-					Status: gateway.ChargeStatusDeclined, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, charge,
+					Status: gateway.StatusDeclined, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, charge,
 					"the declined PaymentIntent, stored and replayed")
 			case phases.CallOutcomeFailedBefore:
 				if tc.status != http.StatusTooManyRequests {
@@ -312,7 +313,7 @@ func TestCardDeclineWithoutPaymentIntent(t *testing.T) {
 		`{"error":{"type":"card_error","code":"card_declined","message":"Your card was declined.","charge":"ch_declined"}}`)
 	charge, err := newGateway(t, base).Charge(context.Background(), params("payment:declined", 900))
 	require.NoError(t, err)
-	require.Equal(t, &gateway.Charge{ID: "ch_declined", Amount: 900, Currency: "USD", Reference: "payment:declined", Status: gateway.ChargeStatusDeclined}, charge)
+	require.Equal(t, &gateway.Charge{ID: "ch_declined", Amount: 900, Currency: "USD", Reference: "payment:declined", Status: gateway.StatusDeclined}, charge)
 }
 
 func TestChargeTransportFailures(t *testing.T) {
@@ -323,7 +324,7 @@ func TestChargeTransportFailures(t *testing.T) {
 	closed := "http://" + ln.Addr().String()
 	require.NoError(t, ln.Close())
 	_, err = newGateway(t, closed).Charge(context.Background(), params("payment:refused", 100))
-	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(nil, err), "%v", err)
+	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(err), "%v", err)
 
 	// A provider that never answers: the deadline ends the call, which may have charged.
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -335,7 +336,7 @@ func TestChargeTransportFailures(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err = newGateway(t, hang.URL).Charge(ctx, params("payment:hang", 100))
-	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(nil, err), "%v", err)
+	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(err), "%v", err)
 	require.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
 }
 
@@ -347,7 +348,7 @@ func TestGetClassification(t *testing.T) {
 
 	_, base = newStub(t, http.StatusInternalServerError, `{"error":{"type":"api_error","message":"boom"}}`)
 	_, err = newGateway(t, base).Get(context.Background(), "pi_1")
-	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(nil, err), "a read changes nothing: %v", err)
+	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(err), "a read changes nothing: %v", err)
 	require.True(t, phases.IsRetryable(err))
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/phases"
 )
 
 // Config sets up a Client.
@@ -72,10 +73,10 @@ func (cfg Config) validate() error {
 //
 // Classification of an answer: a 2xx is a succeeded Delivery. A connection that could not be
 // opened, a context ended before sending, a 429 (throttled) and a 408 (the partner stopped
-// waiting for the request) did nothing (gateway.NotDoneError). A 409 (the key is being
+// waiting for the request) did nothing (gateway.NotDone). A 409 (the key is being
 // processed, or was used with another body), a 5xx, a timeout, a reset connection may have
-// followed the partner acting (gateway.UnknownError): the engine sends the key again. Any other
-// 4xx refuses the delivery as it is (gateway.PermanentError). The partner cannot be asked what
+// followed the partner acting (gateway.Unknown): the engine sends the key again. Any other
+// 4xx refuses the delivery as it is (phases.Permanent). The partner cannot be asked what
 // it received: no inquiry, no read back by id.
 type Client struct {
 	cfg Config
@@ -106,14 +107,14 @@ const maxAnswer = 64 << 10
 // Send posts the delivery once.
 func (c *Client) Send(ctx context.Context, p Params) (*Delivery, error) {
 	if p.Key == "" || !json.Valid(p.Body) {
-		return nil, &gateway.PermanentError{Err: errors.New("invalid delivery: a key and a JSON body are required")}
+		return nil, phases.Permanent(errors.New("invalid delivery: a key and a JSON body are required"))
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, &gateway.NotDoneError{Err: fmt.Errorf("delivery %q not sent: %w", p.Key, err)}
+		return nil, gateway.NotDone(fmt.Errorf("delivery %q not sent: %w", p.Key, err))
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.URL, bytes.NewReader(p.Body))
 	if err != nil {
-		return nil, &gateway.PermanentError{Err: fmt.Errorf("error building delivery %q: %w", p.Key, err)}
+		return nil, phases.Permanent(fmt.Errorf("error building delivery %q: %w", p.Key, err))
 	}
 	for name, values := range c.cfg.Header {
 		req.Header[name] = values
@@ -143,11 +144,11 @@ func (c *Client) Send(ctx context.Context, p Params) (*Delivery, error) {
 	err = fmt.Errorf("error delivering %q: partner answered %d: %s", p.Key, status, strings.TrimSpace(string(answer)))
 	switch {
 	case status == http.StatusTooManyRequests || status == http.StatusRequestTimeout:
-		return nil, &gateway.NotDoneError{Err: err}
+		return nil, gateway.NotDone(err)
 	case status == http.StatusConflict || status >= 500:
-		return nil, &gateway.UnknownError{Err: err}
+		return nil, gateway.Unknown(err)
 	}
-	return nil, &gateway.PermanentError{Err: err}
+	return nil, phases.Permanent(err)
 }
 
 // Inquire is not supported: a partner cannot be asked what it received.

@@ -11,10 +11,10 @@
 // Every delivery is bounded by the client's per-request timeout (Config.RequestTimeout), so a
 // partner that never answers costs one timeout, and the key is sent again within the same call.
 //
-// SimulatedPartner is a partner endpoint with the faults of gateway/effectsim (lost answers,
-// fail-before, latency before a delivery lands), for tests and examples:
+// gateway/webhook/webhooksim is a partner endpoint with the faults of gateway/effectsim (lost
+// answers, fail-before, latency before a delivery lands), for tests and examples:
 //
-//	partner := webhook.NewPartner(nil)
+//	partner := webhooksim.New(nil)
 //	srv := httptest.NewServer(partner)
 //	client, _ := webhook.New(&webhook.Config{URL: srv.URL})
 //	d, err := webhook.Deliver(ctx, run, client, webhook.Params{Key: run.Reference(), Body: body}, nil)

@@ -8,13 +8,14 @@ import (
 
 	"github.com/pgsaga/pgsaga/gateway/gatewaytest"
 	"github.com/pgsaga/pgsaga/gateway/webhook"
+	"github.com/pgsaga/pgsaga/gateway/webhook/webhooksim"
 )
 
 // The partner takes the delivery and its answer is lost: Deliver sends the same key again, and
 // the partner answers with the delivery it took instead of taking a second one. In a call step
 // the journal is the run (*phases.Run) and the key run.Reference(); here an in-memory journal.
 func ExampleDeliver() {
-	partner := webhook.NewPartner(nil)
+	partner := webhooksim.New(nil)
 	partner.LoseNext(1)
 	srv := httptest.NewServer(partner)
 	defer srv.Close()

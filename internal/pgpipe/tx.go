@@ -34,9 +34,12 @@ type BeginOpts struct {
 // them (see the package documentation). It implements pgx.Tx. Like pgx's, it is not safe for
 // concurrent use, and its methods return an error matching pgx.ErrTxClosed once it has ended.
 type Tx struct {
-	pooled *pgxpool.Conn
-	conn   *pgx.Conn
-	opts   pgx.TxOptions
+	// pooled is the pool's connection conn is, given back when the Tx ends; release gives back a
+	// connection from elsewhere (BeginConn).
+	pooled  *pgxpool.Conn
+	release func()
+	conn    *pgx.Conn
+	opts    pgx.TxOptions
 	// beforeBegin is BeginOpts.BeforeBegin until it has run; refused is its error.
 	beforeBegin func(ctx context.Context, conn *pgx.Conn) error
 	refused     error
@@ -69,6 +72,16 @@ func Begin(ctx context.Context, db Acquirer, opts *BeginOpts) (*Tx, error) {
 		return nil, fmt.Errorf("error acquiring a connection: %w", err)
 	}
 	return &Tx{pooled: pooled, conn: pooled.Conn(), opts: opts.TxOptions, beforeBegin: opts.BeforeBegin}, nil
+}
+
+// BeginConn starts a new transaction on conn, which release gives back when the Tx ends, and
+// sends nothing: BEGIN goes with the transaction's first statement. conn must be idle and used
+// by nothing else until then.
+func BeginConn(conn *pgx.Conn, release func(), opts *BeginOpts) *Tx {
+	if opts == nil {
+		opts = &BeginOpts{}
+	}
+	return &Tx{release: release, conn: conn, opts: opts.TxOptions, beforeBegin: opts.BeforeBegin}
 }
 
 // Refused returns the error of BeginOpts.BeforeBegin, nil when it has not run or returned none.
@@ -514,5 +527,9 @@ func (tx *Tx) end(ctx context.Context) {
 		// trip). Close the connection so that the pool does not hand it out again.
 		_ = tx.conn.Close(context.WithoutCancel(ctx))
 	}
-	tx.pooled.Release()
+	if tx.pooled != nil {
+		tx.pooled.Release()
+	} else {
+		tx.release()
+	}
 }

@@ -174,19 +174,6 @@ type Call struct {
 	providerID string
 }
 
-// CallRecord is one journal row (phases.CallRecord, without the dependency).
-type CallRecord struct {
-	Step        string
-	Attempt     int
-	Reference   string
-	StartedAt   time.Time
-	EndedAt     *time.Time
-	Deadline    time.Time
-	MaxInFlight time.Duration
-	Outcome     string
-	ProviderID  string
-}
-
 // BeginCall enters an external call step.
 func (s *State) BeginCall(c *Call) { s.call = c }
 

@@ -142,7 +142,7 @@ func (r *runner) operate(ctx context.Context, k cliKey, first bool, res *drainRe
 	}
 	args := []string{"settle", "--json", "--tenant", k.Tenant, "--actor", k.Actor, "--gateway-url", r.env.simURL}
 	var decision string
-	if charge != nil && charge.Status == gateway.ChargeStatusSucceeded {
+	if charge != nil && charge.Status == gateway.StatusSucceeded {
 		decision = "succeeded " + charge.ID
 		args = append(args, "--outcome", "succeeded", "--reference", charge.ID,
 			"--note", fmt.Sprintf("chaos harness: the ledger holds charge %s for %s", charge.ID, ref))
@@ -171,7 +171,7 @@ func (r *runner) finalCharge(ctx context.Context, ref string) (*gateway.Charge, 
 		if len(charges) == 0 {
 			return nil, nil
 		}
-		if charges[0].Status != gateway.ChargeStatusPending {
+		if charges[0].Status != gateway.StatusPending {
 			return &charges[0], nil
 		}
 		if !sleepCtx(ctx, 200*time.Millisecond) {

@@ -435,7 +435,7 @@ func (j *judging) firstAnswer(it *intentRecord) {
 	case it.Kind == "payment" && first.Status == http.StatusCreated:
 		id, chargeID := field(body, "id"), field(body, "charge_id")
 		charges := j.charges[paymentReference(id)]
-		if len(charges) != 1 || charges[0].ID != chargeID || charges[0].Status != gateway.ChargeStatusSucceeded {
+		if len(charges) != 1 || charges[0].ID != chargeID || charges[0].Status != gateway.StatusSucceeded {
 			j.add(kindNoCharge, it.scope, "payment %s answered 201 with charge %s; the ledger holds for its reference: %s", id, chargeID, chargeList(charges))
 		}
 		// A payment forgotten with its key (claimMoney), or with its invoice (the key then

@@ -60,7 +60,7 @@ func (w *world) pay(sc scope, invoice string, amount int64) (id, chargeID string
 	body := fmt.Sprintf(`{"id":%q,"invoice_id":%q,"amount":%d,"status":"succeeded","charge_id":%q}`, id, invoice, amount, chargeID)
 	w.intent(sc, "payment", fmt.Sprintf(`{"invoice_id":%q,"amount":%d}`, invoice, amount), payments.OpCreatePayment, http.StatusCreated, body)
 	w.ev.Journal = append(w.ev.Journal, journalRow{scope: sc, Reference: paymentReference(id), ProviderID: chargeID})
-	w.ev.Charges = append(w.ev.Charges, gateway.Charge{ID: chargeID, Amount: amount, Currency: "USD", Reference: paymentReference(id), Status: gateway.ChargeStatusSucceeded})
+	w.ev.Charges = append(w.ev.Charges, gateway.Charge{ID: chargeID, Amount: amount, Currency: "USD", Reference: paymentReference(id), Status: gateway.StatusSucceeded})
 	w.ev.Payments = append(w.ev.Payments, paymentRow{ID: id, Tenant: sc.Tenant, InvoiceID: invoice, Amount: amount, Status: "succeeded", ChargeID: chargeID})
 	inv := w.invoiceRow(invoice)
 	inv.Paid += amount
@@ -208,20 +208,20 @@ func TestJudge(t *testing.T) {
 		// Double charges.
 		{name: "two charges for one reference", claim: claimExact, breakIt: func(s *shop) {
 			s.w.ev.Charges = append(s.w.ev.Charges, gateway.Charge{ID: "ch_again", Amount: 2500, Currency: "USD",
-				Reference: paymentReference(s.alicePay), Status: gateway.ChargeStatusSucceeded})
+				Reference: paymentReference(s.alicePay), Status: gateway.StatusSucceeded})
 		}, want: []string{kindDoubleCharge, kindNoCharge, kindChargeNotRecorded}, check: func(t *testing.T, v *verdict) {
 			require.Equal(t, 1, v.doubleCharges)
 		}},
 		{name: "a pending second charge is a double charge", claim: claimExact, breakIt: func(s *shop) {
 			s.w.ev.Charges = append(s.w.ev.Charges, gateway.Charge{ID: "ch_again", Amount: 2500, Currency: "USD",
-				Reference: paymentReference(s.alicePay), Status: gateway.ChargeStatusPending})
+				Reference: paymentReference(s.alicePay), Status: gateway.StatusPending})
 		}, want: []string{kindDoubleCharge, kindNoCharge, kindChargeNotRecorded}},
 		{name: "two charges for one intent under two references (its journal)", claim: claimExact, breakIt: func(s *shop) {
 			// An execution made payment A and charged it, and a later one made payment B and
 			// charged again: the key's journal holds both references.
 			s.w.ev.Journal = append(s.w.ev.Journal, journalRow{scope: alicePay1, Reference: paymentReference("pay_first")})
 			s.w.ev.Charges = append(s.w.ev.Charges, gateway.Charge{ID: "ch_first", Amount: 2500, Currency: "USD",
-				Reference: paymentReference("pay_first"), Status: gateway.ChargeStatusSucceeded})
+				Reference: paymentReference("pay_first"), Status: gateway.StatusSucceeded})
 		}, want: []string{kindDoubleCharge, kindChargeNotRecorded}, check: func(t *testing.T, v *verdict) {
 			require.Equal(t, 1, v.doubleCharges)
 		}},
@@ -240,7 +240,7 @@ func TestJudge(t *testing.T) {
 			w.ev.Journal = slices.DeleteFunc(w.ev.Journal, func(j journalRow) bool { return j.scope == alicePay1 })
 			w.ev.Journal = append(w.ev.Journal, journalRow{scope: alicePay1, Reference: paymentReference("pay_second")})
 			w.ev.Charges = append(w.ev.Charges, gateway.Charge{ID: "ch_second", Amount: 2500, Currency: "USD",
-				Reference: paymentReference("pay_second"), Status: gateway.ChargeStatusSucceeded})
+				Reference: paymentReference("pay_second"), Status: gateway.StatusSucceeded})
 			p := w.paymentRow(s.alicePay)
 			p.ID, p.ChargeID = "pay_second", "ch_second"
 			w.reconcile(s.aliceCharge)
@@ -249,7 +249,7 @@ func TestJudge(t *testing.T) {
 			// The same, seen only from the ledger: the first execution's payment id is named
 			// by nothing that survived. Reported, but not attributable to one charge per intent.
 			s.w.ev.Charges = append(s.w.ev.Charges, gateway.Charge{ID: "ch_orphan", Amount: 2500, Currency: "USD",
-				Reference: paymentReference("pay_orphan"), Status: gateway.ChargeStatusSucceeded})
+				Reference: paymentReference("pay_orphan"), Status: gateway.StatusSucceeded})
 			s.w.reconcile("ch_orphan")
 		}, want: []string{kindChargeNoIntent}},
 
@@ -258,7 +258,7 @@ func TestJudge(t *testing.T) {
 			// provider could neither be asked nor de-duplicate): the key recorded the second
 			// charge, reconciliation reports the first. Money moved twice all the same.
 			s.w.ev.Charges = append(s.w.ev.Charges, gateway.Charge{ID: "ch_blind", Amount: 2500, Currency: "USD",
-				Reference: paymentReference(s.alicePay), Status: gateway.ChargeStatusSucceeded})
+				Reference: paymentReference(s.alicePay), Status: gateway.StatusSucceeded})
 			s.w.reconcile("ch_blind")
 		}, want: []string{kindDoubleCharge, kindNoCharge}},
 		{name: "a payment id drawn in a phase, money", claim: claimMoney, breakIt: func(s *shop) {
@@ -398,7 +398,7 @@ func TestJudge(t *testing.T) {
 			w.keyOf(sc).Response = &keyjson.Response{Status: http.StatusNotFound, Body: json.RawMessage(it.Answers[1].Body)}
 			w.ev.Journal = slices.DeleteFunc(w.ev.Journal, func(j journalRow) bool { return j.scope == sc })
 			w.ev.Charges = append(w.ev.Charges, gateway.Charge{ID: "ch_window", Amount: 700, Currency: "USD",
-				Reference: paymentReference(s.failedPay), Status: gateway.ChargeStatusSucceeded})
+				Reference: paymentReference(s.failedPay), Status: gateway.StatusSucceeded})
 			w.reconcile("ch_window")
 		}, check: func(t *testing.T, v *verdict) {
 			require.Equal(t, 1, v.changedBytes)
@@ -472,7 +472,7 @@ func TestJudge(t *testing.T) {
 			s.w.ev.Charges = slices.DeleteFunc(s.w.ev.Charges, func(c gateway.Charge) bool { return c.ID == s.aliceCharge })
 		}, want: []string{kindNoCharge}},
 		{name: "a 201 whose charge was declined", claim: claimMoney, breakIt: func(s *shop) {
-			s.w.ev.Charges[0].Status = gateway.ChargeStatusDeclined
+			s.w.ev.Charges[0].Status = gateway.StatusDeclined
 		}, want: []string{kindNoCharge}},
 		{name: "a 201 without its payment", claim: claimExact, breakIt: func(s *shop) {
 			w := s.w
@@ -491,11 +491,11 @@ func TestJudge(t *testing.T) {
 		}, want: []string{kindPaymentUnnamed}},
 		{name: "a charge no intent names", claim: claimExact, breakIt: func(s *shop) {
 			s.w.ev.Charges = append(s.w.ev.Charges, gateway.Charge{ID: "ch_orphan", Amount: 100, Currency: "USD",
-				Reference: paymentReference("pay_orphan"), Status: gateway.ChargeStatusSucceeded})
+				Reference: paymentReference("pay_orphan"), Status: gateway.StatusSucceeded})
 		}, want: []string{kindChargeNoIntent, kindChargeNotRecorded}},
 		{name: "a payment settled failed that was charged", claim: claimExact, breakIt: func(s *shop) {
 			s.w.ev.Charges = append(s.w.ev.Charges, gateway.Charge{ID: "ch_late", Amount: 700, Currency: "USD",
-				Reference: paymentReference(s.failedPay), Status: gateway.ChargeStatusSucceeded})
+				Reference: paymentReference(s.failedPay), Status: gateway.StatusSucceeded})
 		}, want: []string{kindSettledCharged, kindChargeNotRecorded}},
 		{name: "a 402 payment_failed the operator did not decide", claim: claimExact, breakIt: func(s *shop) {
 			s.w.ev.SettledFailed = nil
@@ -534,7 +534,7 @@ func TestJudge(t *testing.T) {
 			body := `{"error":"not_found","message":"no such invoice"}`
 			w.intent(sc, "payment", fmt.Sprintf(`{"invoice_id":%q,"amount":900}`, inv), payments.OpCreatePayment, http.StatusNotFound, body)
 			w.ev.Charges = append(w.ev.Charges, gateway.Charge{ID: "ch_lost", Amount: 900, Currency: "USD",
-				Reference: paymentReference(intentPaymentID(sc)), Status: gateway.ChargeStatusSucceeded})
+				Reference: paymentReference(intentPaymentID(sc)), Status: gateway.StatusSucceeded})
 			w.reconcile("ch_lost")
 		}, check: func(t *testing.T, v *verdict) {
 			require.Equal(t, 1, v.forgotten)
@@ -549,7 +549,7 @@ func TestJudge(t *testing.T) {
 			body := `{"error":"not_found","message":"no such invoice"}`
 			w.intent(sc, "payment", fmt.Sprintf(`{"invoice_id":%q,"amount":900}`, inv), payments.OpCreatePayment, http.StatusNotFound, body)
 			w.ev.Charges = append(w.ev.Charges, gateway.Charge{ID: "ch_lost", Amount: 900, Currency: "USD",
-				Reference: paymentReference(intentPaymentID(sc)), Status: gateway.ChargeStatusSucceeded})
+				Reference: paymentReference(intentPaymentID(sc)), Status: gateway.StatusSucceeded})
 		}, want: []string{kindUnreported}},
 
 		// Reconciliation.

@@ -60,7 +60,7 @@ func (w *ledgerWatch) note(l *sim.Ledger) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, c := range l.Charges {
-		if c.Status == gateway.ChargeStatusPending {
+		if c.Status == gateway.StatusPending {
 			w.pending[c.ID] = true
 		}
 	}

@@ -33,7 +33,7 @@ type summary struct {
 	inLossWindow []int
 
 	charges        int
-	chargesBy      map[gateway.ChargeStatus]int
+	chargesBy      map[gateway.Status]int
 	pendingSeen    int
 	completion     []time.Duration // payments answered during the run, first send to answer
 	drainAnswered  int             // payments first answered during the drain
@@ -48,7 +48,7 @@ func (s *summary) pass() bool { return s.verdict.pass() }
 
 func (r *runner) summarize(ev *evidence, v *verdict, dr *drainResult, begin time.Time, ran time.Duration) *summary {
 	s := &summary{cfg: r.cfg, dir: r.dir, ran: ran, drain: dr, faults: r.faults, starts: map[string]int{}, failovers: r.failovers.all(),
-		chargesBy: map[gateway.ChargeStatus]int{}, pendingSeen: r.ledger.pendingSeen(), verdict: v,
+		chargesBy: map[gateway.Status]int{}, pendingSeen: r.ledger.pendingSeen(), verdict: v,
 		violationKinds: map[string]int{}}
 	if ev.Reconcile != nil {
 		s.reconciled, s.checked, s.unmatched = true, ev.Reconcile.Checked, len(ev.Reconcile.Unmatched)
@@ -180,7 +180,7 @@ func (s *summary) String() string {
 	}
 	row("process starts", "%s", strings.Join(starts, ", "))
 	row("charges", "%d (%d succeeded, %d declined, %d still pending); %d were pending for a while",
-		s.charges, s.chargesBy[gateway.ChargeStatusSucceeded], s.chargesBy[gateway.ChargeStatusDeclined], s.chargesBy[gateway.ChargeStatusPending], s.pendingSeen)
+		s.charges, s.chargesBy[gateway.StatusSucceeded], s.chargesBy[gateway.StatusDeclined], s.chargesBy[gateway.StatusPending], s.pendingSeen)
 	d := s.drain
 	row("drain", "%d keys started at the end; %d left after the workers alone; %d intents retried by their clients", d.startedAtEnd, d.leftByWorkers, d.retried)
 	row("parked keys", "%s", formatCounts(d.parked))

@@ -31,7 +31,7 @@ func TestSettleSucceeded(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, r.status, string(r.body))
 	require.Equal(t, "settle_refused", r.json(t)["error"])
 	require.Contains(t, r.json(t)["message"], "reference")
-	require.Equal(t, saga.KeyStatusFailed, e.key(alice, key).Status, "a refused settlement changes nothing")
+	require.Equal(t, saga.KeyStatusParked, e.key(alice, key).Status, "a refused settlement changes nothing")
 
 	r = e.do(req{method: "POST", path: path, bearer: token,
 		form: url.Values{"outcome": {"succeeded"}, "note": {"found it at the provider"}, "reference": {charge}}})
@@ -124,7 +124,7 @@ func TestSettleRefusals(t *testing.T) {
 		require.Equal(t, "invalid_request", r.json(t)["error"])
 		require.Contains(t, r.json(t)["message"], tc.want)
 	}
-	require.Equal(t, saga.KeyStatusFailed, e.key(alice, parked).Status)
+	require.Equal(t, saga.KeyStatusParked, e.key(alice, parked).Status)
 
 	settle := url.Values{"outcome": {"failed"}, "note": {"x"}}
 	r := e.do(req{method: "POST", path: keyPath(alice, stuck) + "/settle", bearer: token, form: settle})
@@ -237,7 +237,7 @@ func TestKeyOfAnotherOperation(t *testing.T) {
 		require.Equal(t, "unknown_operation", r.json(t)["error"])
 	}
 	k := e.key(alice, parked)
-	require.Equal(t, saga.KeyStatusFailed, k.Status)
+	require.Equal(t, saga.KeyStatusParked, k.Status)
 	require.Equal(t, before.Attempts, k.Attempts, "nothing ran")
 	require.Equal(t, before.UpdatedAt, k.UpdatedAt)
 }

@@ -67,7 +67,7 @@ func TestUnauthenticated(t *testing.T) {
 		}
 	}
 	k := e.key(alice, parked)
-	require.Equal(t, saga.KeyStatusFailed, k.Status, "no request changed the key")
+	require.Equal(t, saga.KeyStatusParked, k.Status, "no request changed the key")
 	require.Empty(t, k.History)
 }
 
@@ -220,7 +220,7 @@ func TestCSRF(t *testing.T) {
 		})
 	}
 	k := e.key(alice, parked)
-	require.Equal(t, saga.KeyStatusFailed, k.Status, "nothing changed")
+	require.Equal(t, saga.KeyStatusParked, k.Status, "nothing changed")
 	require.Empty(t, k.History)
 	require.Equal(t, 1, e.key(alice, stuck).Attempts, "nothing resumed")
 	require.Equal(t, 1, e.sim.TotalCharges())

@@ -195,7 +195,7 @@ func (e *env) parkedPayment(as who) (invoice, key string) {
 	key, body := e.payment(as, invoice, 2000, http.StatusServiceUnavailable)
 	require.Equal(e.t, "operation_parked", body["error"])
 	k := e.key(as, key)
-	require.Equal(e.t, saga.KeyStatusFailed, k.Status, "last error: %s", k.LastError)
+	require.Equal(e.t, saga.KeyStatusParked, k.Status, "last error: %s", k.LastError)
 	require.Equal(e.t, saga.ParkedOutcomeUnknown, k.ParkedReason, "nothing can tell whether the lost charge happened")
 	require.Equal(e.t, charges+1, e.sim.TotalCharges(), "the lost charge happened, and only once")
 	return invoice, key

@@ -24,7 +24,7 @@ type countsJSON struct {
 }
 
 func newCounts(m map[saga.KeyStatus]int) countsJSON {
-	return countsJSON{Started: m[saga.KeyStatusStarted], Completed: m[saga.KeyStatusCompleted], Failed: m[saga.KeyStatusFailed]}
+	return countsJSON{Started: m[saga.KeyStatusStarted], Completed: m[saga.KeyStatusCompleted], Failed: m[saga.KeyStatusParked]}
 }
 
 // overviewJSON is the overview's JSON twin (docs/api/console.yaml).
@@ -124,7 +124,7 @@ func parseFilter(q url.Values) (*listFilter, error) {
 		}
 	}
 	switch saga.KeyStatus(f.State) {
-	case "", saga.KeyStatusStarted, saga.KeyStatusCompleted, saga.KeyStatusFailed:
+	case "", saga.KeyStatusStarted, saga.KeyStatusCompleted, saga.KeyStatusParked:
 	default:
 		return nil, errors.New("state must be started, completed or failed")
 	}
@@ -190,7 +190,7 @@ func (v *keyListView) title() (string, string) {
 	switch {
 	case v.Filter.Stuck && v.Filter.State == "" && v.Filter.Operation == "" && v.Filter.Tenant == "" && v.Filter.Q == "":
 		return "Stuck keys", "stuck"
-	case v.Filter.State == string(saga.KeyStatusFailed) && !v.Filter.Stuck && v.Filter.Operation == "" && v.Filter.Tenant == "" && v.Filter.Q == "":
+	case v.Filter.State == string(saga.KeyStatusParked) && !v.Filter.Stuck && v.Filter.Operation == "" && v.Filter.Tenant == "" && v.Filter.Q == "":
 		return "Parked keys", "parked"
 	}
 	return "Keys", "keys"
@@ -305,8 +305,8 @@ func (c *Console) newKeyView(r *http.Request, k *saga.Key) *keyView {
 	op, known := c.cfg.Client.Operation(k.Operation)
 	v.KnownOp = known
 	v.CanResume = known && k.Status != saga.KeyStatusCompleted
-	v.CanSettle = known && k.Status == saga.KeyStatusFailed && op.Settle != nil
-	v.NoSettleHook = known && k.Status == saga.KeyStatusFailed && op.Settle == nil
+	v.CanSettle = known && k.Status == saga.KeyStatusParked && op.Settle != nil
+	v.NoSettleHook = known && k.Status == saga.KeyStatusParked && op.Settle == nil
 	p := who(r)
 	if p.session != nil {
 		v.CSRF = p.session.csrf

@@ -136,7 +136,7 @@ func newKeyRow(k *saga.Key) keyRow {
 	switch {
 	case k.Status == saga.KeyStatusCompleted:
 		row.Badge, row.Label = "ok", row.State
-	case k.Status == saga.KeyStatusFailed:
+	case k.Status == saga.KeyStatusParked:
 		row.Badge, row.Label = "parked", "parked"
 	case row.Stuck:
 		row.Badge, row.Label = "stuck", "stuck"

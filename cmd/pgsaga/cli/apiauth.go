@@ -63,7 +63,7 @@ func (a *apiAuth) refused(r *http.Request, reason string) {
 // of a secret that authenticated before, the tenant the scope headers name, else "".
 func (a *apiAuth) party(r *http.Request) string {
 	if a.keys == nil {
-		if tenant := r.Header.Get(saga.HeaderTenant); tenant != "" {
+		if tenant := r.Header.Get("X-Tenant-ID"); tenant != "" {
 			return "tenant:" + tenant
 		}
 		return ""

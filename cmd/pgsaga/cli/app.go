@@ -75,10 +75,9 @@ type BuildParams struct {
 	// --insecure-scope-headers the X-Tenant-ID and X-Actor-ID headers. The other commands serve
 	// no API: theirs refuses every request. Never nil.
 	Scope saga.ScopeFunc
-	// Outbox inserts outbox events in the caller's transaction (worker.EmitTx); any worker
-	// delivers them. It is an insert-only River client, the same whether or not this process
-	// also runs a worker.
-	Outbox worker.Inserter
+	// Outbox inserts outbox events in the caller's transaction (Outbox.EmitTx); any worker
+	// delivers them, whether or not this process also runs one.
+	Outbox *worker.Outbox
 	// Getenv looks up the command's environment (Env.Getenv), for settings such as secrets
 	// that do not belong on a command line.
 	Getenv func(string) string

@@ -40,7 +40,7 @@ Read-only.`,
 		Args: NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch saga.KeyStatus(f.state) {
-			case "", saga.KeyStatusStarted, saga.KeyStatusCompleted, saga.KeyStatusFailed:
+			case "", saga.KeyStatusStarted, saga.KeyStatusCompleted, saga.KeyStatusParked:
 			default:
 				return usageErrorf("invalid --state %q: want started, completed or failed", f.state)
 			}

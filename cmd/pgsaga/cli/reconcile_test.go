@@ -58,9 +58,9 @@ func TestReconcile(t *testing.T) {
 	require.NoError(t, err)
 
 	now := time.Now().UTC().Truncate(time.Second)
-	paid := gateway.Charge{ID: "ch_paid", Amount: 500, Currency: "USD", Status: gateway.ChargeStatusSucceeded, CreatedAt: now.Add(-time.Minute),
+	paid := gateway.Charge{ID: "ch_paid", Amount: 500, Currency: "USD", Status: gateway.StatusSucceeded, CreatedAt: now.Add(-time.Minute),
 		Reference: phases.DefaultReference("t1", "alice", "paid-key-1", "charge", "charged")}
-	lost := gateway.Charge{ID: "ch_lost", Reference: "ref_lost", Amount: 700, Currency: "EUR", Status: gateway.ChargeStatusSucceeded, CreatedAt: now.Add(-2 * time.Hour)}
+	lost := gateway.Charge{ID: "ch_lost", Reference: "ref_lost", Amount: 700, Currency: "EUR", Status: gateway.StatusSucceeded, CreatedAt: now.Add(-2 * time.Hour)}
 	app := func(charges chargeList) *cli.App {
 		return &cli.App{Build: func(_ context.Context, p *cli.BuildParams) (*cli.Service, error) {
 			c, err := saga.NewClient(&saga.Config{DB: p.Pool, Operations: []*phases.Operation{chargeOp()}})

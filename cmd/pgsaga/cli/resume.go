@@ -211,7 +211,7 @@ func resumeError(scope saga.Scope, key string, err error) error {
 		return noKeyError(scope, key)
 	case errors.Is(err, saga.ErrLeaseLost):
 		return fmt.Errorf("key %q was taken over by another process while this resume ran: not finished here", key)
-	case errors.Is(err, saga.ErrParked):
+	case errors.As(err, new(*saga.ParkedError)):
 		if parked := (*saga.ParkedError)(nil); errors.As(err, &parked) {
 			return fmt.Errorf("key %q is parked (%s): %s", key, parked.Reason, orDash(parked.LastError))
 		}

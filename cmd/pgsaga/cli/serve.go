@@ -252,13 +252,12 @@ func (c *cli) appFlags(cmd *cobra.Command) {
 	}
 }
 
-// build calls the application's Build for cmd, giving it the command's flags and an
-// insert-only outbox client.
+// build calls the application's Build for cmd, giving it the command's flags and an outbox.
 func (c *cli) build(ctx context.Context, cmd *cobra.Command, p *BuildParams) (*Service, error) {
 	if c.app.Build == nil {
 		return nil, errors.New("this binary has no operations (App.Build is nil)")
 	}
-	outbox, err := worker.NewInsertOnlyClient(p.Pool)
+	outbox, err := worker.NewOutbox()
 	if err != nil {
 		return nil, err
 	}

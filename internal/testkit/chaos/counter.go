@@ -83,6 +83,13 @@ func Statements(trips []Trip) int {
 // oneLine squeezes white space so that a statement reads on one line in a failure message, and
 // cuts it short.
 func oneLine(sql string) string {
+	// A key store statement opens with its name for sqlc ("-- name: ReadHead :one"): the
+	// statement is what follows.
+	if strings.HasPrefix(sql, "-- name: ") {
+		if _, rest, ok := strings.Cut(sql, "\n"); ok {
+			sql = rest
+		}
+	}
 	s := strings.Join(strings.Fields(sql), " ")
 	if len(s) > 100 {
 		s = s[:97] + "..."

@@ -36,8 +36,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgsaga/pgsaga/examples/shop"
-	"github.com/pgsaga/pgsaga/gateway/sms"
+	"github.com/pgsaga/pgsaga/gateway/sms/smssim"
 	"github.com/pgsaga/pgsaga/gateway/webhook"
+	"github.com/pgsaga/pgsaga/gateway/webhook/webhooksim"
 	"github.com/pgsaga/pgsaga/migrations"
 	"github.com/pgsaga/pgsaga/saga"
 	"github.com/pgsaga/pgsaga/worker"
@@ -120,7 +121,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	svc, err := shop.New(&shop.Config{Pool: pool, SMS: sms.NewSim(nil), Partner: partner, Outbox: outbox, Logger: logger})
+	svc, err := shop.New(&shop.Config{Pool: pool, SMS: smssim.New(nil), Partner: partner, Outbox: outbox, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -177,7 +178,7 @@ func serveSimulatedPartner() (*http.Server, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("error listening for the simulated partner: %w", err)
 	}
-	srv := &http.Server{Handler: webhook.NewPartner(nil), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: webhooksim.New(nil), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return srv, "http://" + ln.Addr().String() + "/shipments", nil
 }

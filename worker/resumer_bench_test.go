@@ -1,4 +1,4 @@
-package recovery_test
+package worker_test
 
 import (
 	"fmt"
@@ -11,8 +11,8 @@ import (
 
 	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 	"github.com/pgsaga/pgsaga/phases"
-	"github.com/pgsaga/pgsaga/recovery"
 	"github.com/pgsaga/pgsaga/saga"
+	"github.com/pgsaga/pgsaga/worker"
 )
 
 // BenchmarkResume measures resumed keys per second: 10,000 keys crashed after their first
@@ -25,13 +25,13 @@ func BenchmarkResume(b *testing.B) {
 			db := dbtest.NewDB(b)
 			createEffectTable(b, db.Pool)
 			eff := newEffects()
-			resumers := make([]*recovery.Resumer, n)
+			resumers := make([]*worker.Resumer, n)
 			for i := range resumers {
 				pool, err := pgxpool.New(b.Context(), db.URL)
 				require.NoError(b, err)
 				b.Cleanup(pool.Close)
 				c := newClient(b, pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
-				resumers[i], err = recovery.New(&recovery.Config{Client: c})
+				resumers[i], err = worker.NewResumer(&worker.ResumerConfig{Client: c})
 				require.NoError(b, err)
 			}
 			var elapsed time.Duration

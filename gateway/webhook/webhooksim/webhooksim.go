@@ -1,4 +1,7 @@
-package webhook
+// Package webhooksim is a simulated webhook partner for tests and examples: an http.Handler that
+// takes deliveries (gateway/webhook) and de-duplicates them by key, with the faults of
+// gateway/effectsim.
+package webhooksim
 
 import (
 	"encoding/json"
@@ -9,11 +12,12 @@ import (
 
 	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/gateway/effectsim"
+	"github.com/pgsaga/pgsaga/gateway/webhook"
 )
 
-// PartnerConfig sets up a simulated partner. The zero value (or nil) de-duplicates by key and
+// Config sets up a simulated partner. The zero value (or nil) de-duplicates by key and
 // injects no faults.
-type PartnerConfig struct {
+type Config struct {
 	// Idempotency, when true, makes the partner de-duplicate by the Idempotency-Key header: a
 	// repeated key is answered with the first delivery and taken once. A pointer so that nil
 	// means the default. Defaults to true.
@@ -26,7 +30,7 @@ type PartnerConfig struct {
 	Seed uint64
 }
 
-// SimulatedPartner is a partner endpoint for tests and examples: an http.Handler that takes
+// Partner is a partner endpoint for tests and examples: an http.Handler that takes
 // deliveries (POST, a JSON body, an Idempotency-Key header) and de-duplicates them by key, with
 // the faults of gateway/effectsim; its Simulator counts what it took (Count by key). It answers:
 //
@@ -37,22 +41,22 @@ type PartnerConfig struct {
 //
 // and closes the connection without an answer for a lost answer, or, for one HangNext picked,
 // once the client gives up.
-type SimulatedPartner struct {
+type Partner struct {
 	// Simulator holds the deliveries taken and scripts the faults (LoseNext, HangNext, FailNext).
-	*effectsim.Simulator[Params, Delivery]
+	*effectsim.Simulator[webhook.Params, webhook.Delivery]
 }
 
-// NewPartner returns a simulated partner configured by cfg. It panics when cfg is out of range.
-func NewPartner(cfg *PartnerConfig) *SimulatedPartner {
-	var c PartnerConfig
+// New returns a simulated partner configured by cfg. It panics when cfg is out of range.
+func New(cfg *Config) *Partner {
+	var c Config
 	if cfg != nil {
 		c = *cfg
 	}
 	off := false
-	return &SimulatedPartner{effectsim.New(&effectsim.Config[Params, Delivery]{
-		Kind: Kind,
-		Make: func(p Params, id string, status gateway.Status, _ time.Time) Delivery {
-			return *delivered(p, id, status)
+	return &Partner{effectsim.New(&effectsim.Config[webhook.Params, webhook.Delivery]{
+		Kind: webhook.Kind,
+		Make: func(p webhook.Params, id string, status gateway.Status, _ time.Time) webhook.Delivery {
+			return *webhook.Kind.Recorded(p, id, status)
 		},
 		IDPrefix:    "dlv_",
 		Idempotency: c.Idempotency,
@@ -66,7 +70,7 @@ func NewPartner(cfg *PartnerConfig) *SimulatedPartner {
 const maxDelivery = 1 << 20
 
 // ServeHTTP takes one delivery.
-func (sp *SimulatedPartner) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (sp *Partner) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		answer(w, http.StatusMethodNotAllowed, map[string]string{"error": "method_not_allowed", "message": "deliveries are POSTed"})
 		return
@@ -86,7 +90,7 @@ func (sp *SimulatedPartner) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The request's context ends when the client gives up: a delivery held by latency-before
 	// still lands, and a withheld answer is never written.
-	d, err := sp.Send(r.Context(), Params{Key: key, Body: body})
+	d, err := sp.Send(r.Context(), webhook.Params{Key: key, Body: body})
 	switch {
 	case err == nil:
 		answer(w, http.StatusOK, map[string]string{"id": d.ID})

@@ -1,4 +1,4 @@
-package recovery_test
+package worker_test
 
 import (
 	"context"
@@ -16,26 +16,26 @@ import (
 	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 	"github.com/pgsaga/pgsaga/internal/testkit/resumetest"
 	"github.com/pgsaga/pgsaga/phases"
-	"github.com/pgsaga/pgsaga/recovery"
 	"github.com/pgsaga/pgsaga/saga"
+	"github.com/pgsaga/pgsaga/worker"
 )
 
-func TestNewValidatesConfig(t *testing.T) {
+func TestNewResumerValidatesConfig(t *testing.T) {
 	t.Parallel()
 	db := dbtest.NewDB(t)
 	c := newClient(t, db.Pool, &saga.Config{})
 	for _, tc := range []struct {
 		name string
-		cfg  *recovery.Config
+		cfg  *worker.ResumerConfig
 		want string
 	}{
-		{"nil", nil, "Config.Client"},
-		{"no client", &recovery.Config{}, "Config.Client"},
-		{"negative batch", &recovery.Config{Client: c, BatchSize: -1}, "Config.BatchSize"},
-		{"negative concurrency", &recovery.Config{Client: c, Concurrency: -2}, "Config.Concurrency"},
+		{"nil", nil, "Client is required"},
+		{"no client", &worker.ResumerConfig{}, "Client is required"},
+		{"negative batch", &worker.ResumerConfig{Client: c, BatchSize: -1}, "BatchSize must"},
+		{"negative concurrency", &worker.ResumerConfig{Client: c, Concurrency: -2}, "Concurrency must"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := recovery.New(tc.cfg)
+			_, err := worker.NewResumer(tc.cfg)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
@@ -77,7 +77,7 @@ func TestRunOnceFinishesCrashedPayment(t *testing.T) {
 	require.NoError(t, err)
 
 	// Not due yet: saga scheduled the next attempt after a delay.
-	r, err := recovery.New(&recovery.Config{Client: c})
+	r, err := worker.NewResumer(&worker.ResumerConfig{Client: c})
 	require.NoError(t, err)
 	res, err := r.RunOnce(ctx)
 	require.NoError(t, err)
@@ -87,7 +87,7 @@ func TestRunOnceFinishesCrashedPayment(t *testing.T) {
 	require.NoError(t, err)
 	res, err = r.RunOnce(ctx)
 	require.NoError(t, err)
-	require.Equal(t, &recovery.RunResult{Claimed: 1, Completed: 1}, res)
+	require.Equal(t, &worker.RunResult{Claimed: 1, Completed: 1}, res)
 
 	k = keyRow(t, c, "payment-key-1")
 	require.Equal(t, saga.KeyStatusCompleted, k.Status)
@@ -113,7 +113,7 @@ func TestConcurrentResumersResumeEachKeyOnce(t *testing.T) {
 	keys := seedCrashed(t, db.Pool, "crashed", 1000)
 	eff := newEffects()
 
-	results := make([]*recovery.RunResult, 3)
+	results := make([]*worker.RunResult, 3)
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
 	for i := range results {
@@ -121,7 +121,7 @@ func TestConcurrentResumersResumeEachKeyOnce(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(pool.Close)
 		c := newClient(t, pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
-		r, err := recovery.New(&recovery.Config{Client: c, BatchSize: 25, Concurrency: 4})
+		r, err := worker.NewResumer(&worker.ResumerConfig{Client: c, BatchSize: 25, Concurrency: 4})
 		require.NoError(t, err)
 		wg.Go(func() { results[i], errs[i] = drain(t.Context(), r) })
 	}
@@ -153,7 +153,7 @@ func TestKeyThatAlwaysFailsIsParkedAfterMaxAttempts(t *testing.T) {
 	eff.Fail = errFlaky
 	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}, MaxAttempts: 3,
 		RetryDelay: func(int) time.Duration { return time.Hour }})
-	r, err := recovery.New(&recovery.Config{Client: c})
+	r, err := worker.NewResumer(&worker.ResumerConfig{Client: c})
 	require.NoError(t, err)
 	ctx := t.Context()
 
@@ -167,7 +167,7 @@ func TestKeyThatAlwaysFailsIsParkedAfterMaxAttempts(t *testing.T) {
 	// Attempt 2, by the resumer.
 	res, err := r.RunOnce(ctx)
 	require.NoError(t, err)
-	require.Equal(t, &recovery.RunResult{Claimed: 1, Rescheduled: 1}, res)
+	require.Equal(t, &worker.RunResult{Claimed: 1, Rescheduled: 1}, res)
 	k := keyRow(t, c, "always-fails")
 	require.Equal(t, saga.KeyStatusStarted, k.Status)
 	require.Equal(t, 2, k.Attempts)
@@ -183,9 +183,9 @@ func TestKeyThatAlwaysFailsIsParkedAfterMaxAttempts(t *testing.T) {
 	// Attempt 3 is the last: the key is parked.
 	res, err = r.RunOnce(ctx)
 	require.NoError(t, err)
-	require.Equal(t, &recovery.RunResult{Claimed: 1, Parked: 1}, res)
+	require.Equal(t, &worker.RunResult{Claimed: 1, Parked: 1}, res)
 	k = keyRow(t, c, "always-fails")
-	require.Equal(t, saga.KeyStatusFailed, k.Status)
+	require.Equal(t, saga.KeyStatusParked, k.Status)
 	require.Equal(t, 3, k.Attempts)
 	require.Contains(t, k.LastError, "attempts exhausted (3 of 3)")
 	require.Contains(t, k.LastError, errFlaky.Error())
@@ -199,7 +199,7 @@ func TestKeyThatAlwaysFailsIsParkedAfterMaxAttempts(t *testing.T) {
 	require.Zero(t, res.Claimed)
 	outcome, err := r.ResumeKey(ctx, saga.KeyRef{Scope: scope, Key: "always-fails"})
 	require.NoError(t, err)
-	require.Equal(t, recovery.OutcomeSkipped, outcome)
+	require.Equal(t, worker.OutcomeSkipped, outcome)
 	require.Equal(t, 3, eff.Count("always-fails"))
 	require.Equal(t, 0, countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`))
 }
@@ -221,23 +221,23 @@ func TestRunOnceClaimsOnlyDueKeysOfKnownOperations(t *testing.T) {
 
 	eff := newEffects()
 	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
-	r, err := recovery.New(&recovery.Config{Client: c})
+	r, err := worker.NewResumer(&worker.ResumerConfig{Client: c})
 	require.NoError(t, err)
 
 	res, err := drain(ctx, r)
 	require.NoError(t, err)
-	require.Equal(t, &recovery.RunResult{Claimed: 3, Completed: 3}, res)
+	require.Equal(t, &worker.RunResult{Claimed: 3, Completed: 3}, res)
 	require.Equal(t, 4, countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key WHERE status = 'started' AND attempts = 1`))
 
 	outcome, err := r.ResumeKey(ctx, saga.KeyRef{Scope: scope, Key: "leased-00000"})
 	require.NoError(t, err)
-	require.Equal(t, recovery.OutcomeSkipped, outcome, "a live lease is someone else's")
+	require.Equal(t, worker.OutcomeSkipped, outcome, "a live lease is someone else's")
 	outcome, err = r.ResumeKey(ctx, saga.KeyRef{Scope: scope, Key: "due-00000"})
 	require.NoError(t, err)
-	require.Equal(t, recovery.OutcomeSkipped, outcome, "a completed key is not due")
+	require.Equal(t, worker.OutcomeSkipped, outcome, "a completed key is not due")
 	outcome, err = r.ResumeKey(ctx, saga.KeyRef{Scope: scope, Key: "no-such-key"})
 	require.NoError(t, err)
-	require.Equal(t, recovery.OutcomeSkipped, outcome)
+	require.Equal(t, worker.OutcomeSkipped, outcome)
 }
 
 // Cancelling a pass mid-batch: the resume under way finishes, no further key is claimed (a key
@@ -252,11 +252,11 @@ func TestRunOnceCancelledMidBatchLosesNothing(t *testing.T) {
 	eff.Hold = make(chan struct{})
 	eff.Entered = make(chan string, 10)
 	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
-	r, err := recovery.New(&recovery.Config{Client: c, BatchSize: 5, Concurrency: 1})
+	r, err := worker.NewResumer(&worker.ResumerConfig{Client: c, BatchSize: 5, Concurrency: 1})
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan *recovery.RunResult, 1)
+	done := make(chan *worker.RunResult, 1)
 	go func() {
 		res, err := r.RunOnce(ctx)
 		if err != nil {
@@ -268,7 +268,7 @@ func TestRunOnceCancelledMidBatchLosesNothing(t *testing.T) {
 	cancel()
 	close(eff.Hold)
 	res := <-done
-	require.Equal(t, &recovery.RunResult{Claimed: 1, Completed: 1}, res)
+	require.Equal(t, &worker.RunResult{Claimed: 1, Completed: 1}, res)
 
 	require.Equal(t, saga.KeyStatusCompleted, keyRow(t, c, first).Status)
 	for _, k := range keys {
@@ -282,14 +282,14 @@ func TestRunOnceCancelledMidBatchLosesNothing(t *testing.T) {
 		require.Zero(t, eff.Count(k))
 	}
 
-	other, err := recovery.New(&recovery.Config{Client: newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})})
+	other, err := worker.NewResumer(&worker.ResumerConfig{Client: newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})})
 	require.NoError(t, err)
 	eff.Change(func(eff *resumetest.Effects) {
 		eff.Entered = nil
 	})
 	res, err = drain(t.Context(), other)
 	require.NoError(t, err)
-	require.Equal(t, &recovery.RunResult{Claimed: 4, Completed: 4}, res)
+	require.Equal(t, &worker.RunResult{Claimed: 4, Completed: 4}, res)
 	for _, k := range keys {
 		require.Equal(t, 1, eff.Count(k), k)
 	}
@@ -325,11 +325,11 @@ func TestRunOnceNeverStartsAKeyOnASpentLease(t *testing.T) {
 			time.Sleep(lease * 6 / 10)
 		}
 	})
-	r, err := recovery.New(&recovery.Config{Client: c, BatchSize: len(keys), Concurrency: 1})
+	r, err := worker.NewResumer(&worker.ResumerConfig{Client: c, BatchSize: len(keys), Concurrency: 1})
 	require.NoError(t, err)
 	res, err := r.RunOnce(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, &recovery.RunResult{Claimed: len(keys), Completed: len(keys)}, res)
+	require.Equal(t, &worker.RunResult{Claimed: len(keys), Completed: len(keys)}, res)
 	require.Len(t, left, len(keys))
 	for i, l := range left {
 		require.Greater(t, l, lease/2, "resume %d started with %s of a %s lease left", i, l, lease)
@@ -348,10 +348,10 @@ func TestZombieResumerIsFenced(t *testing.T) {
 	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}})
 	// One claimer: with more, another of this pass's claimers could still be looking for a due
 	// key when the test expires the stalled one's lease, and take it over itself.
-	r, err := recovery.New(&recovery.Config{Client: c, Concurrency: 1})
+	r, err := worker.NewResumer(&worker.ResumerConfig{Client: c, Concurrency: 1})
 	require.NoError(t, err)
 
-	done := make(chan *recovery.RunResult, 1)
+	done := make(chan *worker.RunResult, 1)
 	go func() {
 		res, err := r.RunOnce(context.Background())
 		if err != nil {
@@ -368,15 +368,15 @@ func TestZombieResumerIsFenced(t *testing.T) {
 		stalled = eff.Hold
 		eff.Hold = nil
 	})
-	second, err := recovery.New(&recovery.Config{Client: c})
+	second, err := worker.NewResumer(&worker.ResumerConfig{Client: c})
 	require.NoError(t, err)
 	res, err := second.RunOnce(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, &recovery.RunResult{Claimed: 1, Completed: 1}, res)
+	require.Equal(t, &worker.RunResult{Claimed: 1, Completed: 1}, res)
 
 	close(stalled)
 	zombie := <-done
-	require.Equal(t, &recovery.RunResult{Claimed: 1, Superseded: 1}, zombie, "the zombie's last phase is fenced")
+	require.Equal(t, &worker.RunResult{Claimed: 1, Superseded: 1}, zombie, "the zombie's last phase is fenced")
 	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`))
 	require.Equal(t, 2, eff.Count("zombie-00000"), "both calls ran: fencing protects the commit, not the call")
 }
@@ -409,7 +409,7 @@ func TestResumeKeysBatchOfMixedKeys(t *testing.T) {
 
 	eff := newEffects()
 	c := newClient(t, db.Pool, &saga.Config{MaxAttempts: 2, Operations: []*phases.Operation{eff.Operation(nil)}})
-	r, err := recovery.New(&recovery.Config{Client: c})
+	r, err := worker.NewResumer(&worker.ResumerConfig{Client: c})
 	require.NoError(t, err)
 
 	keys := []string{"due-00000", "leased-00000", "finished-00000", "later-00000", "gone-00000", "other-00000", "spent-00000"}
@@ -419,15 +419,15 @@ func TestResumeKeysBatchOfMixedKeys(t *testing.T) {
 	}
 	out, err := r.ResumeKeys(ctx, refs)
 	require.NoError(t, err)
-	require.Equal(t, []recovery.Outcome{
-		recovery.OutcomeCompleted, recovery.OutcomeSkipped, recovery.OutcomeSkipped, recovery.OutcomeSkipped,
-		recovery.OutcomeSkipped, recovery.OutcomeSkipped, recovery.OutcomeParked,
+	require.Equal(t, []worker.Outcome{
+		worker.OutcomeCompleted, worker.OutcomeSkipped, worker.OutcomeSkipped, worker.OutcomeSkipped,
+		worker.OutcomeSkipped, worker.OutcomeSkipped, worker.OutcomeParked,
 	}, out)
 
 	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM effect_rows`), "only the due key ran its effect")
 	require.Equal(t, 1, countRows(t, db.Pool, `SELECT count(*) FROM effect_rows WHERE key = 'due-00000'`))
 	spent := keyRow(t, c, "spent-00000")
-	require.Equal(t, saga.KeyStatusFailed, spent.Status)
+	require.Equal(t, saga.KeyStatusParked, spent.Status)
 	require.Equal(t, saga.ParkedAttemptsExhausted, spent.ParkedReason)
 	for _, k := range []string{"leased-00000", "later-00000", "other-00000"} {
 		require.Equal(t, 1, keyRow(t, c, k).Attempts, "%s: a key not taken spends no attempt", k)

@@ -1,4 +1,7 @@
-package sms
+// Package smssim is a simulated SMS provider for tests and examples: a gateway.Effect of text
+// messages (gateway/sms) with the faults of gateway/effectsim, without idempotency keys and with
+// inquiry, as most SMS providers are.
+package smssim
 
 import (
 	"errors"
@@ -7,11 +10,12 @@ import (
 
 	"github.com/pgsaga/pgsaga/gateway"
 	"github.com/pgsaga/pgsaga/gateway/effectsim"
+	"github.com/pgsaga/pgsaga/gateway/sms"
 )
 
-// SimConfig sets up a simulated SMS provider. The zero value (or nil) is a provider without
+// Config sets up a simulated SMS provider. The zero value (or nil) is a provider without
 // idempotency keys that can be asked by reference what it sent, and injects no faults.
-type SimConfig struct {
+type Config struct {
 	// Idempotency, when true, makes the provider de-duplicate by idempotency key. A pointer so
 	// that nil means the default. Defaults to false: like most SMS providers, it has no keys.
 	Idempotency *bool
@@ -30,11 +34,11 @@ type SimConfig struct {
 	Seed uint64
 }
 
-// NewSim returns an in-process SMS provider configured by cfg: a gateway.Effect of messages with
+// New returns an in-process SMS provider configured by cfg: a gateway.Effect of messages with
 // the faults of effectsim (lost answers, fail-before, latency before a message lands). Its
 // message ids begin with "msg_". It panics when cfg is out of range.
-func NewSim(cfg *SimConfig) *effectsim.Simulator[Params, Message] {
-	var c SimConfig
+func New(cfg *Config) *effectsim.Simulator[sms.Params, sms.Message] {
+	var c Config
 	if cfg != nil {
 		c = *cfg
 	}
@@ -42,13 +46,13 @@ func NewSim(cfg *SimConfig) *effectsim.Simulator[Params, Message] {
 	if c.Idempotency == nil {
 		c.Idempotency = &off
 	}
-	return effectsim.New(&effectsim.Config[Params, Message]{
-		Kind: Kind,
-		Make: func(p Params, id string, status gateway.Status, at time.Time) Message {
-			return Message{ID: id, To: p.To, Text: p.Text, Reference: p.Reference, Status: status, SentAt: at.Round(0).UTC()}
+	return effectsim.New(&effectsim.Config[sms.Params, sms.Message]{
+		Kind: sms.Kind,
+		Make: func(p sms.Params, id string, status gateway.Status, at time.Time) sms.Message {
+			return sms.Message{ID: id, To: p.To, Text: p.Text, Reference: p.Reference, Status: status, SentAt: at.Round(0).UTC()}
 		},
 		Validate:       validate,
-		Declines:       func(p Params) bool { return slices.Contains(c.OptedOut, p.To) },
+		Declines:       func(p sms.Params) bool { return slices.Contains(c.OptedOut, p.To) },
 		IDPrefix:       "msg_",
 		Idempotency:    c.Idempotency,
 		Inquiry:        c.Inquiry,
@@ -64,7 +68,7 @@ const maxText = 1600
 
 // validate refuses what an SMS provider refuses without sending: no reference, no text or too
 // much of it, a number that is not E.164.
-func validate(p Params) error {
+func validate(p sms.Params) error {
 	switch {
 	case p.Reference == "":
 		return errors.New("reference is required")
@@ -72,7 +76,7 @@ func validate(p Params) error {
 		return errors.New("text is required")
 	case len(p.Text) > maxText:
 		return errors.New("text is longer than 1600 characters")
-	case !ValidNumber(p.To):
+	case !sms.ValidNumber(p.To):
 		return errors.New("to must be a number in E.164 form, such as +14155550100")
 	}
 	return nil

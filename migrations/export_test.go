@@ -1,0 +1,7 @@
+package migrations
+
+// The embedded line and its loader, for the external tests.
+var (
+	PgSaga = pgsagaLine
+	Load   = load
+)
