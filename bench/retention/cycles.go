@@ -13,8 +13,8 @@ import (
 )
 
 // The two ways users run retention GC: by each key's own expiry (the worker's periodic job,
-// `pgsaga gc`), or with an override of the window (`pgsaga gc --older-than`, the worker's
-// Retention), both through saga.Client.KeyDeleteExpired as the CLI and the worker call it.
+// `pgsaga gc`), or with an override of the window (`pgsaga gc --older-than`, one-off), both
+// through saga.Client.KeyDeleteExpired as the CLI and the worker call it.
 const (
 	modeExpiry    = "expiry"
 	modeOlderThan = "older-than"
