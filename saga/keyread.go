@@ -161,9 +161,9 @@ type KeyDeleteExpiredParams struct {
 	// Defaults to nil: a completed key is deleted once its own retention has passed.
 	OlderThan *time.Duration
 	// TombstoneRetention is how long, from its completion, a deleted key's tombstone is kept: a
-	// retry of its request within it is answered ErrKeyExpired and never runs. It should outlast
-	// the longest retention of any operation, or a key past it leaves no tombstone. Defaults to
-	// DefaultTombstoneRetention (30 days).
+	// retry of its request within it is answered *KeyExpiredError (410) and never runs. It
+	// should outlast the longest retention of any operation, or a key past it leaves no
+	// tombstone. Defaults to DefaultTombstoneRetention (30 days).
 	TombstoneRetention time.Duration
 	// DryRun counts the keys that would be deleted and deletes nothing. Defaults to false.
 	DryRun bool
@@ -177,7 +177,7 @@ type KeyDeleteExpiredParams struct {
 
 // KeyDeleteExpired deletes completed keys past their retention, with their call journals and
 // histories, in batches, and returns how many it deleted (with DryRun, how many it would).
-// Each leaves a tombstone, so that a retry of its request answers ErrKeyExpired (410) instead
+// Each leaves a tombstone, so that a retry of its request answers *KeyExpiredError (410) instead
 // of running again; then the tombstones past TombstoneRetention are deleted. Started and parked
 // keys are never deleted. Each batch costs the same per key whatever the table's size.
 // Cancelling ctx stops between batches; the batches already deleted stay deleted.

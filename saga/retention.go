@@ -151,10 +151,10 @@ func readTombstone(ctx context.Context, q keystore.DBTX, req *Request, hash []by
 	return &tombstone{operation: row.Operation, sameRequest: row.SameRequest, completedAt: row.CompletedAt.Time}, nil
 }
 
-// expired answers a request whose claim met its key's tombstone: the same request again is
-// ErrKeyExpired (410, definitive: it never runs), another request under the key ErrKeyReused,
-// as if the key were stored. A tombstone that expired since the claim makes the key new: the
-// client's retry runs it.
+// expired answers a request whose claim met its key's tombstone: the same request again is a
+// *KeyExpiredError (410, definitive: it never runs), another request under the key
+// ErrKeyReused, as if the key were stored. A tombstone that expired since the claim makes the
+// key new: the client's retry runs it.
 func (e *execution) expired(ctx context.Context, q keystore.DBTX) (*Result, error) {
 	t, err := readTombstone(ctx, q, e.req, e.hash)
 	switch {
