@@ -65,7 +65,17 @@ func main() {
 	conc := flag.Int("c", 8, "concurrent goroutines")
 	rounds := flag.Int("rounds", 4, "interleaved rounds")
 	only := flag.String("only", "", "run only the variants whose name matches this regexp (ratios need both sides)")
+	seqKeys := flag.Bool("sequential-keys", false, "pgsaga's first executions use run-prefixed counters as keys (default: random UUIDs, as real clients send and as the hand-written variants use)")
 	flag.Parse()
+	// newKey is a first execution's key: a random UUID, which lands anywhere in the key table's
+	// primary key as real clients' keys do, or with -sequential-keys a counter under the run's
+	// prefix, which always lands at its right edge.
+	newKey := func(prefix string, i int) string {
+		if *seqKeys {
+			return fmt.Sprintf("%s-%s-%d", prefix, runID, i)
+		}
+		return uuid.NewString()
+	}
 	ctx := context.Background()
 
 	if *url == "" {
@@ -154,7 +164,7 @@ func main() {
 			return err
 		}},
 		{"pgsaga-1tx (same INSERT, idempotent)", func(ctx context.Context, i int) error {
-			_, err := client.Run(ctx, "sbs_single", req("sbs_single", fmt.Sprintf("s-%s-%d", runID, i)))
+			_, err := client.Run(ctx, "sbs_single", req("sbs_single", newKey("s", i)))
 			return err
 		}},
 		{"pgsaga-replay", func(ctx context.Context, i int) error {
@@ -168,7 +178,7 @@ func main() {
 			return baseline.Floor2RT(ctx, pool)
 		}},
 		{"pgsaga-phased (2 phases + call)", func(ctx context.Context, i int) error {
-			r, err := client.Run(ctx, "sbs_phased", req("sbs_phased", fmt.Sprintf("p-%s-%d", runID, i)))
+			r, err := client.Run(ctx, "sbs_phased", req("sbs_phased", newKey("p", i)))
 			if err == nil && r.Response.Status != 201 {
 				return fmt.Errorf("status %d", r.Response.Status)
 			}
