@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -35,9 +34,11 @@ func TestWithoutCancelRequests(t *testing.T) {
 	url := serverWithoutItsStandby(t)
 	ctx := t.Context()
 
-	admin, err := pgx.Connect(ctx, url)
+	// A pool, not one connection: Eventually and Never call their condition on goroutines of
+	// their own, and a slow call may still run when the next tick, or the test, reads again.
+	admin, err := pgxpool.New(ctx, url)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	t.Cleanup(admin.Close)
 	_, err = admin.Exec(ctx, `CREATE TABLE written (id int PRIMARY KEY)`)
 	require.NoError(t, err) // synchronous_commit is off on the throwaway server: no wait here
 
