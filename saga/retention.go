@@ -23,7 +23,8 @@ import (
 // completion: 30 days.
 const DefaultTombstoneRetention = 30 * 24 * time.Hour
 
-// sqlstateExpired is pgsaga_key_unexpired's: a claim met the key's tombstone.
+// sqlstateExpired is pgsaga_key_expired's: a claim met the key or its tombstone deleted by
+// retention (migration 013).
 const sqlstateExpired = "PGS02"
 
 // errTombstoned means a claim met the key's tombstone and wrote nothing: the request is
@@ -168,7 +169,7 @@ func (e *execution) expired(ctx context.Context, q keystore.DBTX) (*Result, erro
 	return nil, &KeyExpiredError{CompletedAt: t.completedAt}
 }
 
-// isTombstoned reports whether err is pgsaga_key_unexpired's.
+// isTombstoned reports whether err is pgsaga_key_expired's.
 func isTombstoned(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == sqlstateExpired

@@ -13,8 +13,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgsaga/pgsaga/internal/keystore"
 	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -204,30 +206,72 @@ func TestARequestDuringRetentionNeverRunsTwice(t *testing.T) {
 	}
 }
 
-// The tombstone check of a claim that met a key GC was deleting: the claim waits for GC, and
-// once GC commits, the check in its RETURNING (a snapshot taken after the wait) sees the
-// tombstone and refuses; a check in the INSERT's own snapshot, taken before the wait, does not
-// see it and lets the key be stored again. The engine reads the key before it claims, so this
-// race needs a claim that read the key before GC began and claims while GC holds it; the
-// statements are the engine's claim shape.
-func TestTheTombstoneCheckRunsAfterTheClaimWaits(t *testing.T) {
+// The tombstone check of a claim that met a key GC was deleting: the claim's snapshot is taken
+// before it waits for GC, so it holds the key and not the tombstone. Every claim statement of the
+// key store reads both and, once GC commits and the row goes in, refuses; a check of the
+// tombstone alone in that snapshot (the control) lets the key be stored again. The engine reads
+// the key before it claims, so this race needs a claim that read the key before GC began and
+// claims while GC holds it.
+func TestTheTombstoneCheckSeesAKeyGCDeletedAfterTheSnapshot(t *testing.T) {
 	t.Parallel()
 	o := &expiringOps{}
 	h := newHarness(t, nil, o.ops)
 	ctx := t.Context()
-	const insert = `INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path, request_hash,
-		request_body, status, recovery_point, response_status, response_body, completed_at, expires_at)
-	SELECT $1, $2, $3, 'note', 'POST', '/test', '\x00', '', 'completed', 'finished', 201, '', now(), now() + interval '1 day'`
-	for _, tc := range []struct {
+	hash := []byte{0}
+	token := pgtype.UUID{Bytes: uuid.New(), Valid: true}
+	claims := []struct {
 		name  string
-		claim string
+		claim func(q *keystore.Queries, key string) error
 		// refused: the claim must be refused once GC commits.
 		refused bool
 	}{
-		{name: "checked in RETURNING, after the wait", claim: insert + ` RETURNING pgsaga_key_unexpired($1, $2, $3)`, refused: true},
-		{name: "checked in the INSERT's snapshot", claim: insert + ` WHERE NOT EXISTS (SELECT FROM pgsaga_key_tombstone
-			WHERE tenant_id = $1 AND actor_id = $2 AND key_hash = pgsaga_key_hash($3))`},
-	} {
+		{name: "ClaimCompleted", refused: true, claim: func(q *keystore.Queries, key string) error {
+			return q.ClaimCompleted(ctx, &keystore.ClaimCompletedParams{TenantID: h.scope.Tenant, ActorID: h.scope.Actor,
+				Key: key, Operation: opNote, Method: "POST", Path: "/test", RequestHash: hash, State: []byte(`{}`),
+				ResponseStatus: 201, ResponseBody: []byte(`{}`), RetentionMs: 1000, LeaseToken: token})
+		}},
+		{name: "ClaimCompletedOrNothing", refused: true, claim: func(q *keystore.Queries, key string) error {
+			_, err := q.ClaimCompletedOrNothing(ctx, &keystore.ClaimCompletedOrNothingParams{TenantID: h.scope.Tenant,
+				ActorID: h.scope.Actor, Key: key, Operation: opNote, Method: "POST", Path: "/test", RequestHash: hash,
+				State: []byte(`{}`), ResponseStatus: 201, ResponseBody: []byte(`{}`), RetentionMs: 1000, LeaseToken: token})
+			return err
+		}},
+		{name: "ClaimStarted", refused: true, claim: func(q *keystore.Queries, key string) error {
+			_, err := q.ClaimStarted(ctx, &keystore.ClaimStartedParams{TenantID: h.scope.Tenant, ActorID: h.scope.Actor,
+				Key: key, Operation: opNote, Method: "POST", Path: "/test", RequestHash: hash, RequestBody: []byte(`{}`),
+				RecoveryPoint: "started", State: []byte(`{}`), LeaseToken: token, LeaseMs: 1000})
+			return err
+		}},
+		{name: "ClaimStartedJournal", refused: true, claim: func(q *keystore.Queries, key string) error {
+			_, err := q.ClaimStartedJournal(ctx, &keystore.ClaimStartedJournalParams{TenantID: h.scope.Tenant,
+				ActorID: h.scope.Actor, Key: key, Operation: opNote, Method: "POST", Path: "/test", RequestHash: hash,
+				RequestBody: []byte(`{}`), RecoveryPoint: "started", State: []byte(`{}`), LeaseToken: token, LeaseMs: 1000,
+				CallStep: "sent", CallMaxInFlightMs: 1000})
+			return err
+		}},
+		{name: "ClaimStartedJournalOrNothing", refused: true, claim: func(q *keystore.Queries, key string) error {
+			_, err := q.ClaimStartedJournalOrNothing(ctx, &keystore.ClaimStartedJournalOrNothingParams{TenantID: h.scope.Tenant,
+				ActorID: h.scope.Actor, Key: key, Operation: opNote, Method: "POST", Path: "/test", RequestHash: hash,
+				RequestBody: []byte(`{}`), RecoveryPoint: "started", State: []byte(`{}`), LeaseToken: token, LeaseMs: 1000,
+				CallStep: "sent", CallMaxInFlightMs: 1000})
+			return err
+		}},
+		{name: "ClaimParkedOrNothing", refused: true, claim: func(q *keystore.Queries, key string) error {
+			_, err := q.ClaimParkedOrNothing(ctx, &keystore.ClaimParkedOrNothingParams{TenantID: h.scope.Tenant,
+				ActorID: h.scope.Actor, Key: key, Operation: opNote, Method: "POST", Path: "/test", RequestHash: hash,
+				RecoveryPoint: "started", State: []byte(`{}`), LastError: "refused", ParkedReason: "permanent", LeaseToken: token})
+			return err
+		}},
+		{name: "the control: the tombstone alone, in the snapshot", claim: func(q *keystore.Queries, key string) error {
+			_, err := h.db.Pool.Exec(ctx, `INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
+				request_hash, request_body, status, recovery_point, response_status, response_body, completed_at, expires_at)
+			SELECT $1, $2, $3, 'note', 'POST', '/test', '\x00', '', 'completed', 'finished', 201, '', now(), now() + interval '1 day'
+			WHERE NOT EXISTS (SELECT FROM pgsaga_key_tombstone WHERE tenant_id = $1 AND actor_id = $2 AND key_hash = pgsaga_key_hash($3))`,
+				h.scope.Tenant, h.scope.Actor, key)
+			return err
+		}},
+	}
+	for _, tc := range claims {
 		key := uuid.NewString()
 		_, err := h.client.Run(ctx, opNote, h.req(key, `{"n":1}`))
 		require.NoError(t, err)
@@ -238,10 +282,7 @@ func TestTheTombstoneCheckRunsAfterTheClaimWaits(t *testing.T) {
 		require.NoError(t, err)
 
 		claimed := make(chan error, 1)
-		go func() {
-			_, err := h.db.Pool.Exec(ctx, tc.claim, h.scope.Tenant, h.scope.Actor, key)
-			claimed <- err
-		}()
+		go func() { claimed <- tc.claim(keystore.New(h.db.Pool), key) }()
 		require.Eventually(t, func() bool {
 			return h.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`) > 0
 		}, 10*time.Second, 5*time.Millisecond, "%s: the claim waits for GC's deletion", tc.name)

@@ -18,7 +18,10 @@ INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
 VALUES ($1, $2, $3, $4, $5, $6, $7, '', 'completed', 'finished',
     $8, $9::integer, $10, $11, clock_timestamp(),
     clock_timestamp() + $12::bigint * interval '1 millisecond', $13, $14::text)
-RETURNING pgsaga_key_unexpired($1, $2, $3)
+RETURNING CASE WHEN EXISTS (SELECT FROM pgsaga_key_tombstone t WHERE t.tenant_id = $1 AND t.actor_id = $2
+        AND t.key_hash = pgsaga_key_hash($3) AND t.expires_at > now())
+    OR EXISTS (SELECT FROM pgsaga_key k WHERE k.tenant_id = $1 AND k.actor_id = $2 AND k.key = $3)
+    THEN pgsaga_key_expired($3) ELSE true END AS unexpired
 `
 
 type ClaimCompletedParams struct {
@@ -38,9 +41,10 @@ type ClaimCompletedParams struct {
 	TraceContext    pgtype.Text
 }
 
-// Every claim returns pgsaga_key_unexpired's check, which raises SQLSTATE PGS02 when retention
-// deleted the key and left its tombstone: the claim writes nothing (migration 010 says why the
-// check is in RETURNING).
+// Every claim returns the tombstone check of migration 013, read in the claim's own snapshot:
+// when the key's tombstone or the key itself is in it, retention deleted the key, and
+// pgsaga_key_expired raises SQLSTATE PGS02, so that the claim writes nothing. (The check is in
+// RETURNING only so that it runs for a row that went in; migration 013 says why it holds.)
 //
 // ClaimCompleted stores a key finished by its first phase (a single-transaction operation): its
 // response, no lease, no copy of the request body (only resuming needs it, and a finished key is
@@ -74,7 +78,10 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, '', 'completed', 'finished',
     $8, $9::integer, $10, $11, clock_timestamp(),
     clock_timestamp() + $12::bigint * interval '1 millisecond', $13, $14::text)
 ON CONFLICT DO NOTHING
-RETURNING pgsaga_key_unexpired($1, $2, $3)
+RETURNING CASE WHEN EXISTS (SELECT FROM pgsaga_key_tombstone t WHERE t.tenant_id = $1 AND t.actor_id = $2
+        AND t.key_hash = pgsaga_key_hash($3) AND t.expires_at > now())
+    OR EXISTS (SELECT FROM pgsaga_key k WHERE k.tenant_id = $1 AND k.actor_id = $2 AND k.key = $3)
+    THEN pgsaga_key_expired($3) ELSE true END AS unexpired
 `
 
 type ClaimCompletedOrNothingParams struct {
@@ -124,7 +131,10 @@ INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
 VALUES ($1, $2, $3, $4, $5, $6, $7, '', 'failed',
     $8, $9, $10::text, $11::text, $12, $13::text)
 ON CONFLICT DO NOTHING
-RETURNING pgsaga_key_unexpired($1, $2, $3)
+RETURNING CASE WHEN EXISTS (SELECT FROM pgsaga_key_tombstone t WHERE t.tenant_id = $1 AND t.actor_id = $2
+        AND t.key_hash = pgsaga_key_hash($3) AND t.expires_at > now())
+    OR EXISTS (SELECT FROM pgsaga_key k WHERE k.tenant_id = $1 AND k.actor_id = $2 AND k.key = $3)
+    THEN pgsaga_key_expired($3) ELSE true END AS unexpired
 `
 
 type ClaimParkedOrNothingParams struct {
@@ -174,7 +184,10 @@ INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'started',
     $9, $10, $11, clock_timestamp() + $12::bigint * interval '1 millisecond',
     $13::text)
-RETURNING pgsaga_key_unexpired($1, $2, $3), created_at,
+RETURNING CASE WHEN EXISTS (SELECT FROM pgsaga_key_tombstone t WHERE t.tenant_id = $1 AND t.actor_id = $2
+        AND t.key_hash = pgsaga_key_hash($3) AND t.expires_at > now())
+    OR EXISTS (SELECT FROM pgsaga_key k WHERE k.tenant_id = $1 AND k.actor_id = $2 AND k.key = $3)
+    THEN pgsaga_key_expired($3) ELSE true END AS unexpired, created_at,
     (extract(epoch FROM locked_until - clock_timestamp()) * 1000)::bigint AS lease_left_ms
 `
 
@@ -195,9 +208,9 @@ type ClaimStartedParams struct {
 }
 
 type ClaimStartedRow struct {
-	PgsagaKeyUnexpired bool
-	CreatedAt          pgtype.Timestamptz
-	LeaseLeftMs        int64
+	Unexpired   bool
+	CreatedAt   pgtype.Timestamptz
+	LeaseLeftMs int64
 }
 
 // ClaimStarted stores a started key, leased, at the recovery point its first phase reached,
@@ -219,7 +232,7 @@ func (q *Queries) ClaimStarted(ctx context.Context, arg *ClaimStartedParams) (Cl
 		arg.TraceContext,
 	)
 	var i ClaimStartedRow
-	err := row.Scan(&i.PgsagaKeyUnexpired, &i.CreatedAt, &i.LeaseLeftMs)
+	err := row.Scan(&i.Unexpired, &i.CreatedAt, &i.LeaseLeftMs)
 	return i, err
 }
 
@@ -231,7 +244,10 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'started',
     $9, $10, $11, clock_timestamp() + $12::bigint * interval '1 millisecond',
     $13::text, $14::text, $15::text, $16::bigint,
     clock_timestamp(), clock_timestamp() + $12::bigint * interval '1 millisecond')
-RETURNING pgsaga_key_unexpired($1, $2, $3), created_at,
+RETURNING CASE WHEN EXISTS (SELECT FROM pgsaga_key_tombstone t WHERE t.tenant_id = $1 AND t.actor_id = $2
+        AND t.key_hash = pgsaga_key_hash($3) AND t.expires_at > now())
+    OR EXISTS (SELECT FROM pgsaga_key k WHERE k.tenant_id = $1 AND k.actor_id = $2 AND k.key = $3)
+    THEN pgsaga_key_expired($3) ELSE true END AS unexpired, created_at,
     (extract(epoch FROM locked_until - clock_timestamp()) * 1000)::bigint AS lease_left_ms
 `
 
@@ -255,9 +271,9 @@ type ClaimStartedJournalParams struct {
 }
 
 type ClaimStartedJournalRow struct {
-	PgsagaKeyUnexpired bool
-	CreatedAt          pgtype.Timestamptz
-	LeaseLeftMs        int64
+	Unexpired   bool
+	CreatedAt   pgtype.Timestamptz
+	LeaseLeftMs int64
 }
 
 // ClaimStartedJournal is ClaimStarted with the journal entry of the call about to be sent (the
@@ -283,7 +299,7 @@ func (q *Queries) ClaimStartedJournal(ctx context.Context, arg *ClaimStartedJour
 		arg.CallMaxInFlightMs,
 	)
 	var i ClaimStartedJournalRow
-	err := row.Scan(&i.PgsagaKeyUnexpired, &i.CreatedAt, &i.LeaseLeftMs)
+	err := row.Scan(&i.Unexpired, &i.CreatedAt, &i.LeaseLeftMs)
 	return i, err
 }
 
@@ -296,7 +312,10 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'started',
     $13::text, $14::text, $15::text, $16::bigint,
     clock_timestamp(), clock_timestamp() + $12::bigint * interval '1 millisecond')
 ON CONFLICT DO NOTHING
-RETURNING pgsaga_key_unexpired($1, $2, $3), created_at,
+RETURNING CASE WHEN EXISTS (SELECT FROM pgsaga_key_tombstone t WHERE t.tenant_id = $1 AND t.actor_id = $2
+        AND t.key_hash = pgsaga_key_hash($3) AND t.expires_at > now())
+    OR EXISTS (SELECT FROM pgsaga_key k WHERE k.tenant_id = $1 AND k.actor_id = $2 AND k.key = $3)
+    THEN pgsaga_key_expired($3) ELSE true END AS unexpired, created_at,
     (extract(epoch FROM locked_until - clock_timestamp()) * 1000)::bigint AS lease_left_ms
 `
 
@@ -320,9 +339,9 @@ type ClaimStartedJournalOrNothingParams struct {
 }
 
 type ClaimStartedJournalOrNothingRow struct {
-	PgsagaKeyUnexpired bool
-	CreatedAt          pgtype.Timestamptz
-	LeaseLeftMs        int64
+	Unexpired   bool
+	CreatedAt   pgtype.Timestamptz
+	LeaseLeftMs int64
 }
 
 func (q *Queries) ClaimStartedJournalOrNothing(ctx context.Context, arg *ClaimStartedJournalOrNothingParams) (ClaimStartedJournalOrNothingRow, error) {
@@ -345,6 +364,6 @@ func (q *Queries) ClaimStartedJournalOrNothing(ctx context.Context, arg *ClaimSt
 		arg.CallMaxInFlightMs,
 	)
 	var i ClaimStartedJournalOrNothingRow
-	err := row.Scan(&i.PgsagaKeyUnexpired, &i.CreatedAt, &i.LeaseLeftMs)
+	err := row.Scan(&i.Unexpired, &i.CreatedAt, &i.LeaseLeftMs)
 	return i, err
 }

@@ -40,7 +40,7 @@ func TestPredicatesAreInlined(t *testing.T) {
 		return b.String()
 	}
 	// The control: a function PostgreSQL cannot inline (plpgsql) is named in the plan.
-	require.Contains(t, plan(claimStarted), "pgsaga_key_unexpired")
+	require.Contains(t, plan(claimStarted), "pgsaga_key_expired")
 	for name, sql := range map[string]string{
 		"ClaimDue":     claimDue,
 		"ClaimKeys":    claimKeys,

@@ -189,7 +189,8 @@ WITNESS_NAMES=(- "a send after a quiet, empty inquiry" "an inquiry found the cha
 	"the client's retry after GC answered 410 from the tombstone"
 	"a claim waited for the GC deleting the key, went in when it committed, and was answered from the tombstone"
 	"another request under the deleted key answered 422 from the tombstone"
-	"a zombie's write found its key deleted by GC: fenced")
+	"a zombie's write found its key deleted by GC: fenced"
+	"a claim that did not wait went in after a GC that committed after its snapshot: the key in it refused it")
 
 # gcc -Og takes 10-20 s of CPU to compile a verifier, -O0 2-3 s, and -O0's search runs about 1.7
 # times as long: -Og pays only for the searches that take more than about 15 s at -O0.
@@ -233,10 +234,10 @@ seeded_tasks() {
 	echo "found BUG_WINDOW_WITH_OUTCOME \"$S8_OVER_MARGIN -DBUG_WINDOW_WITH_OUTCOME\" \"$QUICK_CFLAGS\" ''"
 	# retention: found by the client's retry running the operation again (without the other
 	# request, which would find them first), the probe's race by the other request too
-	for b in BUG_GC_NO_TOMBSTONE BUG_PROBE_IN_SNAPSHOT BUG_GC_SPLIT; do
+	for b in BUG_GC_NO_TOMBSTONE BUG_PROBE_TOMBSTONE_ONLY BUG_GC_SPLIT; do
 		echo "found $b \"$SEED_RETENTION -D$b\" \"$QUICK_CFLAGS\" ''"
 	done
-	echo "found BUG_PROBE_IN_SNAPSHOT-other \"$SEED_RETENTION_OTHER -DBUG_PROBE_IN_SNAPSHOT\" \"$QUICK_CFLAGS\" ''"
+	echo "found BUG_PROBE_TOMBSTONE_ONLY-other \"$SEED_RETENTION_OTHER -DBUG_PROBE_TOMBSTONE_ONLY\" \"$QUICK_CFLAGS\" ''"
 	echo "found BUG_TOMB_NO_DIGEST \"$S9_RETENTION -DBUG_TOMB_NO_DIGEST\" \"$QUICK_CFLAGS\" ''"
 	# the poison key as a liveness violation too (-A: the budget assertion would stop it first).
 	# T_REVERSE only changes the order of the search: in spin's default order the nested search
@@ -254,7 +255,7 @@ witness_tasks() {
 	echo "witnesses W-lost-commits \"$S7_LOST_COMMITS\" 2 3 17 18 19 20 21"
 	echo "witnesses W-window \"$S8_WINDOW\" 1 13 22 23 24"
 	echo "witnesses W-window-over-margin \"$S8_OVER_MARGIN\" 22 24"
-	echo "witnesses W-retention \"$S9_RETENTION\" 3 26 27 28 29"
+	echo "witnesses W-retention \"$S9_RETENTION\" 3 26 27 28 29 30"
 }
 variant_tasks() {
 	# (the largest first: two failovers about 4 minutes, then the keys' and S7 with heartbeats

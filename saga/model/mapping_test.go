@@ -18,7 +18,7 @@ import (
 
 // The mapping table names the code that implements each step: files (under saga/ unless they
 // give a directory), Go declarations in backticks (`name`, `(*T).m`, `T.field`, `pkg.Name`),
-// and the schema's names (`pgsaga_key_unexpired`). Each must exist on the branch the test runs
+// and the schema's names (`pgsaga_key_expired`). Each must exist on the branch the test runs
 // on: a rename that forgets the page fails here.
 func TestTheMappingNamesCodeThatExists(t *testing.T) {
 	root, err := filepath.Abs("../..")

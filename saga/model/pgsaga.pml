@@ -236,8 +236,10 @@ bit tomb;              /* the key's tombstone, committed */
 #ifdef BUG_GC_SPLIT
 bit tombdue;           /* the delete committed; the tombstone's own transaction is still to come */
 #endif
-bit waiting;           /* the client's retry: its claim waits on the key GC is deleting */
-bit snaptomb;          /* ... the tombstone its statement's snapshot saw (taken before the wait) */
+bit snapped;           /* the client's retry: its claim statement took its snapshot, */
+bit snapkey;           /* ... which holds the key (a GC deleting it had not committed), */
+bit snaptomb;          /* ... or the key's tombstone */
+bit waiting;           /* ... and it waits on the key GC is deleting */
 byte othersclaim;      /* (ghost) claims of the key by another request */
 bit other410;          /* (ghost) another request answered 410 */
 #endif
@@ -344,6 +346,8 @@ c_code {
                             * the GC committed, and its probe answered from the tombstone */
 #define W_OTHER_422 28     /* (GC) another request under the deleted key answered 422 */
 #define W_FENCED_GONE 29   /* (GC) a zombie's write found its key deleted by GC: fenced */
+#define W_KEY_IN_SNAPSHOT 30 /* (GC) a claim that did not wait went in after a GC that committed
+                            * after its snapshot: the key in the snapshot refused it */
 
 /* With LOST_ANYTIME, an execution whose lease came from a commit the failover lost may still
  * send until its local deadline: the properties about leases and windows hold for the others
@@ -949,10 +953,11 @@ done:
  *
  * With GC it is the client of the first request too, whose answer was lost: it retries with the
  * same key until it has an answer, the key's response replayed, or 410 once GC deleted the key.
- * Every retry begins with the claim (an INSERT of the key row that conflicts with a stored key);
- * when the key is gone, the row goes in and the probe in its RETURNING finds the tombstone: PGS02
- * rolls the claim and P1 back. A claim that reaches the key's unique entry while a GC's delete of
- * it is not committed waits for that GC, and goes in when it commits.
+ * Every retry begins with the claim (an INSERT of the key row that conflicts with a stored key),
+ * whose statement takes its snapshot first; when the key is gone, the row goes in and the probe
+ * in its RETURNING sees, in that snapshot, the key's tombstone or the key itself: PGS02 rolls the
+ * claim and P1 back. A claim that reaches the key's unique entry while a GC's delete of it is not
+ * committed waits for that GC, and goes in when it commits.
  */
 #if defined(LOST_COMMITS) || defined(GC)
 #define RETRYING (!answered)
@@ -982,13 +987,13 @@ inline reclaim(e) {
 }
 
 #ifdef GC
-/* what the claim's probe of the tombstones sees: the tombstone committed when the probe runs, in
- * a snapshot of its own after the row is in (pgsaga_key_unexpired in RETURNING); with
- * BUG_PROBE_IN_SNAPSHOT, in the INSERT's own statement snapshot, taken before a wait on the key */
-#ifdef BUG_PROBE_IN_SNAPSHOT
-#define PROBE(waited, snap) ((waited) -> (snap) : tomb)
+/* what the claim's probe sees, when its row went in: the key's tombstone or the key itself in the
+ * statement's snapshot (taken before any wait on the key), either of which means that GC deleted
+ * the key (migration 013); with BUG_PROBE_TOMBSTONE_ONLY, the tombstone alone */
+#ifdef BUG_PROBE_TOMBSTONE_ONLY
+#define PROBE(key, tombstone) (tombstone)
 #else
-#define PROBE(waited, snap) tomb
+#define PROBE(key, tombstone) ((key) || (tombstone))
 #endif
 #endif
 
@@ -1022,28 +1027,37 @@ done:
 		/* a failover lost the key: the retry claims it again (P1's commit) */
 		reclaim(e) }
 #elif defined(GC)
-	:: atomic { status == COMPLETED && !answered && !gcopen ->
+	:: atomic { !answered && !snapped && claimed && (status == COMPLETED || status == NONE) ->
+		/* the retry's claim statement takes its snapshot: the key as readers see it (there
+		 * until the GC deleting it commits), and its tombstone */
+		snapped = 1; snapkey = (status != NONE); snaptomb = tomb }
+	:: atomic { snapped && status == COMPLETED && !gcopen ->
 		/* the claim conflicts with the completed key: its response, replayed */
-		answered = 1 }
-	:: atomic { gcopen && !answered && !waiting ->
-		/* the claim's statement takes its snapshot, reaches the key's unique entry and waits
-		 * for the GC deleting it */
-		waiting = 1; snaptomb = tomb }
-	:: atomic { status == NONE && claimed && !answered ->
-		/* the key is gone (the GC it waited for committed): the row goes in; the probe */
+		snapped = 0; answered = 1 }
+	:: atomic { snapped && gcopen && !waiting ->
+		/* the claim reaches the key's unique entry and waits for the GC deleting it */
+		waiting = 1 }
+	:: atomic { snapped && status == NONE && claimed ->
+		/* the key is gone (any GC it waited for committed): the row goes in; the probe */
 		if
-		:: PROBE(waiting, snaptomb) ->
-			/* PGS02: the engine reads the tombstone, the same operation and request: 410,
-			 * definitive; nothing is stored, nothing runs */
-			SEEN(W_EXPIRED);
-			if :: waiting -> SEEN(W_GC_WAITED) :: else -> skip fi;
-			waiting = 0; snaptomb = 0;
-			answered = 1
+		:: PROBE(snapkey, snaptomb) ->
+			/* PGS02: nothing is stored, nothing runs; the engine reads the tombstone */
+			if
+			:: tomb ->
+				/* the same operation and request: 410, definitive */
+				SEEN(W_EXPIRED);
+				if :: waiting -> SEEN(W_GC_WAITED) :: else -> skip fi;
+				if :: snapkey && !waiting -> SEEN(W_KEY_IN_SNAPSHOT) :: else -> skip fi;
+				answered = 1
+			:: else ->
+				/* its window passed since the snapshot: answered "retry" (TOMB_EXPIRES) */
+				skip
+			fi
 		:: else ->
-			/* no tombstone seen: the key is claimed again */
-			waiting = 0; snaptomb = 0;
+			/* the probe saw neither: the key is claimed again */
 			reclaim(e)
-		fi }
+		fi;
+		snapped = 0; snapkey = 0; snaptomb = 0; waiting = 0 }
 #endif
 #if !defined(LOST_COMMITS) && !defined(GC)
 	:: tries == 0 -> break
@@ -1089,18 +1103,22 @@ done:
 /*
  * Another request under the key (another operation, or another request body): it comes once the
  * GC deletes the key (before that, the key answers it 422 and it writes nothing, which is not a
- * step). Its claim waits for a GC deleting the key as the retry's does; when the key is gone,
- * its row goes in and the probe finds the tombstone: 422, nothing stored.
+ * step). Its claim's statement takes its snapshot and waits for a GC deleting the key as the
+ * retry's does; when the key is gone, its row goes in and the probe sees the key or its
+ * tombstone in that snapshot: 422, nothing stored.
  */
 proctype other() {
-	bit waited, snap;
+	bit osnapped, osnapkey, osnaptomb;
 
 end_other:
 	do
-	:: atomic { gcopen && !waited -> waited = 1; snap = tomb }
-	:: atomic { status == NONE && claimed ->
+	:: atomic { !osnapped && claimed && (status == COMPLETED || status == NONE) ->
+		/* its claim statement takes its snapshot: the key as readers see it, and its tombstone */
+		osnapped = 1; osnapkey = (status != NONE); osnaptomb = tomb }
+	:: atomic { osnapped && status == NONE ->
+		/* the key is gone (any GC it waited for committed): the row goes in; the probe */
 		if
-		:: PROBE(waited, snap) ->
+		:: PROBE(osnapkey, osnaptomb) ->
 #ifdef BUG_TOMB_NO_DIGEST
 			/* 410 whenever the key has a tombstone, whatever the request */
 			other410 = 1;
@@ -1111,7 +1129,7 @@ end_other:
 			/* PROPERTY a 410 answers only the request whose key expired */
 			assert(other410 == 0)
 		:: else ->
-			/* no tombstone seen: another request claims the key */
+			/* the probe saw neither: another request claims the key */
 			othersclaim++;
 			/* PROPERTY no other request claims the key while its tombstone lives */
 			assert(othersclaim == 0)

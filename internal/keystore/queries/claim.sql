@@ -1,6 +1,7 @@
--- Every claim returns pgsaga_key_unexpired's check, which raises SQLSTATE PGS02 when retention
--- deleted the key and left its tombstone: the claim writes nothing (migration 010 says why the
--- check is in RETURNING).
+-- Every claim returns the tombstone check of migration 013, read in the claim's own snapshot:
+-- when the key's tombstone or the key itself is in it, retention deleted the key, and
+-- pgsaga_key_expired raises SQLSTATE PGS02, so that the claim writes nothing. (The check is in
+-- RETURNING only so that it runs for a row that went in; migration 013 says why it holds.)
 --
 -- ClaimCompleted stores a key finished by its first phase (a single-transaction operation): its
 -- response, no lease, no copy of the request body (only resuming needs it, and a finished key is
@@ -13,7 +14,10 @@ INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
 VALUES (@tenant_id, @actor_id, @key, @operation, @method, @path, @request_hash, '', 'completed', 'finished',
     @state, @response_status::integer, @response_headers, @response_body, clock_timestamp(),
     clock_timestamp() + sqlc.arg(retention_ms)::bigint * interval '1 millisecond', @lease_token, sqlc.narg(trace_context)::text)
-RETURNING pgsaga_key_unexpired(@tenant_id, @actor_id, @key);
+RETURNING CASE WHEN EXISTS (SELECT FROM pgsaga_key_tombstone t WHERE t.tenant_id = @tenant_id AND t.actor_id = @actor_id
+        AND t.key_hash = pgsaga_key_hash(@key) AND t.expires_at > now())
+    OR EXISTS (SELECT FROM pgsaga_key k WHERE k.tenant_id = @tenant_id AND k.actor_id = @actor_id AND k.key = @key)
+    THEN pgsaga_key_expired(@key) ELSE true END AS unexpired;
 
 -- name: ClaimCompletedOrNothing :execrows
 INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
@@ -23,7 +27,10 @@ VALUES (@tenant_id, @actor_id, @key, @operation, @method, @path, @request_hash, 
     @state, @response_status::integer, @response_headers, @response_body, clock_timestamp(),
     clock_timestamp() + sqlc.arg(retention_ms)::bigint * interval '1 millisecond', @lease_token, sqlc.narg(trace_context)::text)
 ON CONFLICT DO NOTHING
-RETURNING pgsaga_key_unexpired(@tenant_id, @actor_id, @key);
+RETURNING CASE WHEN EXISTS (SELECT FROM pgsaga_key_tombstone t WHERE t.tenant_id = @tenant_id AND t.actor_id = @actor_id
+        AND t.key_hash = pgsaga_key_hash(@key) AND t.expires_at > now())
+    OR EXISTS (SELECT FROM pgsaga_key k WHERE k.tenant_id = @tenant_id AND k.actor_id = @actor_id AND k.key = @key)
+    THEN pgsaga_key_expired(@key) ELSE true END AS unexpired;
 
 -- ClaimStarted stores a started key, leased, at the recovery point its first phase reached,
 -- with the request body kept for resuming.
@@ -33,7 +40,10 @@ INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
 VALUES (@tenant_id, @actor_id, @key, @operation, @method, @path, @request_hash, @request_body, 'started',
     @recovery_point, @state, @lease_token, clock_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
     sqlc.narg(trace_context)::text)
-RETURNING pgsaga_key_unexpired(@tenant_id, @actor_id, @key), created_at,
+RETURNING CASE WHEN EXISTS (SELECT FROM pgsaga_key_tombstone t WHERE t.tenant_id = @tenant_id AND t.actor_id = @actor_id
+        AND t.key_hash = pgsaga_key_hash(@key) AND t.expires_at > now())
+    OR EXISTS (SELECT FROM pgsaga_key k WHERE k.tenant_id = @tenant_id AND k.actor_id = @actor_id AND k.key = @key)
+    THEN pgsaga_key_expired(@key) ELSE true END AS unexpired, created_at,
     (extract(epoch FROM locked_until - clock_timestamp()) * 1000)::bigint AS lease_left_ms;
 
 -- ClaimStartedJournal is ClaimStarted with the journal entry of the call about to be sent (the
@@ -47,7 +57,10 @@ VALUES (@tenant_id, @actor_id, @key, @operation, @method, @path, @request_hash, 
     @recovery_point, @state, @lease_token, clock_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
     sqlc.narg(trace_context)::text, @call_step::text, sqlc.narg(call_reference)::text, @call_max_in_flight_ms::bigint,
     clock_timestamp(), clock_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond')
-RETURNING pgsaga_key_unexpired(@tenant_id, @actor_id, @key), created_at,
+RETURNING CASE WHEN EXISTS (SELECT FROM pgsaga_key_tombstone t WHERE t.tenant_id = @tenant_id AND t.actor_id = @actor_id
+        AND t.key_hash = pgsaga_key_hash(@key) AND t.expires_at > now())
+    OR EXISTS (SELECT FROM pgsaga_key k WHERE k.tenant_id = @tenant_id AND k.actor_id = @actor_id AND k.key = @key)
+    THEN pgsaga_key_expired(@key) ELSE true END AS unexpired, created_at,
     (extract(epoch FROM locked_until - clock_timestamp()) * 1000)::bigint AS lease_left_ms;
 
 -- name: ClaimStartedJournalOrNothing :one
@@ -59,7 +72,10 @@ VALUES (@tenant_id, @actor_id, @key, @operation, @method, @path, @request_hash, 
     sqlc.narg(trace_context)::text, @call_step::text, sqlc.narg(call_reference)::text, @call_max_in_flight_ms::bigint,
     clock_timestamp(), clock_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond')
 ON CONFLICT DO NOTHING
-RETURNING pgsaga_key_unexpired(@tenant_id, @actor_id, @key), created_at,
+RETURNING CASE WHEN EXISTS (SELECT FROM pgsaga_key_tombstone t WHERE t.tenant_id = @tenant_id AND t.actor_id = @actor_id
+        AND t.key_hash = pgsaga_key_hash(@key) AND t.expires_at > now())
+    OR EXISTS (SELECT FROM pgsaga_key k WHERE k.tenant_id = @tenant_id AND k.actor_id = @actor_id AND k.key = @key)
+    THEN pgsaga_key_expired(@key) ELSE true END AS unexpired, created_at,
     (extract(epoch FROM locked_until - clock_timestamp()) * 1000)::bigint AS lease_left_ms;
 
 -- ClaimParkedOrNothing stores a key parked before any phase committed (a permanent failure of
@@ -72,4 +88,7 @@ INSERT INTO pgsaga_key (tenant_id, actor_id, key, operation, method, path,
 VALUES (@tenant_id, @actor_id, @key, @operation, @method, @path, @request_hash, '', 'failed',
     @recovery_point, @state, @last_error::text, @parked_reason::text, @lease_token, sqlc.narg(trace_context)::text)
 ON CONFLICT DO NOTHING
-RETURNING pgsaga_key_unexpired(@tenant_id, @actor_id, @key);
+RETURNING CASE WHEN EXISTS (SELECT FROM pgsaga_key_tombstone t WHERE t.tenant_id = @tenant_id AND t.actor_id = @actor_id
+        AND t.key_hash = pgsaga_key_hash(@key) AND t.expires_at > now())
+    OR EXISTS (SELECT FROM pgsaga_key k WHERE k.tenant_id = @tenant_id AND k.actor_id = @actor_id AND k.key = @key)
+    THEN pgsaga_key_expired(@key) ELSE true END AS unexpired;
