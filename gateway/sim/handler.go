@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/internal/sleep"
 )
 
 // maxBody bounds request bodies; a charge or a faults document is a few hundred bytes.
@@ -97,16 +98,10 @@ func (s *Simulator) handleCharge(w http.ResponseWriter, r *http.Request) {
 		loseResponse(w)
 		return
 	}
-	if v.delay > 0 {
-		t := time.NewTimer(v.delay)
-		defer t.Stop()
-		select {
-		case <-r.Context().Done():
-			// The client went away or the server is stopping: the answer is lost either way.
-			loseResponse(w)
-			return
-		case <-t.C:
-		}
+	if !sleep.For(r.Context(), v.delay) {
+		// The client went away or the server is stopping: the answer is lost either way.
+		loseResponse(w)
+		return
 	}
 	if v.lose {
 		loseResponse(w)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/gateway/internal/inflight"
 )
 
 // Simulator is an in-memory payment provider with injectable faults. It is safe for
@@ -27,9 +28,8 @@ type Simulator struct {
 	loseNext    int
 	hangNext    int
 	pendingNext int
-	// longestHold is the longest latency-before hold any charge request got: no request that
-	// arrived longer ago than that is still on its way.
-	longestHold time.Duration
+	// inFlight is the charges held before they land (latency-before).
+	inFlight inflight.Window
 	// requestTimeout is the in-process Gateway's per-request timeout (Config.RequestTimeout).
 	requestTimeout time.Duration
 	// controlSum is Config.ControlToken's SHA-256, nil without one.
@@ -40,8 +40,6 @@ type Simulator struct {
 // one turns final.
 type record struct {
 	charge gateway.Charge
-	// arrivedAt is when the request that created it arrived (before its latency-before hold).
-	arrivedAt time.Time
 	// landAt is when the charge exists for the provider: the request's arrival plus its
 	// latency-before hold. Before then no read shows it, however the goroutines that carry the
 	// request are scheduled, so the hold is exact.
@@ -113,16 +111,7 @@ func (s *Simulator) Capabilities() gateway.Capabilities {
 	defer s.mu.Unlock()
 	caps := s.settings.capabilities()
 	caps.RequestTimeout = s.requestTimeout
-	now := time.Now()
-	for i := len(s.charges) - 1; i >= 0; i-- {
-		r := s.charges[i]
-		if now.Sub(r.arrivedAt) > s.longestHold {
-			break // requests arrive in order: every earlier one has landed
-		}
-		if !r.landed(now) {
-			caps.MaxInFlight = max(caps.MaxInFlight, r.landAt.Sub(r.arrivedAt))
-		}
-	}
+	caps.MaxInFlight = s.inFlight.MaxInFlight(time.Now(), caps.MaxInFlight)
 	return caps
 }
 
@@ -150,35 +139,26 @@ func (s *Simulator) SetFaults(update func(*Settings)) (Settings, error) {
 
 // FailNext makes the next n charge requests fail before charging (503), whatever FailBefore
 // says. It lets a test script faults without probabilities.
-func (s *Simulator) FailNext(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failNext = n
-}
+func (s *Simulator) FailNext(n int) { s.script(&s.failNext, n) }
 
 // LoseNext makes the responses of the next n charge requests that reach the ledger (new or
 // replayed) get lost, whatever LoseResponse says.
-func (s *Simulator) LoseNext(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.loseNext = n
-}
+func (s *Simulator) LoseNext(n int) { s.script(&s.loseNext, n) }
 
 // HangNext makes the next n charge requests that reach the ledger (new or replayed) get no
 // answer at all, whatever the other faults say: the charge is made and its caller waits until
 // it gives up, as behind a network path that silently drops the answer. Only the caller's
 // deadline ends such a request: it is what a per-request timeout is for.
-func (s *Simulator) HangNext(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.hangNext = n
-}
+func (s *Simulator) HangNext(n int) { s.script(&s.hangNext, n) }
 
 // PendingNext makes the next n charges created pending, whatever Pending says.
-func (s *Simulator) PendingNext(n int) {
+func (s *Simulator) PendingNext(n int) { s.script(&s.pendingNext, n) }
+
+// script sets one of the scripted fault counters under the lock.
+func (s *Simulator) script(counter *int, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pendingNext = n
+	*counter = n
 }
 
 // Ledger is every charge a simulator ever created, each as it stands.
@@ -296,9 +276,7 @@ func (s *Simulator) charge(p gateway.ChargeParams) verdict {
 	arrivedAt := time.Now()
 	v := verdict{landAt: arrivedAt}
 	if st.LatencyBefore > 0 {
-		hold := st.LatencyBefore + s.jitter(st.LatencyJitter)
-		v.landAt = v.landAt.Add(hold)
-		s.longestHold = max(s.longestHold, hold)
+		v.landAt = v.landAt.Add(st.LatencyBefore + s.jitter(st.LatencyJitter))
 	}
 
 	if s.failNext > 0 {
@@ -342,7 +320,7 @@ func (s *Simulator) charge(p gateway.ChargeParams) verdict {
 // create adds a charge for p, whose request arrived at arrivedAt, landing at landAt to the ledger
 // and returns it as created; s.mu is held.
 func (s *Simulator) create(p gateway.ChargeParams, st Settings, arrivedAt, landAt time.Time) gateway.Charge {
-	r := record{arrivedAt: arrivedAt, landAt: landAt, charge: gateway.Charge{
+	r := record{landAt: landAt, charge: gateway.Charge{
 		ID:        fmt.Sprintf("ch_%06d", len(s.charges)+1),
 		Amount:    p.Amount,
 		Currency:  p.Currency,
@@ -365,6 +343,7 @@ func (s *Simulator) create(p gateway.ChargeParams, st Settings, arrivedAt, landA
 	}
 	s.byID[r.charge.ID] = len(s.charges)
 	s.charges = append(s.charges, r)
+	s.inFlight.Add(arrivedAt, landAt)
 	return r.charge
 }
 
