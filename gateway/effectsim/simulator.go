@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/gateway/internal/faults"
 	"github.com/pgsaga/pgsaga/gateway/internal/inflight"
 	"github.com/pgsaga/pgsaga/internal/sleep"
 	"github.com/pgsaga/pgsaga/phases"
@@ -23,14 +23,14 @@ type Simulator[P, R any] struct {
 
 	mu       sync.Mutex
 	settings settings
-	rng      *rand.Rand
-	records  []record[P]
+	// dice draws the faults, probable and scripted.
+	dice    *faults.Dice
+	records []record[P]
 	// byID maps a record's id to its index in records.
 	byID map[string]int
 	// byKey is each idempotency key's first answer, replayed as it was (a pending answer stays
 	// pending); keys are recorded and honoured only while idempotency is on.
-	byKey                                     map[string]R
-	failNext, loseNext, hangNext, pendingNext int
+	byKey map[string]R
 	// inFlight is the effects held before they land (latency-before).
 	inFlight inflight.Window
 }
@@ -69,7 +69,7 @@ func New[P, R any](cfg *Config[P, R]) *Simulator[P, R] {
 	return &Simulator[P, R]{
 		cfg:      cfg.withDefaults(),
 		settings: settings{idempotency: cfg.Idempotency == nil || *cfg.Idempotency, inquiry: cfg.Inquiry == nil || *cfg.Inquiry, Faults: cfg.Faults},
-		rng:      rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)),
+		dice:     faults.New(cfg.Seed),
 		byID:     make(map[string]int),
 		byKey:    make(map[string]R),
 	}
@@ -111,19 +111,19 @@ func (s *Simulator[P, R]) SetFaults(update func(*Faults)) error {
 }
 
 // FailNext makes the next n requests fail before the provider acts, whatever FailBefore says.
-func (s *Simulator[P, R]) FailNext(n int) { s.script(&s.failNext, n) }
+func (s *Simulator[P, R]) FailNext(n int) { s.script(&s.dice.FailNext, n) }
 
 // LoseNext makes the answers of the next n requests that reach the provider (new or replayed)
 // get lost, whatever LoseResponse says.
-func (s *Simulator[P, R]) LoseNext(n int) { s.script(&s.loseNext, n) }
+func (s *Simulator[P, R]) LoseNext(n int) { s.script(&s.dice.LoseNext, n) }
 
 // HangNext makes the next n requests that reach the provider (new or replayed) get no answer at
 // all: the effect is made and its caller waits until it gives up. Only the caller's deadline
 // ends such a request: it is what a per-request timeout is for.
-func (s *Simulator[P, R]) HangNext(n int) { s.script(&s.hangNext, n) }
+func (s *Simulator[P, R]) HangNext(n int) { s.script(&s.dice.HangNext, n) }
 
 // PendingNext makes the next n effects made pending: they turn final after Config.PendingFor.
-func (s *Simulator[P, R]) PendingNext(n int) { s.script(&s.pendingNext, n) }
+func (s *Simulator[P, R]) PendingNext(n int) { s.script(&s.dice.PendingNext, n) }
 
 func (s *Simulator[P, R]) script(counter *int, n int) {
 	s.mu.Lock()
@@ -187,10 +187,9 @@ type verdict[R any] struct {
 	// landAt is when the request reaches the provider (its arrival plus the latency-before
 	// hold): Send holds it until then, and its effect exists from then on.
 	landAt time.Time
-	// delay is how long the answer is held back after landAt.
-	delay time.Duration
-	// lose drops the answer; hang holds it until the caller gives up.
-	lose, hang bool
+	// Answer is the answer's delay after landAt, and whether it is lost or hangs until the
+	// caller gives up.
+	faults.Answer
 }
 
 // Send makes the effect for params, or replays the first answer to its idempotency key. A
@@ -214,14 +213,14 @@ func (s *Simulator[P, R]) Send(ctx context.Context, params P) (*R, error) {
 	case v.err != nil:
 		return nil, phases.Permanent(v.err)
 	}
-	if v.hang {
+	if v.Hang {
 		<-ctx.Done()
 		return nil, gateway.Unknown(fmt.Errorf("no answer to the %s: %w", s.cfg.Kind.Name, ctx.Err()))
 	}
-	if !sleep.For(ctx, v.delay) {
+	if !sleep.For(ctx, v.Delay) {
 		return nil, gateway.Unknown(fmt.Errorf("waiting for the %s's answer: %w", s.cfg.Kind.Name, ctx.Err()))
 	}
-	if v.lose {
+	if v.Lose {
 		return nil, gateway.Unknown(ErrResponseLost)
 	}
 	return v.answer, nil
@@ -240,12 +239,8 @@ func (s *Simulator[P, R]) decide(params P) verdict[R] {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.settings
-	v := verdict[R]{landAt: now}
-	if st.LatencyBefore > 0 {
-		v.landAt = now.Add(st.LatencyBefore + s.jitter(st.LatencyJitter))
-	}
-	if s.failNext > 0 || st.FailBefore > 0 && s.rng.Float64() < st.FailBefore {
-		s.failNext = max(s.failNext-1, 0)
+	v := verdict[R]{landAt: now.Add(s.dice.Hold(st.LatencyBefore, st.LatencyJitter))}
+	if s.dice.FailsBefore(st.FailBefore) {
 		v.err = ErrUnavailable
 		return v
 	}
@@ -265,17 +260,7 @@ func (s *Simulator[P, R]) decide(params P) verdict[R] {
 		v.answer = &answer
 	}
 
-	v.delay = st.Latency + s.jitter(st.LatencyJitter)
-	switch {
-	case s.hangNext > 0:
-		s.hangNext--
-		v.hang = true
-	case s.loseNext > 0:
-		s.loseNext--
-		v.lose = true
-	case st.LoseResponse > 0:
-		v.lose = s.rng.Float64() < st.LoseResponse
-	}
+	v.Answer = s.dice.Answer(st.Latency, st.LatencyJitter, st.LoseResponse)
 	return v
 }
 
@@ -287,8 +272,7 @@ func (s *Simulator[P, R]) makeRecord(params P, arrivedAt, landAt time.Time) R {
 	if s.cfg.Declines != nil && s.cfg.Declines(params) {
 		r.status = gateway.StatusDeclined
 	}
-	if s.pendingNext > 0 {
-		s.pendingNext--
+	if s.dice.Pending(0) {
 		r.final, r.status, r.finalAt = r.status, gateway.StatusPending, landAt.Add(s.cfg.PendingFor)
 	}
 	s.byID[r.id] = len(s.records)
@@ -333,12 +317,4 @@ func (s *Simulator[P, R]) Get(ctx context.Context, id string) (*R, error) {
 	}
 	r := s.at(s.records[i], now)
 	return &r, nil
-}
-
-// jitter draws a uniform 0..max; s.mu is held.
-func (s *Simulator[P, R]) jitter(max time.Duration) time.Duration {
-	if max <= 0 {
-		return 0
-	}
-	return time.Duration(s.rng.Int64N(int64(max) + 1))
 }

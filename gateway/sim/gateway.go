@@ -45,14 +45,14 @@ func (g inProcess) Charge(ctx context.Context, params gateway.ChargeParams) (*ga
 	case v.err != nil:
 		return nil, phases.Permanent(v.err)
 	}
-	if v.hang {
+	if v.Hang {
 		<-ctx.Done()
 		return nil, gateway.Unknown(fmt.Errorf("no answer to the charge: %w", ctx.Err()))
 	}
-	if !sleep.For(ctx, v.delay) {
+	if !sleep.For(ctx, v.Delay) {
 		return nil, gateway.Unknown(fmt.Errorf("waiting for the charge response: %w", ctx.Err()))
 	}
-	if v.lose {
+	if v.Lose {
 		return nil, gateway.Unknown(errResponseLost)
 	}
 	return v.charge, nil
