@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pgsaga/pgsaga/internal/sleep"
 	"github.com/pgsaga/pgsaga/phases"
 )
 
@@ -296,7 +297,7 @@ func (x *execution[P, R]) resolve(ctx context.Context) result[R] {
 		if !fits(ctx, wait) {
 			return failed[R](phases.RetryAfter(wait, x.classed(inFlight)))
 		}
-		if !sleep(ctx, wait) {
+		if !sleep.For(ctx, wait) {
 			return failed[R](x.classed(fmt.Errorf("%w (gave up: %w)", inFlight, ctx.Err())))
 		}
 		if r, held = x.inquire(ctx); held || r.err != nil {
@@ -441,7 +442,7 @@ func (x *execution[P, R]) pause(ctx context.Context, n int) bool {
 		return false
 	}
 	d := x.opts.RetryDelay(n)
-	return fits(ctx, d) && sleep(ctx, d)
+	return fits(ctx, d) && sleep.For(ctx, d)
 }
 
 // gaveUp is the error when no round is left: the effect still pending, or the last failure,
@@ -473,16 +474,4 @@ func pendingPoll(since time.Duration) time.Duration {
 func fits(ctx context.Context, d time.Duration) bool {
 	deadline, ok := ctx.Deadline()
 	return !ok || time.Until(deadline) >= 2*d
-}
-
-// sleep waits d, or until ctx ends (false).
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

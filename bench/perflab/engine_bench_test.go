@@ -8,40 +8,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pgsaga/pgsaga/bench/internal/sbsops"
 	"github.com/pgsaga/pgsaga/migrations"
-	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
-// The operations of the side-by-side benchmark (docs/performance.md): a single-transaction
-// operation doing one INSERT, and a phased one of two no-op phases around a no-op call.
+// ordersDDL is the table of the side-by-side benchmark's single-transaction operation
+// (sbsops.Single, docs/performance.md).
 const ordersDDL = `CREATE TABLE sbs_orders(id bigserial PRIMARY KEY, ref text NOT NULL, amount bigint NOT NULL,
   created_at timestamptz NOT NULL DEFAULT now())`
-
-func engineOps() []*phases.Operation {
-	noop := func(context.Context, pgx.Tx, *phases.Run) error { return nil }
-	return []*phases.Operation{
-		{Name: "sbs_single", Steps: []phases.Step{
-			phases.Atomic("done", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
-				var id int64
-				if err := tx.QueryRow(ctx, `INSERT INTO sbs_orders(ref, amount) VALUES ($1, 100) RETURNING id`, run.Key()).Scan(&id); err != nil {
-					return err
-				}
-				return run.Respond(201, map[string]any{"id": id})
-			}),
-		}},
-		{Name: "sbs_phased", Steps: []phases.Step{
-			phases.Atomic("created", noop),
-			phases.Call("charged", func(context.Context, *phases.Run) error { return nil }),
-			phases.Atomic("recorded", func(_ context.Context, _ pgx.Tx, run *phases.Run) error {
-				return run.Respond(201, map[string]any{"ok": true})
-			}),
-		}},
-	}
-}
 
 // engine is a saga client on a fresh, migrated database.
 type engine struct {
@@ -62,7 +39,7 @@ func newEngine(tb testing.TB) *engine {
 	if _, err := p.Exec(ctx, ordersDDL); err != nil {
 		tb.Fatal(err)
 	}
-	c, err := saga.NewClient(&saga.Config{DB: p, Operations: engineOps()})
+	c, err := saga.NewClient(&saga.Config{DB: p, Operations: sbsops.Operations()})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgsaga/pgsaga/bench/baseline"
+	"github.com/pgsaga/pgsaga/bench/internal/sbsops"
 	"github.com/pgsaga/pgsaga/migrations"
 	"github.com/pgsaga/pgsaga/saga"
 )
@@ -57,7 +58,7 @@ func engineVariant(name, op string, replay bool, schema string) variant {
 					return err
 				}
 			}
-			c, err := saga.NewClient(&saga.Config{DB: p, Operations: engineOps()})
+			c, err := saga.NewClient(&saga.Config{DB: p, Operations: sbsops.Operations()})
 			if err != nil {
 				return err
 			}

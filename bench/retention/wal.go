@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgsaga/pgsaga/bench/baseline"
-	"github.com/pgsaga/pgsaga/phases"
+	"github.com/pgsaga/pgsaga/bench/internal/sbsops"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -168,24 +168,7 @@ func measureWAL(ctx context.Context, pool *pgxpool.Pool, v walVariant, n, conc i
 // hand-written counterpart: the single-transaction order (pgsaga-1tx, hand-1tx-idem) and the
 // phased request with a call (pgsaga-phased, floor-2rt).
 func walVariants(pool *pgxpool.Pool) ([]walVariant, error) {
-	noop := func(context.Context, pgx.Tx, *phases.Run) error { return nil }
-	phased := &phases.Operation{Name: "sbs_phased", Steps: []phases.Step{
-		phases.Atomic("created", noop),
-		phases.Call("charged", func(context.Context, *phases.Run) error { return nil }),
-		phases.Atomic("recorded", func(_ context.Context, _ pgx.Tx, run *phases.Run) error {
-			return run.Respond(201, map[string]any{"ok": true})
-		}),
-	}}
-	single := &phases.Operation{Name: "sbs_single", Steps: []phases.Step{
-		phases.Atomic("done", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
-			var id int64
-			if err := tx.QueryRow(ctx, `INSERT INTO sbs_orders(ref, amount) VALUES ($1, 100) RETURNING id`, run.Key()).Scan(&id); err != nil {
-				return err
-			}
-			return run.Respond(201, map[string]any{"id": id})
-		}),
-	}}
-	client, err := saga.NewClient(&saga.Config{DB: pool, Operations: []*phases.Operation{phased, single}})
+	client, err := saga.NewClient(&saga.Config{DB: pool, Operations: sbsops.Operations()})
 	if err != nil {
 		return nil, err
 	}
@@ -197,9 +180,9 @@ func walVariants(pool *pgxpool.Pool) ([]walVariant, error) {
 		}
 	}
 	return []walVariant{
-		{"pgsaga-1tx", run(single.Name)},
+		{"pgsaga-1tx", run(sbsops.Single)},
 		{"hand-1tx-idem", func(ctx context.Context, i int) error { return baseline.HandIdempotent(ctx, pool, fmt.Sprint(i)) }},
-		{"pgsaga-phased", run(phased.Name)},
+		{"pgsaga-phased", run(sbsops.Phased)},
 		{"floor-2rt", func(ctx context.Context, _ int) error { return baseline.Floor2RT(ctx, pool) }},
 	}, nil
 }

@@ -31,9 +31,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgsaga/pgsaga/bench/baseline"
+	"github.com/pgsaga/pgsaga/bench/internal/sbsops"
 	"github.com/pgsaga/pgsaga/internal/testkit/pglocal"
 	"github.com/pgsaga/pgsaga/migrations"
-	"github.com/pgsaga/pgsaga/phases"
 	"github.com/pgsaga/pgsaga/saga"
 )
 
@@ -98,25 +98,7 @@ func main() {
 	_, err = migrations.Migrate(ctx, pool, nil)
 	must(err)
 
-	// pgsaga operations
-	noop := func(context.Context, pgx.Tx, *phases.Run) error { return nil }
-	phased := &phases.Operation{Name: "sbs_phased", Steps: []phases.Step{
-		phases.Atomic("created", noop),
-		phases.Call("charged", func(context.Context, *phases.Run) error { return nil }),
-		phases.Atomic("recorded", func(_ context.Context, _ pgx.Tx, run *phases.Run) error {
-			return run.Respond(201, map[string]any{"ok": true})
-		}),
-	}}
-	single := &phases.Operation{Name: "sbs_single", Steps: []phases.Step{
-		phases.Atomic("done", func(ctx context.Context, tx pgx.Tx, run *phases.Run) error {
-			var id int64
-			if err := tx.QueryRow(ctx, `INSERT INTO sbs_orders(ref, amount) VALUES ($1, 100) RETURNING id`, run.Key()).Scan(&id); err != nil {
-				return err
-			}
-			return run.Respond(201, map[string]any{"id": id})
-		}),
-	}}
-	client, err := saga.NewClient(&saga.Config{DB: pool, Operations: []*phases.Operation{phased, single}})
+	client, err := saga.NewClient(&saga.Config{DB: pool, Operations: sbsops.Operations()})
 	must(err)
 	scope := saga.Scope{Tenant: "t-sbs", Actor: "a-sbs"}
 	req := func(op, key string) *saga.Request {
@@ -125,7 +107,7 @@ func main() {
 	// replay keys: completed once up front
 	const replayKeys = 512
 	for i := 0; i < replayKeys; i++ {
-		_, err := client.Run(ctx, "sbs_single", req("sbs_single", fmt.Sprintf("replay-%s-%d", runID, i)))
+		_, err := client.Run(ctx, sbsops.Single, req(sbsops.Single, fmt.Sprintf("replay-%s-%d", runID, i)))
 		must(err)
 	}
 
@@ -164,11 +146,11 @@ func main() {
 			return err
 		}},
 		{"pgsaga-1tx (same INSERT, idempotent)", func(ctx context.Context, i int) error {
-			_, err := client.Run(ctx, "sbs_single", req("sbs_single", newKey("s", i)))
+			_, err := client.Run(ctx, sbsops.Single, req(sbsops.Single, newKey("s", i)))
 			return err
 		}},
 		{"pgsaga-replay", func(ctx context.Context, i int) error {
-			r, err := client.Run(ctx, "sbs_single", req("sbs_single", fmt.Sprintf("replay-%s-%d", runID, i%replayKeys)))
+			r, err := client.Run(ctx, sbsops.Single, req(sbsops.Single, fmt.Sprintf("replay-%s-%d", runID, i%replayKeys)))
 			if err == nil && !r.Replayed {
 				return fmt.Errorf("not replayed")
 			}
@@ -178,7 +160,7 @@ func main() {
 			return baseline.Floor2RT(ctx, pool)
 		}},
 		{"pgsaga-phased (2 phases + call)", func(ctx context.Context, i int) error {
-			r, err := client.Run(ctx, "sbs_phased", req("sbs_phased", newKey("p", i)))
+			r, err := client.Run(ctx, sbsops.Phased, req(sbsops.Phased, newKey("p", i)))
 			if err == nil && r.Response.Status != 201 {
 				return fmt.Errorf("status %d", r.Response.Status)
 			}

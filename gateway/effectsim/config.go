@@ -90,6 +90,21 @@ func (s settings) maxInFlight() time.Duration {
 	return s.LatencyBefore + s.LatencyJitter
 }
 
+// withDefaults returns a copy of cfg with every unset field given its default.
+func (cfg *Config[P, R]) withDefaults() Config[P, R] {
+	out := *cfg
+	if out.IDPrefix == "" {
+		out.IDPrefix = defaultIDPrefix
+	}
+	if out.RequestTimeout == 0 {
+		out.RequestTimeout = defaultRequestTimeout
+	}
+	if out.PendingFor == 0 {
+		out.PendingFor = defaultPendingFor
+	}
+	return out
+}
+
 // validate reports every field of cfg that is missing or out of range, naming it.
 func (cfg *Config[P, R]) validate() error {
 	if cfg == nil {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/gateway/internal/faults"
+	"github.com/pgsaga/pgsaga/gateway/internal/inflight"
+	"github.com/pgsaga/pgsaga/internal/sleep"
 	"github.com/pgsaga/pgsaga/phases"
 )
 
@@ -16,28 +18,21 @@ import (
 // gateway.Effect that reaches it in-process. It is safe for concurrent use; its records live as
 // long as it does.
 type Simulator[P, R any] struct {
-	kind           *gateway.Kind[P, R]
-	make           func(params P, id string, status gateway.Status, at time.Time) R
-	validateParams func(params P) error
-	declines       func(params P) bool
-	idPrefix       string
-	requestTimeout time.Duration
-	keyRetention   time.Duration
-	pendingFor     time.Duration
+	// cfg is the Config with its defaults; settings holds the faults as they are now.
+	cfg Config[P, R]
 
 	mu       sync.Mutex
 	settings settings
-	rng      *rand.Rand
-	records  []record[P]
+	// dice draws the faults, probable and scripted.
+	dice    *faults.Dice
+	records []record[P]
 	// byID maps a record's id to its index in records.
 	byID map[string]int
 	// byKey is each idempotency key's first answer, replayed as it was (a pending answer stays
 	// pending); keys are recorded and honoured only while idempotency is on.
-	byKey                                     map[string]R
-	failNext, loseNext, hangNext, pendingNext int
-	// longestHold is the longest latency-before hold any request got: no request that arrived
-	// longer ago than that is still on its way.
-	longestHold time.Duration
+	byKey map[string]R
+	// inFlight is the effects held before they land (latency-before).
+	inFlight inflight.Window
 }
 
 var _ gateway.Effect[struct{}, struct{}] = (*Simulator[struct{}, struct{}])(nil)
@@ -46,9 +41,9 @@ var _ gateway.Effect[struct{}, struct{}] = (*Simulator[struct{}, struct{}])(nil)
 type record[P any] struct {
 	params P
 	id     string
-	// arrivedAt is when the request arrived (before its latency-before hold); landAt is when the
-	// effect exists for the provider. Before then no read shows it.
-	arrivedAt, landAt time.Time
+	// landAt is when the effect exists for the provider: the request's arrival plus its
+	// latency-before hold. Before then no read shows it.
+	landAt time.Time
 	// status is its verdict as made; a pending one takes final at finalAt.
 	status  gateway.Status
 	final   gateway.Status
@@ -71,37 +66,20 @@ func New[P, R any](cfg *Config[P, R]) *Simulator[P, R] {
 	if err := Validate(cfg); err != nil {
 		panic(fmt.Sprintf("effectsim.New: %v", err))
 	}
-	s := &Simulator[P, R]{
-		kind:           cfg.Kind,
-		make:           cfg.Make,
-		validateParams: cfg.Validate,
-		declines:       cfg.Declines,
-		idPrefix:       cfg.IDPrefix,
-		requestTimeout: cfg.RequestTimeout,
-		keyRetention:   cfg.KeyRetention,
-		pendingFor:     cfg.PendingFor,
-		settings:       settings{idempotency: cfg.Idempotency == nil || *cfg.Idempotency, inquiry: cfg.Inquiry == nil || *cfg.Inquiry, Faults: cfg.Faults},
-		rng:            rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)),
-		byID:           make(map[string]int),
-		byKey:          make(map[string]R),
+	return &Simulator[P, R]{
+		cfg:      cfg.withDefaults(),
+		settings: settings{idempotency: cfg.Idempotency == nil || *cfg.Idempotency, inquiry: cfg.Inquiry == nil || *cfg.Inquiry, Faults: cfg.Faults},
+		dice:     faults.New(cfg.Seed),
+		byID:     make(map[string]int),
+		byKey:    make(map[string]R),
 	}
-	if s.idPrefix == "" {
-		s.idPrefix = defaultIDPrefix
-	}
-	if s.requestTimeout == 0 {
-		s.requestTimeout = defaultRequestTimeout
-	}
-	if s.pendingFor == 0 {
-		s.pendingFor = defaultPendingFor
-	}
-	return s
 }
 
 // Validate reports every field of cfg that is missing or out of range, naming it.
 func Validate[P, R any](cfg *Config[P, R]) error { return cfg.validate() }
 
 // Kind is the effect's kind (Config.Kind).
-func (s *Simulator[P, R]) Kind() *gateway.Kind[P, R] { return s.kind }
+func (s *Simulator[P, R]) Kind() *gateway.Kind[P, R] { return s.cfg.Kind }
 
 // Capabilities returns what the simulator supports now. Its MaxInFlight is never less than what
 // a request already sent may still take to land: the current hold, or, when a request held
@@ -109,24 +87,13 @@ func (s *Simulator[P, R]) Kind() *gateway.Kind[P, R] { return s.kind }
 func (s *Simulator[P, R]) Capabilities() gateway.Capabilities {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	caps := gateway.Capabilities{
+	return gateway.Capabilities{
 		IdempotencyKeys: s.settings.idempotency,
 		Inquiry:         s.settings.inquiry,
-		KeyRetention:    s.keyRetention,
-		MaxInFlight:     s.settings.maxInFlight(),
-		RequestTimeout:  s.requestTimeout,
+		KeyRetention:    s.cfg.KeyRetention,
+		MaxInFlight:     s.inFlight.MaxInFlight(time.Now(), s.settings.maxInFlight()),
+		RequestTimeout:  s.cfg.RequestTimeout,
 	}
-	now := time.Now()
-	for i := len(s.records) - 1; i >= 0; i-- {
-		r := s.records[i]
-		if now.Sub(r.arrivedAt) > s.longestHold {
-			break // requests arrive in order: every earlier one has landed
-		}
-		if !r.landed(now) {
-			caps.MaxInFlight = max(caps.MaxInFlight, r.landAt.Sub(r.arrivedAt))
-		}
-	}
-	return caps
 }
 
 // SetFaults changes the faults atomically: update receives the current ones to modify. It
@@ -144,19 +111,19 @@ func (s *Simulator[P, R]) SetFaults(update func(*Faults)) error {
 }
 
 // FailNext makes the next n requests fail before the provider acts, whatever FailBefore says.
-func (s *Simulator[P, R]) FailNext(n int) { s.script(&s.failNext, n) }
+func (s *Simulator[P, R]) FailNext(n int) { s.script(&s.dice.FailNext, n) }
 
 // LoseNext makes the answers of the next n requests that reach the provider (new or replayed)
 // get lost, whatever LoseResponse says.
-func (s *Simulator[P, R]) LoseNext(n int) { s.script(&s.loseNext, n) }
+func (s *Simulator[P, R]) LoseNext(n int) { s.script(&s.dice.LoseNext, n) }
 
 // HangNext makes the next n requests that reach the provider (new or replayed) get no answer at
 // all: the effect is made and its caller waits until it gives up. Only the caller's deadline
 // ends such a request: it is what a per-request timeout is for.
-func (s *Simulator[P, R]) HangNext(n int) { s.script(&s.hangNext, n) }
+func (s *Simulator[P, R]) HangNext(n int) { s.script(&s.dice.HangNext, n) }
 
 // PendingNext makes the next n effects made pending: they turn final after Config.PendingFor.
-func (s *Simulator[P, R]) PendingNext(n int) { s.script(&s.pendingNext, n) }
+func (s *Simulator[P, R]) PendingNext(n int) { s.script(&s.dice.PendingNext, n) }
 
 func (s *Simulator[P, R]) script(counter *int, n int) {
 	s.mu.Lock()
@@ -171,7 +138,7 @@ func (s *Simulator[P, R]) Count(reference string) int {
 	now := time.Now()
 	n := 0
 	for _, r := range s.records {
-		if ref, _ := s.kind.Keys(r.params); ref == reference && r.landed(now) {
+		if ref, _ := s.cfg.Kind.Keys(r.params); ref == reference && r.landed(now) {
 			n++
 		}
 	}
@@ -194,7 +161,7 @@ func (s *Simulator[P, R]) Records() []R {
 
 // at is the record r as it stands at now; s.mu is held.
 func (s *Simulator[P, R]) at(r record[P], now time.Time) R {
-	return s.make(r.params, r.id, r.statusAt(now), r.landAt)
+	return s.cfg.Make(r.params, r.id, r.statusAt(now), r.landAt)
 }
 
 // The simulator's failures, each wrapped in the gateway error type that classifies it.
@@ -220,10 +187,9 @@ type verdict[R any] struct {
 	// landAt is when the request reaches the provider (its arrival plus the latency-before
 	// hold): Send holds it until then, and its effect exists from then on.
 	landAt time.Time
-	// delay is how long the answer is held back after landAt.
-	delay time.Duration
-	// lose drops the answer; hang holds it until the caller gives up.
-	lose, hang bool
+	// Answer is the answer's delay after landAt, and whether it is lost or hangs until the
+	// caller gives up.
+	faults.Answer
 }
 
 // Send makes the effect for params, or replays the first answer to its idempotency key. A
@@ -233,11 +199,11 @@ type verdict[R any] struct {
 // phases.Permanent.
 func (s *Simulator[P, R]) Send(ctx context.Context, params P) (*R, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, gateway.NotDone(fmt.Errorf("%s not sent: %w", s.kind.Name, err))
+		return nil, gateway.NotDone(fmt.Errorf("%s not sent: %w", s.cfg.Kind.Name, err))
 	}
 	v := s.decide(params)
-	if !wait(ctx, time.Until(v.landAt)) {
-		return nil, gateway.Unknown(fmt.Errorf("gave up while the %s was on its way: %w", s.kind.Name, ctx.Err()))
+	if !sleep.For(ctx, time.Until(v.landAt)) {
+		return nil, gateway.Unknown(fmt.Errorf("gave up while the %s was on its way: %w", s.cfg.Kind.Name, ctx.Err()))
 	}
 	switch {
 	case errors.Is(v.err, ErrUnavailable):
@@ -247,14 +213,14 @@ func (s *Simulator[P, R]) Send(ctx context.Context, params P) (*R, error) {
 	case v.err != nil:
 		return nil, phases.Permanent(v.err)
 	}
-	if v.hang {
+	if v.Hang {
 		<-ctx.Done()
-		return nil, gateway.Unknown(fmt.Errorf("no answer to the %s: %w", s.kind.Name, ctx.Err()))
+		return nil, gateway.Unknown(fmt.Errorf("no answer to the %s: %w", s.cfg.Kind.Name, ctx.Err()))
 	}
-	if !wait(ctx, v.delay) {
-		return nil, gateway.Unknown(fmt.Errorf("waiting for the %s's answer: %w", s.kind.Name, ctx.Err()))
+	if !sleep.For(ctx, v.Delay) {
+		return nil, gateway.Unknown(fmt.Errorf("waiting for the %s's answer: %w", s.cfg.Kind.Name, ctx.Err()))
 	}
-	if v.lose {
+	if v.Lose {
 		return nil, gateway.Unknown(ErrResponseLost)
 	}
 	return v.answer, nil
@@ -265,29 +231,23 @@ func (s *Simulator[P, R]) Send(ctx context.Context, params P) (*R, error) {
 // the latency and lost-answer decisions.
 func (s *Simulator[P, R]) decide(params P) verdict[R] {
 	now := time.Now()
-	if s.validateParams != nil {
-		if err := s.validateParams(params); err != nil {
+	if s.cfg.Validate != nil {
+		if err := s.cfg.Validate(params); err != nil {
 			return verdict[R]{err: fmt.Errorf("%w: %w", ErrInvalid, err), landAt: now}
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.settings
-	v := verdict[R]{landAt: now}
-	if st.LatencyBefore > 0 {
-		hold := st.LatencyBefore + s.jitter(st.LatencyJitter)
-		v.landAt = now.Add(hold)
-		s.longestHold = max(s.longestHold, hold)
-	}
-	if s.failNext > 0 || st.FailBefore > 0 && s.rng.Float64() < st.FailBefore {
-		s.failNext = max(s.failNext-1, 0)
+	v := verdict[R]{landAt: now.Add(s.dice.Hold(st.LatencyBefore, st.LatencyJitter))}
+	if s.dice.FailsBefore(st.FailBefore) {
 		v.err = ErrUnavailable
 		return v
 	}
 
-	_, key := s.kind.Keys(params)
+	_, key := s.cfg.Kind.Keys(params)
 	if prev, ok := s.byKey[key]; ok && st.idempotency && key != "" {
-		if err := s.kind.Match(params, &prev); err != nil {
+		if err := s.cfg.Kind.Match(params, &prev); err != nil {
 			v.err = fmt.Errorf("%w: %v", ErrKeyReused, err)
 			return v
 		}
@@ -300,35 +260,25 @@ func (s *Simulator[P, R]) decide(params P) verdict[R] {
 		v.answer = &answer
 	}
 
-	v.delay = st.Latency + s.jitter(st.LatencyJitter)
-	switch {
-	case s.hangNext > 0:
-		s.hangNext--
-		v.hang = true
-	case s.loseNext > 0:
-		s.loseNext--
-		v.lose = true
-	case st.LoseResponse > 0:
-		v.lose = s.rng.Float64() < st.LoseResponse
-	}
+	v.Answer = s.dice.Answer(st.Latency, st.LatencyJitter, st.LoseResponse)
 	return v
 }
 
 // makeRecord adds the effect for params, arrived at arrivedAt and landing at landAt, and
 // returns it as made; s.mu is held.
 func (s *Simulator[P, R]) makeRecord(params P, arrivedAt, landAt time.Time) R {
-	r := record[P]{params: params, id: fmt.Sprintf("%s%06d", s.idPrefix, len(s.records)+1), arrivedAt: arrivedAt,
-		landAt: landAt, status: gateway.StatusSucceeded}
-	if s.declines != nil && s.declines(params) {
+	r := record[P]{params: params, id: fmt.Sprintf("%s%06d", s.cfg.IDPrefix, len(s.records)+1), landAt: landAt,
+		status: gateway.StatusSucceeded}
+	if s.cfg.Declines != nil && s.cfg.Declines(params) {
 		r.status = gateway.StatusDeclined
 	}
-	if s.pendingNext > 0 {
-		s.pendingNext--
-		r.final, r.status, r.finalAt = r.status, gateway.StatusPending, landAt.Add(s.pendingFor)
+	if s.dice.Pending(0) {
+		r.final, r.status, r.finalAt = r.status, gateway.StatusPending, landAt.Add(s.cfg.PendingFor)
 	}
 	s.byID[r.id] = len(s.records)
 	s.records = append(s.records, r)
-	return s.make(params, r.id, r.status, landAt)
+	s.inFlight.Add(arrivedAt, landAt)
+	return s.cfg.Make(params, r.id, r.status, landAt)
 }
 
 // Inquire returns the effects made for reference, each as it stands; an error wrapping
@@ -345,7 +295,7 @@ func (s *Simulator[P, R]) Inquire(ctx context.Context, reference string) ([]R, e
 	now := time.Now()
 	found := []R{}
 	for _, r := range s.records {
-		if ref, _ := s.kind.Keys(r.params); ref == reference && r.landed(now) {
+		if ref, _ := s.cfg.Kind.Keys(r.params); ref == reference && r.landed(now) {
 			found = append(found, s.at(r, now))
 		}
 	}
@@ -363,31 +313,8 @@ func (s *Simulator[P, R]) Get(ctx context.Context, id string) (*R, error) {
 	now := time.Now()
 	i, ok := s.byID[id]
 	if !ok || !s.records[i].landed(now) {
-		return nil, fmt.Errorf("error reading %s %q: %w", s.kind.Name, id, gateway.ErrNotFound)
+		return nil, fmt.Errorf("error reading %s %q: %w", s.cfg.Kind.Name, id, gateway.ErrNotFound)
 	}
 	r := s.at(s.records[i], now)
 	return &r, nil
-}
-
-// jitter draws a uniform 0..max; s.mu is held.
-func (s *Simulator[P, R]) jitter(max time.Duration) time.Duration {
-	if max <= 0 {
-		return 0
-	}
-	return time.Duration(s.rng.Int64N(int64(max) + 1))
-}
-
-// wait waits d (nothing when d <= 0), or until ctx ends (false).
-func wait(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

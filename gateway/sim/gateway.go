@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/internal/sleep"
 	"github.com/pgsaga/pgsaga/phases"
 )
 
@@ -32,15 +33,9 @@ func (g inProcess) Charge(ctx context.Context, params gateway.ChargeParams) (*ga
 		return nil, gateway.NotDone(fmt.Errorf("charge not sent: %w", err))
 	}
 	v := g.s.charge(params)
-	if hold := time.Until(v.landAt); hold > 0 {
-		// The request is on its way: it takes effect at landAt whether or not we still wait.
-		t := time.NewTimer(hold)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return nil, gateway.Unknown(fmt.Errorf("gave up while the charge was on its way: %w", ctx.Err()))
-		case <-t.C:
-		}
+	// The request is on its way: it takes effect at landAt whether or not we still wait.
+	if !sleep.For(ctx, time.Until(v.landAt)) {
+		return nil, gateway.Unknown(fmt.Errorf("gave up while the charge was on its way: %w", ctx.Err()))
 	}
 	switch {
 	case v.err == errUnavailable:
@@ -50,20 +45,14 @@ func (g inProcess) Charge(ctx context.Context, params gateway.ChargeParams) (*ga
 	case v.err != nil:
 		return nil, phases.Permanent(v.err)
 	}
-	if v.hang {
+	if v.Hang {
 		<-ctx.Done()
 		return nil, gateway.Unknown(fmt.Errorf("no answer to the charge: %w", ctx.Err()))
 	}
-	if v.delay > 0 {
-		t := time.NewTimer(v.delay)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return nil, gateway.Unknown(fmt.Errorf("waiting for the charge response: %w", ctx.Err()))
-		case <-t.C:
-		}
+	if !sleep.For(ctx, v.Delay) {
+		return nil, gateway.Unknown(fmt.Errorf("waiting for the charge response: %w", ctx.Err()))
 	}
-	if v.lose {
+	if v.Lose {
 		return nil, gateway.Unknown(errResponseLost)
 	}
 	return v.charge, nil

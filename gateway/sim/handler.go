@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/internal/sleep"
 )
 
 // maxBody bounds request bodies; a charge or a faults document is a few hundred bytes.
@@ -74,7 +75,7 @@ func (s *Simulator) handleCharge(w http.ResponseWriter, r *http.Request) {
 	})
 	// The answer leaves after the latency faults: the server's write timeout must not cut it.
 	// (landAt is zero for a charge refused at once.)
-	_ = http.NewResponseController(w).SetWriteDeadline(later(time.Now(), v.landAt).Add(v.delay + writeTimeout))
+	_ = http.NewResponseController(w).SetWriteDeadline(later(time.Now(), v.landAt).Add(v.Delay + writeTimeout))
 	// A slow network to the provider: the request has taken effect by landAt even if its caller
 	// gave up meanwhile; the answer leaves from there.
 	time.Sleep(time.Until(v.landAt))
@@ -91,24 +92,18 @@ func (s *Simulator) handleCharge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", v.err.Error())
 		return
 	}
-	if v.hang {
+	if v.Hang {
 		// No answer, until the client goes away or the server stops.
 		<-r.Context().Done()
 		loseResponse(w)
 		return
 	}
-	if v.delay > 0 {
-		t := time.NewTimer(v.delay)
-		defer t.Stop()
-		select {
-		case <-r.Context().Done():
-			// The client went away or the server is stopping: the answer is lost either way.
-			loseResponse(w)
-			return
-		case <-t.C:
-		}
+	if !sleep.For(r.Context(), v.Delay) {
+		// The client went away or the server is stopping: the answer is lost either way.
+		loseResponse(w)
+		return
 	}
-	if v.lose {
+	if v.Lose {
 		loseResponse(w)
 		return
 	}

@@ -4,11 +4,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/pgsaga/pgsaga/gateway"
+	"github.com/pgsaga/pgsaga/gateway/internal/faults"
+	"github.com/pgsaga/pgsaga/gateway/internal/inflight"
 )
 
 // Simulator is an in-memory payment provider with injectable faults. It is safe for
@@ -16,20 +17,16 @@ import (
 type Simulator struct {
 	mu       sync.Mutex
 	settings Settings
-	rng      *rand.Rand
-	charges  []record
+	// dice draws the faults, probable and scripted.
+	dice    *faults.Dice
+	charges []record
 	// byID maps a charge's id to its index in charges.
 	byID map[string]int
 	// byKey maps an idempotency key to the answer it got and the request it carried; keys are
 	// recorded and honoured only while idempotency is on.
-	byKey       map[string]keyed
-	failNext    int
-	loseNext    int
-	hangNext    int
-	pendingNext int
-	// longestHold is the longest latency-before hold any charge request got: no request that
-	// arrived longer ago than that is still on its way.
-	longestHold time.Duration
+	byKey map[string]keyed
+	// inFlight is the charges held before they land (latency-before).
+	inFlight inflight.Window
 	// requestTimeout is the in-process Gateway's per-request timeout (Config.RequestTimeout).
 	requestTimeout time.Duration
 	// controlSum is Config.ControlToken's SHA-256, nil without one.
@@ -40,8 +37,6 @@ type Simulator struct {
 // one turns final.
 type record struct {
 	charge gateway.Charge
-	// arrivedAt is when the request that created it arrived (before its latency-before hold).
-	arrivedAt time.Time
 	// landAt is when the charge exists for the provider: the request's arrival plus its
 	// latency-before hold. Before then no read shows it, however the goroutines that carry the
 	// request are scheduled, so the hold is exact.
@@ -88,7 +83,7 @@ func New(cfg *Config) *Simulator {
 	return &Simulator{
 		settings:       cfg.WithDefaults(),
 		requestTimeout: cfg.requestTimeout(),
-		rng:            rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)),
+		dice:           faults.New(seed),
 		byID:           make(map[string]int),
 		byKey:          make(map[string]keyed),
 		controlSum:     controlSum,
@@ -113,16 +108,7 @@ func (s *Simulator) Capabilities() gateway.Capabilities {
 	defer s.mu.Unlock()
 	caps := s.settings.capabilities()
 	caps.RequestTimeout = s.requestTimeout
-	now := time.Now()
-	for i := len(s.charges) - 1; i >= 0; i-- {
-		r := s.charges[i]
-		if now.Sub(r.arrivedAt) > s.longestHold {
-			break // requests arrive in order: every earlier one has landed
-		}
-		if !r.landed(now) {
-			caps.MaxInFlight = max(caps.MaxInFlight, r.landAt.Sub(r.arrivedAt))
-		}
-	}
+	caps.MaxInFlight = s.inFlight.MaxInFlight(time.Now(), caps.MaxInFlight)
 	return caps
 }
 
@@ -150,35 +136,26 @@ func (s *Simulator) SetFaults(update func(*Settings)) (Settings, error) {
 
 // FailNext makes the next n charge requests fail before charging (503), whatever FailBefore
 // says. It lets a test script faults without probabilities.
-func (s *Simulator) FailNext(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failNext = n
-}
+func (s *Simulator) FailNext(n int) { s.script(&s.dice.FailNext, n) }
 
 // LoseNext makes the responses of the next n charge requests that reach the ledger (new or
 // replayed) get lost, whatever LoseResponse says.
-func (s *Simulator) LoseNext(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.loseNext = n
-}
+func (s *Simulator) LoseNext(n int) { s.script(&s.dice.LoseNext, n) }
 
 // HangNext makes the next n charge requests that reach the ledger (new or replayed) get no
 // answer at all, whatever the other faults say: the charge is made and its caller waits until
 // it gives up, as behind a network path that silently drops the answer. Only the caller's
 // deadline ends such a request: it is what a per-request timeout is for.
-func (s *Simulator) HangNext(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.hangNext = n
-}
+func (s *Simulator) HangNext(n int) { s.script(&s.dice.HangNext, n) }
 
 // PendingNext makes the next n charges created pending, whatever Pending says.
-func (s *Simulator) PendingNext(n int) {
+func (s *Simulator) PendingNext(n int) { s.script(&s.dice.PendingNext, n) }
+
+// script sets one of the scripted fault counters under the lock.
+func (s *Simulator) script(counter *int, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pendingNext = n
+	*counter = n
 }
 
 // Ledger is every charge a simulator ever created, each as it stands.
@@ -266,20 +243,9 @@ type verdict struct {
 	// landAt is when the request reaches the provider (its arrival plus the latency-before
 	// hold): the transports hold it until then, and its charge exists from then on.
 	landAt time.Time
-	// delay is how long to hold the response back after landAt.
-	delay time.Duration
-	// lose closes the connection instead of answering.
-	lose bool
-	// hang holds the answer until the caller gives up, then closes the connection.
-	hang bool
-}
-
-// jitter draws a uniform 0..max; s.mu is held.
-func (s *Simulator) jitter(max time.Duration) time.Duration {
-	if max <= 0 {
-		return 0
-	}
-	return time.Duration(s.rng.Int64N(int64(max) + 1))
+	// Answer is the response's delay after landAt, and whether it hangs (held until the caller
+	// gives up, then the connection closes) or is lost (the connection closes instead).
+	faults.Answer
 }
 
 // charge runs the state machine for one request as it arrives: validation, the latency-before
@@ -294,19 +260,8 @@ func (s *Simulator) charge(p gateway.ChargeParams) verdict {
 	defer s.mu.Unlock()
 	st := s.settings
 	arrivedAt := time.Now()
-	v := verdict{landAt: arrivedAt}
-	if st.LatencyBefore > 0 {
-		hold := st.LatencyBefore + s.jitter(st.LatencyJitter)
-		v.landAt = v.landAt.Add(hold)
-		s.longestHold = max(s.longestHold, hold)
-	}
-
-	if s.failNext > 0 {
-		s.failNext--
-		v.err = errUnavailable
-		return v
-	}
-	if st.FailBefore > 0 && s.rng.Float64() < st.FailBefore {
+	v := verdict{landAt: arrivedAt.Add(s.dice.Hold(st.LatencyBefore, st.LatencyJitter))}
+	if s.dice.FailsBefore(st.FailBefore) {
 		v.err = errUnavailable
 		return v
 	}
@@ -325,24 +280,14 @@ func (s *Simulator) charge(p gateway.ChargeParams) verdict {
 		}
 	}
 
-	v.charge, v.delay = &charge, st.Latency+s.jitter(st.LatencyJitter)
-	switch {
-	case s.hangNext > 0:
-		s.hangNext--
-		v.hang = true
-	case s.loseNext > 0:
-		s.loseNext--
-		v.lose = true
-	case st.LoseResponse > 0:
-		v.lose = s.rng.Float64() < st.LoseResponse
-	}
+	v.charge, v.Answer = &charge, s.dice.Answer(st.Latency, st.LatencyJitter, st.LoseResponse)
 	return v
 }
 
 // create adds a charge for p, whose request arrived at arrivedAt, landing at landAt to the ledger
 // and returns it as created; s.mu is held.
 func (s *Simulator) create(p gateway.ChargeParams, st Settings, arrivedAt, landAt time.Time) gateway.Charge {
-	r := record{arrivedAt: arrivedAt, landAt: landAt, charge: gateway.Charge{
+	r := record{landAt: landAt, charge: gateway.Charge{
 		ID:        fmt.Sprintf("ch_%06d", len(s.charges)+1),
 		Amount:    p.Amount,
 		Currency:  p.Currency,
@@ -355,16 +300,13 @@ func (s *Simulator) create(p gateway.ChargeParams, st Settings, arrivedAt, landA
 	if st.DeclineOver > 0 && p.Amount > st.DeclineOver {
 		r.charge.Status = gateway.StatusDeclined
 	}
-	pending := s.pendingNext > 0 || st.Pending > 0 && s.rng.Float64() < st.Pending
-	if s.pendingNext > 0 {
-		s.pendingNext--
-	}
-	if pending {
+	if s.dice.Pending(st.Pending) {
 		r.final, r.charge.Status = r.charge.Status, gateway.StatusPending
 		r.finalAt = landAt.Add(st.PendingFor)
 	}
 	s.byID[r.charge.ID] = len(s.charges)
 	s.charges = append(s.charges, r)
+	s.inFlight.Add(arrivedAt, landAt)
 	return r.charge
 }
 

@@ -134,12 +134,8 @@ func StartBouncer(ctx context.Context, cfg *BouncerConfig) (*Bouncer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error starting pgbouncer: %w", err)
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			_ = os.RemoveAll(dir)
-		}
-	}()
+	started := false
+	defer removeUnless(&started, dir)
 	userlist := fmt.Sprintf("%s %s\n", bouncerQuote(server.User), bouncerQuote(server.Password))
 	if err := writeOwned(filepath.Join(dir, "userlist.txt"), userlist, owner); err != nil {
 		return nil, fmt.Errorf("error starting pgbouncer: %w", err)
@@ -149,11 +145,7 @@ func StartBouncer(ctx context.Context, cfg *BouncerConfig) (*Bouncer, error) {
 	if b.database == "" {
 		b.database = server.User
 	}
-	err = retryPortInUse(func() error {
-		port, err := freePort()
-		if err != nil {
-			return fmt.Errorf("error starting pgbouncer: finding a free TCP port: %w", err)
-		}
+	err = onFreePort("pgbouncer", func(port int) error {
 		b.port = port
 		ini := bouncerINI(cfg, server, dir, b.port)
 		if err := writeOwned(filepath.Join(dir, "pgbouncer.ini"), ini, owner); err != nil {
@@ -164,7 +156,7 @@ func StartBouncer(ctx context.Context, cfg *BouncerConfig) (*Bouncer, error) {
 	if err != nil {
 		return nil, err
 	}
-	ok = true
+	started = true
 	cfg.Logger.Info("pgbouncer started", "dir", dir, "url", b.URL(b.database), "pool_mode", cfg.PoolMode,
 		"user", owner.name, "took", time.Since(begin).Round(time.Millisecond))
 	return b, nil
@@ -233,41 +225,26 @@ func findBouncer(binary string) (string, error) {
 	return "", fmt.Errorf("no pgbouncer found (looked in PATH and %s): install pgbouncer (Debian/Ubuntu: apt-get install pgbouncer)", bouncerBinary)
 }
 
-// start starts pgbouncer in the foreground and waits until a client reaches the server through
-// it. On error the process is killed.
+// start starts pgbouncer in the foreground and waits until a query reaches the server through
+// it. On error the bouncer is stopped again.
 func (b *Bouncer) start(ctx context.Context, binary string, owner owner) error {
-	// Not exec.CommandContext: ctx bounds startup, not the bouncer's life.
-	cmd := exec.Command(binary, filepath.Join(b.dir, "pgbouncer.ini"))
-	cmd.Dir = b.dir
-	cmd.Env = childEnv()
-	cmd.SysProcAttr = childproc.SysProcAttr(owner.credential(), syscall.SIGTERM)
-	p, err := childproc.StartLogged(cmd, b.logPath())
+	proc, err := program{name: "pgbouncer", binary: binary, args: []string{filepath.Join(b.dir, "pgbouncer.ini")},
+		dir: b.dir, log: b.logPath(), stop: syscall.SIGTERM, ready: b.reachesServer, readyTimeout: 2 * time.Second}.start(ctx, owner)
 	if err != nil {
-		return fmt.Errorf("error starting pgbouncer: %w", err)
+		return err
 	}
-	b.proc = p
-	if err := b.waitReady(ctx); err != nil {
-		b.proc.KillGroup()
-		log := logTail(b.logPath())
-		if strings.Contains(log, "Address already in use") {
-			err = fmt.Errorf("%w: %w", errPortInUse, err)
-		}
-		return fmt.Errorf("error starting pgbouncer (%s): %w; its log:\n%s", binary, err, log)
-	}
+	b.proc = proc
 	return nil
 }
 
-// waitReady polls with a connection through the bouncer until a query reaches the server, the
-// bouncer exits or ctx ends.
-func (b *Bouncer) waitReady(ctx context.Context) error {
-	return waitReady(ctx, b.proc, "pgbouncer", 2*time.Second, func(ctx context.Context) error {
-		conn, err := pgx.Connect(ctx, b.URL(b.database))
-		if err != nil {
-			return err
-		}
-		defer conn.Close(context.Background())
-		return conn.Ping(ctx)
-	})
+// reachesServer pings the server through the bouncer on one connection.
+func (b *Bouncer) reachesServer(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, b.URL(b.database))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return conn.Ping(ctx)
 }
 
 // URL returns a connection URL for database dbname through the bouncer, as the server's user.

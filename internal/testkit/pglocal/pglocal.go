@@ -130,12 +130,8 @@ func Start(ctx context.Context, cfg *Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error starting postgres: %w", err)
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			_ = os.RemoveAll(dir)
-		}
-	}()
+	started := false
+	defer removeUnless(&started, dir)
 	// The server's socket lives in dir; Unix socket paths hold at most 107 bytes.
 	if sock := filepath.Join(dir, ".s.PGSQL.65535"); len(sock) > 107 {
 		return nil, fmt.Errorf("error starting postgres: socket path %s is longer than 107 bytes: use a shorter Config.BaseDir", sock)
@@ -151,11 +147,7 @@ func Start(ctx context.Context, cfg *Config) (*Cluster, error) {
 	if !cfg.TCP {
 		err = c.startServer(ctx, bins, owner, cfg)
 	} else {
-		err = retryPortInUse(func() error {
-			port, err := freePort()
-			if err != nil {
-				return fmt.Errorf("error starting postgres: finding a free TCP port: %w", err)
-			}
+		err = onFreePort("postgres", func(port int) error {
 			c.port = port
 			return c.startServer(ctx, bins, owner, cfg)
 		})
@@ -163,7 +155,7 @@ func Start(ctx context.Context, cfg *Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	ok = true
+	started = true
 	cfg.Logger.Info("postgres started", "dir", dir, "url", c.URL("postgres"), "user", owner.name,
 		"initdb", initdbDone.Sub(begin).Round(time.Millisecond),
 		"total", time.Since(begin).Round(time.Millisecond))

@@ -22,15 +22,28 @@ import (
 // errPortInUse marks a startup that failed because the TCP port was taken.
 var errPortInUse = errors.New("port already in use")
 
-// retryPortInUse runs start, again while it fails with errPortInUse, three times at most: a
-// server that binds a port freePort found free a moment before may find it taken since.
-func retryPortInUse(start func() error) error {
+// onFreePort runs start with a TCP port that was free a moment ago, again with another while
+// it fails with errPortInUse, three times at most: a server that binds a port found free a
+// moment before may find it taken since. name is the server's program, for errors.
+func onFreePort(name string, start func(port int) error) error {
 	const attempts = 3
 	for attempt := 1; ; attempt++ {
-		err := start()
+		port, err := freePort()
+		if err != nil {
+			return fmt.Errorf("error starting %s: finding a free TCP port: %w", name, err)
+		}
+		err = start(port)
 		if err == nil || attempt == attempts || !errors.Is(err, errPortInUse) {
 			return err
 		}
+	}
+}
+
+// removeUnless removes dir unless *started, for a deferred call in a server's start: a start
+// that fails leaves no directory behind.
+func removeUnless(started *bool, dir string) {
+	if !*started {
+		_ = os.RemoveAll(dir)
 	}
 }
 
@@ -70,42 +83,64 @@ func initdb(ctx context.Context, bins binaries, owner owner, dir string) error {
 	return nil
 }
 
-// startServer starts the postgres server and waits until it accepts connections. On error the
-// server is stopped again.
+// startServer starts the postgres server and waits until a connection gets through. On error
+// the server is stopped again. Its log is appended to: a Restart keeps the log of the server
+// before it.
 func (c *Cluster) startServer(ctx context.Context, bins binaries, owner owner, cfg *Config) error {
-	// Not exec.CommandContext: ctx bounds startup, not the server's life.
-	cmd := exec.Command(bins.postgres, c.serverArgs(cfg)...)
-	cmd.Dir = c.dir
-	cmd.Env = childEnv()
-	cmd.SysProcAttr = childproc.SysProcAttr(owner.credential(), syscall.SIGQUIT)
-	// Appended to: a Restart keeps the log of the server before it.
-	p, err := childproc.StartLogged(cmd, c.logPath())
+	proc, err := program{name: "postgres", binary: bins.postgres, args: c.serverArgs(cfg), dir: c.dir, log: c.logPath(),
+		stop: syscall.SIGQUIT, ready: c.connects, readyTimeout: time.Second}.start(ctx, owner)
 	if err != nil {
-		return fmt.Errorf("error starting postgres: %w", err)
+		return err
 	}
-	c.proc = p
-
-	if err := c.waitReady(ctx); err != nil {
-		// An immediate shutdown, SIGKILL to its whole process group if it lingers.
-		c.proc.Stop(syscall.SIGQUIT, 5*time.Second)
-		log := logTail(c.logPath())
-		if strings.Contains(log, "could not bind") || strings.Contains(log, "Address already in use") {
-			err = fmt.Errorf("%w: %w", errPortInUse, err)
-		}
-		return fmt.Errorf("error starting postgres (%s): %w; server log:\n%s", bins.postgres, err, log)
-	}
+	c.proc = proc
 	return nil
 }
 
-// waitReady polls with a connection until the server accepts one, the server exits or ctx ends.
-func (c *Cluster) waitReady(ctx context.Context) error {
-	return waitReady(ctx, c.proc, "server", time.Second, func(ctx context.Context) error {
-		conn, err := pgx.Connect(ctx, c.URL("postgres"))
-		if err != nil {
-			return err
+// connects opens and closes one connection to the server.
+func (c *Cluster) connects(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
+}
+
+// program is a server program pglocal runs as a child and waits for: postgres or pgbouncer.
+type program struct {
+	name   string // in errors: "postgres" or "pgbouncer"
+	binary string
+	args   []string
+	dir    string // its working directory
+	log    string // its log file, appended to
+	// stop is its immediate shutdown, also sent to it when the parent dies.
+	stop syscall.Signal
+	// ready checks that a client gets through, each call bounded by readyTimeout.
+	ready        func(context.Context) error
+	readyTimeout time.Duration
+}
+
+// start starts p as owner and waits until ready succeeds. Not exec.CommandContext: ctx bounds
+// startup, not the program's life. On error the program is stopped (its immediate shutdown,
+// SIGKILL to its process group if it lingers), and the error carries the end of its log, marked
+// errPortInUse when the port was taken.
+func (p program) start(ctx context.Context, owner owner) (*childproc.Process, error) {
+	cmd := exec.Command(p.binary, p.args...)
+	cmd.Dir = p.dir
+	cmd.Env = childEnv()
+	cmd.SysProcAttr = childproc.SysProcAttr(owner.credential(), p.stop)
+	proc, err := childproc.StartLogged(cmd, p.log)
+	if err != nil {
+		return nil, fmt.Errorf("error starting %s: %w", p.name, err)
+	}
+	if err := waitReady(ctx, proc, p.name, p.readyTimeout, p.ready); err != nil {
+		proc.Stop(p.stop, 5*time.Second)
+		log := logTail(p.log)
+		if strings.Contains(log, "could not bind") || strings.Contains(log, "Address already in use") {
+			err = fmt.Errorf("%w: %w", errPortInUse, err)
 		}
-		return conn.Close(ctx)
-	})
+		return nil, fmt.Errorf("error starting %s (%s): %w; its log:\n%s", p.name, p.binary, err, log)
+	}
+	return proc, nil
 }
 
 // waitReady calls ready every 10ms, each call bounded by timeout, until it succeeds, proc (the
