@@ -93,7 +93,7 @@ func TestRejectIsStoredWithoutTheEffect(t *testing.T) {
 	require.Equal(t, http.StatusConflict, first.Response.Status)
 	require.JSONEq(t, `{"type":"urn:pgsaga:error:taken","title":"Taken","status":409,"detail":"already taken",
 		"error":"taken","message":"already taken"}`, string(first.Response.Body))
-	require.Equal(t, []string{saga.ContentTypeProblem}, first.Response.Header["Content-Type"])
+	require.Equal(t, []string{"application/problem+json"}, first.Response.Header["Content-Type"])
 	require.Equal(t, 0, countEffects(t, db, key), "a rejected phase commits nothing")
 
 	again, err := c.Run(t.Context(), "thing", request(key))
