@@ -17,7 +17,8 @@ import (
 // ResumeOpts are optional settings for Resume.
 type ResumeOpts struct {
 	// Due resumes the key only when it is due (a started key whose lease expired and whose
-	// next attempt time has come), as the worker does; otherwise Resume returns ErrNotDue.
+	// next attempt time has come), as the worker does; otherwise Resume returns a *RefusedError
+	// with RefusedNotDue.
 	// Defaults to false: an operator's resume, which ignores the schedule and the attempt
 	// budget.
 	Due bool
@@ -32,8 +33,9 @@ type ResumeOpts struct {
 // Resume continues a started key whose lease expired (or, with opts.Parked, a parked key) from
 // its recovery point, through the remaining phases, and returns the final response. A completed
 // key returns its stored response with Replayed set; a live lease an *InProgressError; a key
-// this client has no operation for ErrUnknownOperation. If another execution takes the key over
-// while this one runs (this one was paused past its lease), it returns ErrLeaseLost.
+// this client has no operation for a *RefusedError (RefusedUnknownOperation). If another
+// execution takes the key over while this one runs (this one was paused past its lease), it
+// returns ErrLeaseLost.
 func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *ResumeOpts) (*Result, error) {
 	if opts == nil {
 		opts = &ResumeOpts{}
@@ -55,7 +57,7 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 		case k.Status == KeyStatusCompleted:
 			return &Result{Response: k.Response, Replayed: true}, nil
 		case opts.Due:
-			return nil, ErrNotDue
+			return nil, &RefusedError{Reason: RefusedNotDue}
 		case k.Status == KeyStatusParked:
 			return nil, &ParkedError{Reason: k.ParkedReason, LastError: k.LastError}
 		}

@@ -127,7 +127,8 @@ func (r *resumer) resumeNext(ctx context.Context) (resumeOutcome, error) {
 func (r *resumer) resumeKey(ctx context.Context, ref sibling.KeyRef) (resumeOutcome, error) {
 	res, err := r.cfg.Client.Resume(ctx, saga.Scope{Tenant: ref.Tenant, Actor: ref.Actor}, ref.Key, &saga.ResumeOpts{Due: true})
 	switch {
-	case errors.Is(err, saga.ErrNotDue), errors.Is(err, saga.ErrKeyNotFound), errors.Is(err, saga.ErrUnknownOperation),
+	case errors.Is(err, &saga.RefusedError{Reason: saga.RefusedNotDue}), errors.Is(err, saga.ErrKeyNotFound),
+		errors.Is(err, &saga.RefusedError{Reason: saga.RefusedUnknownOperation}),
 		err == nil && res.Replayed:
 		return outcomeSkipped, nil
 	}

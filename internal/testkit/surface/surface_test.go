@@ -18,7 +18,7 @@ import (
 
 // The library's budget: the most exported names its packages may have together. It only goes
 // down.
-const libraryBudget = 299
+const libraryBudget = 297
 
 // The test kits' budget: today's count, so that they do not grow unnoticed.
 const testKitBudget = 86
