@@ -28,7 +28,7 @@ type Client struct {
 
 // NewClient returns a client for the server at config.BaseURL.
 func NewClient(config *Config) (*Client, error) {
-	config = config.WithDefaults()
+	config = config.withDefaults()
 	if err := config.validate(); err != nil {
 		return nil, err
 	}

@@ -76,9 +76,9 @@ type Config struct {
 	RandInt64N func(n int64) int64
 }
 
-// WithDefaults returns a copy of the config with every unset field set to its
+// withDefaults returns a copy of the config with every unset field set to its
 // default. A nil config yields all defaults (and no BaseURL).
-func (c *Config) WithDefaults() *Config {
+func (c *Config) withDefaults() *Config {
 	var out Config
 	if c != nil {
 		out = *c

@@ -5,3 +5,6 @@ const (
 	HeaderIdempotencyKey     = headerIdempotencyKey
 	HeaderIdempotentReplayed = headerIdempotentReplayed
 )
+
+// WithDefaults is Config.withDefaults, for the external tests.
+func (c *Config) WithDefaults() *Config { return c.withDefaults() }

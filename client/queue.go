@@ -33,16 +33,17 @@ const (
 	QueueStateHeld QueueState = "held"
 )
 
-// ErrQueueLocked is returned by [OpenQueue] when another process (or another
-// Queue in this process) has the queue file open. A queue file has one
-// owner at a time, so two flushes can never submit from it concurrently.
-var ErrQueueLocked = errors.New("queue file is locked by another process")
-
-// ErrQueueFileMode is returned by [OpenQueue] for a queue file that others than
-// its owner may read or write (any of the mode bits 0o077): the queue holds
-// the intents' bodies and headers, and another user who can write it could
-// add intents that the owner's flush would submit. chmod 600 it.
-var ErrQueueFileMode = errors.New("queue file is accessible by other users")
+// ErrQueueUnusable is returned by [OpenQueue] for a queue file it must not
+// use, wrapped in an error that says why and what to do:
+//
+//   - another process (or another Queue in this process) has the file open.
+//     A queue file has one owner at a time, so two flushes can never submit
+//     from it concurrently.
+//   - others than its owner may read or write it (any of the mode bits
+//     0o077): the queue holds the intents' bodies and headers, and another
+//     user who can write it could add intents that the owner's flush would
+//     submit. chmod 600 it.
+var ErrQueueUnusable = errors.New("queue file cannot be used")
 
 // ErrAlreadyQueued is returned by [Queue.Enqueue] when an intent with the
 // same key is already in the queue (pending or held).
@@ -80,7 +81,7 @@ type QueuedIntent struct {
 // QueueOpts are optional settings for [OpenQueue].
 type QueueOpts struct {
 	// LockTimeout is how long OpenQueue waits for another process to release
-	// the queue file before failing with [ErrQueueLocked]. Defaults to 1s.
+	// the queue file before failing with [ErrQueueUnusable]. Defaults to 1s.
 	LockTimeout time.Duration
 	// Now is the clock for EnqueuedAt and LastAttemptAt. Defaults to
 	// time.Now.
@@ -122,9 +123,9 @@ type Queue struct {
 }
 
 // OpenQueue opens the queue file at path, creating it (mode 0600) if needed.
-// It fails with [ErrQueueFileMode] for an existing file that others than its
-// owner may read or write, and with [ErrQueueLocked] if another process holds
-// the file longer than opts.LockTimeout. opts may be nil.
+// It fails with [ErrQueueUnusable] for an existing file that others than its
+// owner may read or write, and if another process holds the file longer than
+// opts.LockTimeout. opts may be nil.
 func OpenQueue(path string, opts *QueueOpts) (*Queue, error) {
 	if opts == nil {
 		opts = &QueueOpts{}
@@ -144,7 +145,7 @@ func OpenQueue(path string, opts *QueueOpts) (*Queue, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, fmt.Errorf("%w: %s (waited %s)", ErrQueueLocked, path, lockTimeout)
+			return nil, fmt.Errorf("%w: %s is locked by another process (waited %s)", ErrQueueUnusable, path, lockTimeout)
 		}
 		return nil, fmt.Errorf("error opening queue %s: %w", path, err)
 	}
@@ -178,7 +179,7 @@ func checkQueueFileMode(path string) error {
 		return fmt.Errorf("error opening queue %s: %w", path, err)
 	}
 	if mode := info.Mode().Perm(); mode&0o077 != 0 {
-		return fmt.Errorf("%w: %s has mode %04o; run chmod 600 %s", ErrQueueFileMode, path, mode, path)
+		return fmt.Errorf("%w: others may read or write it: %s has mode %04o; run chmod 600 %s", ErrQueueUnusable, path, mode, path)
 	}
 	return nil
 }

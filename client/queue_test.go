@@ -125,7 +125,7 @@ func TestQueueRefusesAFileOthersCanRead(t *testing.T) {
 	for _, mode := range []os.FileMode{0o644, 0o640, 0o604, 0o660, 0o602} {
 		require.NoError(t, os.Chmod(path, mode))
 		_, err := client.OpenQueue(path, nil)
-		require.ErrorIs(t, err, client.ErrQueueFileMode, "mode %04o", mode)
+		require.ErrorIs(t, err, client.ErrQueueUnusable, "mode %04o", mode)
 		require.ErrorContains(t, err, fmt.Sprintf("mode %04o; run chmod 600", mode))
 	}
 	require.NoError(t, os.Chmod(path, 0o600))
@@ -140,8 +140,8 @@ func TestQueueIsLockedWhileOpen(t *testing.T) {
 	openTestQueue(t, path)
 
 	_, err := client.OpenQueue(path, &client.QueueOpts{LockTimeout: 100 * time.Millisecond})
-	require.ErrorIs(t, err, client.ErrQueueLocked)
-	require.ErrorContains(t, err, path)
+	require.ErrorIs(t, err, client.ErrQueueUnusable)
+	require.ErrorContains(t, err, path+" is locked by another process")
 }
 
 func TestQueueRejectsDuplicateKey(t *testing.T) {

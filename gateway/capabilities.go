@@ -2,7 +2,7 @@ package gateway
 
 import "time"
 
-// Capabilities is what a provider supports. ExecuteEffect reads it to decide how a call that may
+// Capabilities is what a provider supports. Execute reads it to decide how a call that may
 // already have reached the provider is resolved, and how long one request may take.
 type Capabilities struct {
 	// IdempotencyKeys is true when the provider de-duplicates requests sent with the same key:
@@ -21,13 +21,13 @@ type Capabilities struct {
 	// has been quiet this long. Defaults to 0: a request that got no answer has either acted
 	// already or never will.
 	//
-	// Keep it well under a third of the engine's lease: ExecuteEffect waits for an earlier
+	// Keep it well under a third of the engine's lease: Execute waits for an earlier
 	// attempt to go quiet only while the wait fits in half of the call's time, and otherwise
 	// gives the lease back (phases.RetryAfter), which spends one of the key's attempts. With a
 	// MaxInFlight near the lease, every resolution costs an attempt, and a small MaxAttempts
 	// parks keys that the next attempt would have resolved (saga/model/README.md, finding 3).
 	MaxInFlight time.Duration
-	// RequestTimeout bounds each request ExecuteEffect makes to the provider (a send, an
+	// RequestTimeout bounds each request Execute makes to the provider (a send, an
 	// inquiry, a read back): a request without an answer by then is given up, as unknown when it
 	// was a send, and the call goes on to its next round (an inquiry, the same key again) within
 	// the time the engine gave it. Without it, one lost answer holds the call until the call's

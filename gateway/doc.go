@@ -1,7 +1,7 @@
 // Package gateway is the boundary between pgsaga and the providers an operation acts through:
 // a payment gateway, an SMS provider, a partner's webhook, any external effect. It holds the
-// engine's rules for an external call once, for every kind of effect, in ExecuteEffect, and the
-// payment gateway built on them (Gateway, Execute).
+// engine's rules for an external call once, for every kind of effect, in Execute, and the
+// payment gateway built on them (Gateway).
 //
 // # Effects
 //
@@ -21,7 +21,7 @@
 //     again, and before the first send when it has no keys.
 //   - MaxInFlight: how long a request sent may take to land. An empty inquiry counts only
 //     after every earlier attempt has been quiet that long.
-//   - RequestTimeout: how long one request to the provider may take. ExecuteEffect cuts every
+//   - RequestTimeout: how long one request to the provider may take. Execute cuts every
 //     send, inquiry and read back at it, so a lost answer costs one timeout and the call resolves
 //     it in the time the engine gave it, instead of the whole call waiting for an answer that
 //     never comes. Every adapter states its own; keep it under half of the engine's call timeout.
@@ -30,7 +30,8 @@
 //
 //	msg, err := sms.Send(ctx, run, provider, sms.Params{To: to, Text: text, Reference: run.Reference()}, nil)
 //
-// sms.Send, webhook.Deliver and Execute are ExecuteEffect for their kind.
+// sms.Send and webhook.Deliver are Execute for their kind; a payment calls Execute on its
+// Gateway.
 //
 // # Outcome classes
 //
@@ -46,11 +47,11 @@
 //     it is read back (Get) until it is final.
 //   - unknown: the provider may or may not have acted (a timeout, a lost response, a 5xx that
 //     promises nothing, a status nobody knows). It is resolved by inquiry or by the same key,
-//     never by guessing; when nothing can resolve it, ExecuteEffect returns an error that
+//     never by guessing; when nothing can resolve it, Execute returns an error that
 //     satisfies phases.IsOutcomeUnknown (ErrCannotResolve, with the reason): the engine parks
 //     the key and compensates nothing, since money may have moved or a message gone out.
 //
-// # Guarantees of ExecuteEffect, given the engine's call journal (Journal)
+// # Guarantees of Execute, given the engine's call journal (Journal)
 //
 //   - Retry: a request is always sent with a key derived from the intent (phases.DefaultReference,
 //     or DeriveKey over an id from phases.Run.IntentID), so every attempt for the same intent, in
@@ -60,7 +61,7 @@
 //     reference before the first send too, since the journal that would say an earlier execution
 //     acted can be lost with the key's commits.
 //   - Crash and resume: whether an earlier attempt may have reached the provider comes from the
-//     journal, not from the step. When one may have, ExecuteEffect asks the provider by
+//     journal, not from the step. When one may have, Execute asks the provider by
 //     reference first (when it supports inquiry) and takes a record it finds only if it matches
 //     the intent (Kind.Match). An empty answer is trusted only once every earlier attempt (and
 //     every send of this one) has been quiet — its outcome recorded, or, for an execution that
@@ -72,10 +73,10 @@
 //     having sent nothing. Without inquiry it re-sends the same key only while the provider
 //     still remembers it (Capabilities.KeyRetention).
 //   - Pending: an effect known to be pending (answered so, found by inquiry, or recorded in the
-//     journal with its id) is never sent again. ExecuteEffect reads it back until it is final;
+//     journal with its id) is never sent again. Execute reads it back until it is final;
 //     still pending when its rounds or ctx run out, it returns ErrPending as phases.RetryAfter;
 //     pending longer than ExecuteOpts.PendingWindow, ErrCannotResolve.
-//   - Record: ExecuteEffect calls Journal.RecordCall exactly once on every return path, with what
+//   - Record: Execute calls Journal.RecordCall exactly once on every return path, with what
 //     this attempt came to (and the provider's id when it saw the effect). An attempt that sent
 //     nothing records failed_before unless it learnt the effect's state (then that state).
 //   - Cancel: every call honours its context, and every request its RequestTimeout. A send cut
@@ -92,9 +93,9 @@
 //
 // # Payments
 //
-// Gateway is the payment adapter interface (Charge, Inquire, Get), ChargeParams and Charge its
-// request and record, Execute ExecuteEffect on ChargeEffect(gw), Classify the class of a charge
-// attempt. Lister is a provider's list of charges, which reconciliation reads.
+// Gateway is the Effect of charges, ChargeParams and Charge its request and record, Charges its
+// Kind: an adapter's Send makes one charge, and Execute(ctx, run, gw, params, nil) makes it
+// exactly once. Lister is a provider's list of charges, which reconciliation reads.
 //
 // # Subpackages
 //

@@ -10,7 +10,7 @@ import (
 
 // Effect is an adapter that makes one kind of external effect at one provider: a payment
 // gateway's charges, an SMS provider's messages, a partner's webhook deliveries. P is one
-// request (what to send), R the provider's record of it (what it made). ExecuteEffect drives an
+// request (what to send), R the provider's record of it (what it made). Execute drives an
 // Effect by the engine's call rules; the adapter only speaks to its provider.
 //
 // Implementations are safe for concurrent use, and classify every failure by behaviour: an
@@ -61,7 +61,7 @@ type Kind[P, R any] struct {
 	Verdict func(r *R) (providerID string, status Status)
 	// Match returns nil when r is the effect params asks for (a charge's amount, currency and
 	// reference), else an error saying how it differs. A record that does not match is never
-	// taken for the intent's: ExecuteEffect returns ErrCannotResolve.
+	// taken for the intent's: Execute returns ErrCannotResolve.
 	Match func(params P, r *R) error
 	// Recorded returns the record params came to as the call journal holds it, a provider id
 	// and a final status, for an attempt that finds its call already decided: nothing is sent
@@ -83,7 +83,7 @@ func (k *Kind[P, R]) validate() error {
 }
 
 // Classify tells what one attempt of an effect of this kind (a Send's result, or
-// ExecuteEffect's) came to:
+// Execute's) came to:
 //
 //   - a record with status succeeded, declined or pending: that class; any other status, or
 //     neither a record nor an error: unknown (never a decline);

@@ -22,7 +22,7 @@ func (e incomplete) Kind() *gateway.Kind[gateway.ChargeParams, gateway.Charge] {
 
 // An effect whose Kind cannot tell the engine what it needs sends nothing: a permanent refusal,
 // recorded as certainly not done.
-func TestExecuteEffectRefusesAnIncompleteKind(t *testing.T) {
+func TestExecuteRefusesAnIncompleteKind(t *testing.T) {
 	t.Parallel()
 	s := sim.New(nil)
 	for name, kind := range map[string]*gateway.Kind[gateway.ChargeParams, gateway.Charge]{
@@ -33,8 +33,8 @@ func TestExecuteEffectRefusesAnIncompleteKind(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var j gatewaytest.Journal
-			e := incomplete{Effect: gateway.ChargeEffect(s.Gateway()), kind: kind}
-			charge, err := gateway.ExecuteEffect(context.Background(), &j, e, params("payment:incomplete-"+name, 100), nil)
+			e := incomplete{Effect: s.Gateway(), kind: kind}
+			charge, err := gateway.Execute(context.Background(), &j, e, params("payment:incomplete-"+name, 100), nil)
 			require.Nil(t, charge)
 			require.Error(t, err)
 			require.False(t, phases.IsRetryable(err), "a programming error: %v", err)
@@ -44,16 +44,15 @@ func TestExecuteEffectRefusesAnIncompleteKind(t *testing.T) {
 	require.Zero(t, s.TotalCharges())
 }
 
-// The payment gateway is an Effect like any other: ExecuteEffect on ChargeEffect is Execute.
-func TestChargeEffectIsTheGateway(t *testing.T) {
+// The payment gateway is an Effect like any other, of the kind Charges.
+func TestGatewayIsAnEffect(t *testing.T) {
 	t.Parallel()
 	s := sim.New(nil)
 	s.LoseNext(1)
-	e := gateway.ChargeEffect(s.Gateway())
+	var e gateway.Effect[gateway.ChargeParams, gateway.Charge] = s.Gateway()
 	require.Same(t, gateway.Charges, e.Kind())
-	require.Equal(t, s.Gateway().Capabilities(), e.Capabilities())
 	p := params(gateway.DeriveKey("payment", "as-an-effect"), 100)
-	charge, err := gateway.ExecuteEffect(ctxFor(t), nil, e, p, fast(5))
+	charge, err := gateway.Execute(ctxFor(t), nil, e, p, fast(5))
 	require.NoError(t, err)
 	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, 1, s.ChargesFor(p.Reference))

@@ -10,10 +10,10 @@ import (
 	"github.com/pgsaga/pgsaga/phases"
 )
 
-// ExecuteEffect makes one effect exactly once through e, retrying in-process while that is
-// safe, and records in j (when not nil) what this attempt came to, exactly once on every return
-// path. It is the one implementation of the engine's rules for an external call; Execute is it
-// for payments.
+// Execute makes one effect exactly once through e, retrying in-process while that is safe, and
+// records in j (when not nil) what this attempt came to, exactly once on every return path. It
+// is the one implementation of the engine's rules for an external call, for a payment Gateway
+// as for any Effect.
 //
 // It returns the provider's final record, succeeded or declined (a decline is a result, not an
 // error), or an error the engine acts on by behaviour:
@@ -49,7 +49,7 @@ import (
 // effect; unknown when a send of this attempt may have acted unresolved; failed_before when this
 // attempt certainly did nothing (its sends failed before acting, or it sent nothing: it only
 // waited, or learnt nothing new).
-func ExecuteEffect[P, R any](ctx context.Context, j Journal, e Effect[P, R], params P, opts *ExecuteOpts) (*R, error) {
+func Execute[P, R any](ctx context.Context, j Journal, e Effect[P, R], params P, opts *ExecuteOpts) (*R, error) {
 	kind := e.Kind()
 	if err := kind.validate(); err != nil {
 		if j != nil {
@@ -65,7 +65,7 @@ func ExecuteEffect[P, R any](ctx context.Context, j Journal, e Effect[P, R], par
 	return r, err
 }
 
-// execution is the state of one ExecuteEffect call across its rounds.
+// execution is the state of one Execute call across its rounds.
 type execution[P, R any] struct {
 	e      Effect[P, R]
 	kind   *Kind[P, R]
@@ -75,7 +75,7 @@ type execution[P, R any] struct {
 	ref, key string
 	opts     ExecuteOpts
 
-	// j is the call's journal; nil when ExecuteEffect was given none.
+	// j is the call's journal; nil when Execute was given none.
 	j Journal
 	// attempts are the earlier attempts and this attempt's own sends whose outcome is unknown,
 	// each with the window it sent under: what an empty inquiry must outwait
@@ -90,7 +90,7 @@ type execution[P, R any] struct {
 	// known is a final record the journal already holds.
 	known *R
 
-	// outcome and providerID are what this attempt came to so far (see ExecuteEffect).
+	// outcome and providerID are what this attempt came to so far (see Execute).
 	outcome    phases.CallOutcome
 	providerID string
 	// lastErr is the last failure of a round that may be retried.

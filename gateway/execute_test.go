@@ -64,7 +64,7 @@ func TestExecuteResumeInquiresFirst(t *testing.T) {
 	s := newSim(false, true)
 	gw := trace(s.Gateway())
 	p := params(gateway.DeriveKey("payment", "resumed"), 100)
-	first, err := s.Gateway().Charge(ctxFor(t), p) // the attempt before the crash
+	first, err := s.Gateway().Send(ctxFor(t), p) // the attempt before the crash
 	require.NoError(t, err)
 	var j gatewaytest.Journal
 	j.Add(crashed(time.Now()))
@@ -84,7 +84,7 @@ func TestExecuteMayHaveReachedOverride(t *testing.T) {
 	s := newSim(false, true)
 	gw := trace(s.Gateway())
 	p := params(gateway.DeriveKey("payment", "override"), 100)
-	first, err := s.Gateway().Charge(ctxFor(t), p)
+	first, err := s.Gateway().Send(ctxFor(t), p)
 	require.NoError(t, err)
 
 	charge, err := gateway.Execute(ctxFor(t), nil, gw, p, &gateway.ExecuteOpts{MayHaveReached: true})
@@ -97,11 +97,11 @@ func TestExecuteInquiryPrefersSucceeded(t *testing.T) {
 	t.Parallel()
 	s := sim.New(&sim.Config{Faults: sim.Faults{DeclineOver: 50}})
 	ref := gateway.DeriveKey("payment", "mixed")
-	_, err := s.Gateway().Charge(ctxFor(t), gateway.ChargeParams{Amount: 100, Currency: "USD", Reference: ref, IdempotencyKey: "k1"})
+	_, err := s.Gateway().Send(ctxFor(t), gateway.ChargeParams{Amount: 100, Currency: "USD", Reference: ref, IdempotencyKey: "k1"})
 	require.NoError(t, err)
 	_, err = s.SetFaults(func(st *sim.Settings) { st.DeclineOver = 0 })
 	require.NoError(t, err)
-	ok, err := s.Gateway().Charge(ctxFor(t), gateway.ChargeParams{Amount: 100, Currency: "USD", Reference: ref, IdempotencyKey: "k2"})
+	ok, err := s.Gateway().Send(ctxFor(t), gateway.ChargeParams{Amount: 100, Currency: "USD", Reference: ref, IdempotencyKey: "k2"})
 	require.NoError(t, err)
 
 	charge, err := gateway.Execute(ctxFor(t), nil, s.Gateway(), params(ref, 100), &gateway.ExecuteOpts{MayHaveReached: true})
@@ -123,7 +123,7 @@ func TestExecuteInquiryMismatchIsOutcomeUnknown(t *testing.T) {
 			gw := trace(s.Gateway())
 			ref := gateway.DeriveKey("payment", "mismatch-"+name)
 			other.Reference = ref
-			_, err := s.Gateway().Charge(ctxFor(t), other)
+			_, err := s.Gateway().Send(ctxFor(t), other)
 			require.NoError(t, err)
 			var j gatewaytest.Journal
 			j.Add(crashed(time.Now()))
@@ -316,8 +316,8 @@ type failAfterFirst struct {
 	s *sim.Simulator
 }
 
-func (g *failAfterFirst) Charge(ctx context.Context, p gateway.ChargeParams) (*gateway.Charge, error) {
-	charge, err := g.traced.Charge(ctx, p)
+func (g *failAfterFirst) Send(ctx context.Context, p gateway.ChargeParams) (*gateway.Charge, error) {
+	charge, err := g.traced.Send(ctx, p)
 	g.s.FailNext(100)
 	return charge, err
 }
@@ -409,7 +409,7 @@ func TestExecuteFirstAttemptFindsACharge(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			p := params("ref_lost-journal", 100)
-			first, err := s.Gateway().Charge(ctxFor(t), p)
+			first, err := s.Gateway().Send(ctxFor(t), p)
 			require.NoError(t, err)
 			gw := trace(s.Gateway())
 			var j gatewaytest.Journal

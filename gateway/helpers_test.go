@@ -50,9 +50,9 @@ func (g *traced) Capabilities() gateway.Capabilities {
 	return g.Gateway.Capabilities()
 }
 
-func (g *traced) Charge(ctx context.Context, p gateway.ChargeParams) (*gateway.Charge, error) {
+func (g *traced) Send(ctx context.Context, p gateway.ChargeParams) (*gateway.Charge, error) {
 	g.add("charge")
-	return g.Gateway.Charge(ctx, p)
+	return g.Gateway.Send(ctx, p)
 }
 
 func (g *traced) Inquire(ctx context.Context, reference string) ([]gateway.Charge, error) {

@@ -41,7 +41,7 @@ func sendAndGiveUp(t *testing.T, gw gateway.Gateway, arrived <-chan struct{}, p 
 		<-arrived
 		cancel()
 	}()
-	_, err := gw.Charge(ctx, p)
+	_, err := gw.Send(ctx, p)
 	require.Equal(t, unknown, gateway.Classify(err), "%v", err)
 }
 

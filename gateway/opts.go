@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// ExecuteOpts are the optional settings of one Execute or ExecuteEffect call.
+// ExecuteOpts are the optional settings of one Execute call.
 type ExecuteOpts struct {
 	// MayHaveReached says an earlier attempt may have reached the provider, for a caller that
 	// has no journal (a nil Journal) and resumes a call. With a journal, the prior calls say so

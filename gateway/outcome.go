@@ -60,14 +60,14 @@ var (
 	errPendingTooLong = fmt.Errorf("%w: the effect is still pending past its settle window", ErrCannotResolve)
 )
 
-// ErrPending means the effect was made and the provider has not decided it yet. ExecuteEffect
+// ErrPending means the effect was made and the provider has not decided it yet. Execute
 // returns it wrapped in phases.RetryAfter (transient): the effect is never sent again, only
 // read back until it is final.
 var ErrPending = errors.New("gateway: the effect is pending at the provider")
 
 // ErrInFlight means an earlier attempt may have reached the provider and may still land: an
 // empty inquiry proves nothing until Capabilities.MaxInFlight has passed since every earlier
-// attempt went quiet. ExecuteEffect returns it wrapped in phases.RetryAfter with the time left.
+// attempt went quiet. Execute returns it wrapped in phases.RetryAfter with the time left.
 var ErrInFlight = errors.New("gateway: an earlier attempt may still land; an empty inquiry proves nothing yet")
 
 // Classify tells what an attempt that failed with err came to, by behaviour:

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"fmt"
 	"time"
 )
@@ -36,30 +35,11 @@ type Charge struct {
 	CreatedAt time.Time `json:"created_at,omitzero"`
 }
 
-// Gateway is a payment provider adapter: the Effect of charges, with the payment words. An
-// adapter implements Gateway; Execute (or ExecuteEffect on ChargeEffect(gw)) drives it.
-// Implementations are safe for concurrent use and classify every failure by behaviour, as an
-// Effect does: an error whose provider certainly did not act is NotDone (or phases.Permanent
-// when sending it again cannot help); one whose provider may have acted is Unknown. An error
-// they cannot place is taken as unknown.
-//
-// Capabilities returns what the provider supports now, its per-request timeout among them.
-//
-// Charge sends one charge and returns the charge the provider answered with: succeeded,
-// declined or pending. A decline is a result, never an error. It never re-sends on its own.
-//
-// Inquire returns every charge the provider holds for a reference (possibly none), each as it
-// stands; it returns an error wrapping ErrUnsupported when Capabilities().Inquiry is false.
-//
-// Get returns the charge with the provider's id as it stands now (a pending one may have turned
-// final); an error wrapping ErrNotFound when the provider has no such charge, or ErrUnsupported
-// when it cannot be read back by id.
-type Gateway interface {
-	Capabilities() Capabilities
-	Charge(ctx context.Context, params ChargeParams) (*Charge, error)
-	Inquire(ctx context.Context, reference string) ([]Charge, error)
-	Get(ctx context.Context, providerID string) (*Charge, error)
-}
+// Gateway is a payment provider adapter: the Effect of charges. Send makes one charge and
+// returns the charge the provider answered with, succeeded, declined or pending; Inquire
+// returns every charge the provider holds for a reference; Get reads one back by the provider's
+// id. Kind returns Charges. Effect says what each method must do, and Execute drives it.
+type Gateway = Effect[ChargeParams, Charge]
 
 // Charges is the kind of a payment Gateway's effects: a charge is found by its reference, sent
 // with its idempotency key, and the intent's only when its amount, currency and reference are.
@@ -79,24 +59,4 @@ var Charges = &Kind[ChargeParams, Charge]{
 	Recorded: func(p ChargeParams, id string, s Status) *Charge {
 		return &Charge{ID: id, Amount: p.Amount, Currency: p.Currency, Reference: p.Reference, Status: s}
 	},
-}
-
-// ChargeEffect returns gw as the Effect of its charges, for code written for any effect (the
-// conformance suite, ExecuteEffect).
-func ChargeEffect(gw Gateway) Effect[ChargeParams, Charge] { return chargeEffect{gw} }
-
-// chargeEffect is a Gateway as an Effect: Send is Charge.
-type chargeEffect struct{ Gateway }
-
-func (chargeEffect) Kind() *Kind[ChargeParams, Charge] { return Charges }
-
-func (g chargeEffect) Send(ctx context.Context, p ChargeParams) (*Charge, error) {
-	return g.Charge(ctx, p)
-}
-
-// Execute makes one charge exactly once on gw: ExecuteEffect on ChargeEffect(gw). It returns the
-// provider's final Charge, succeeded or declined (a decline is a result, not an error), or an
-// error the engine acts on by behaviour (see ExecuteEffect).
-func Execute(ctx context.Context, j Journal, gw Gateway, params ChargeParams, opts *ExecuteOpts) (*Charge, error) {
-	return ExecuteEffect(ctx, j, ChargeEffect(gw), params, opts)
 }

@@ -102,7 +102,7 @@ func TestExecutePendingFoundByInquiryIsNotChargedAgain(t *testing.T) {
 	t.Parallel()
 	s := pendingSim(t, 300*time.Millisecond, true)
 	p := params("payment:pending-inquiry", 100)
-	_, err := s.Gateway().Charge(ctxFor(t), p) // the attempt before the crash
+	_, err := s.Gateway().Send(ctxFor(t), p) // the attempt before the crash
 	require.NoError(t, err)
 	gw := trace(s.Gateway())
 	var j gatewaytest.Journal
@@ -121,7 +121,7 @@ func TestExecutePendingTooLong(t *testing.T) {
 	t.Parallel()
 	s := pendingSim(t, time.Hour, false)
 	p := params("payment:pending-long", 100)
-	first, err := s.Gateway().Charge(ctxFor(t), p)
+	first, err := s.Gateway().Send(ctxFor(t), p)
 	require.NoError(t, err)
 	require.Equal(t, gateway.StatusPending, first.Status)
 	gw := trace(s.Gateway())
@@ -180,8 +180,12 @@ func TestExecutePendingWithoutID(t *testing.T) {
 // anonymousPending answers every charge pending, without an id.
 type anonymousPending struct{ gateway.Gateway }
 
+func (anonymousPending) Kind() *gateway.Kind[gateway.ChargeParams, gateway.Charge] {
+	return gateway.Charges
+}
+
 func (anonymousPending) Capabilities() gateway.Capabilities { return gateway.Capabilities{} }
 
-func (anonymousPending) Charge(_ context.Context, p gateway.ChargeParams) (*gateway.Charge, error) {
+func (anonymousPending) Send(_ context.Context, p gateway.ChargeParams) (*gateway.Charge, error) {
 	return &gateway.Charge{Amount: p.Amount, Currency: p.Currency, Reference: p.Reference, Status: gateway.StatusPending}, nil
 }

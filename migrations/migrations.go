@@ -82,10 +82,10 @@ type MigrateResult struct {
 // ErrMissingVersion is returned by Validate when the database lacks a version the binary has.
 var ErrMissingVersion = errors.New("database schema is behind: run `pgsaga migrate`")
 
-// ErrNoSession is returned by Migrate when its pool's connections are not sessions of their
-// own (a pooler in transaction pooling mode): its advisory lock would stay behind on a server
-// session another client gets next. Migrate on a direct connection, or through session pooling.
-var ErrNoSession = errors.New("migrations: the pool's connections are not sessions of their own")
+// errNoSession is Migrate's refusal of a pool whose connections are not sessions of their own
+// (a pooler in transaction pooling mode): its advisory lock would stay behind on a server
+// session another client gets next.
+var errNoSession = errors.New("migrations: the pool's connections are not sessions of their own")
 
 // advisoryLockKey serialises migration runs across processes ("pgsaga-m" in ASCII).
 const advisoryLockKey int64 = 0x7067736167612d6d
@@ -154,8 +154,9 @@ func linesOf(opts *MigrateOpts) []Line {
 
 // Migrate applies River's migrations (unless skipped), then every pending version of pgsaga's
 // line and of opts.Lines. Running it on a current database is a no-op that only reads. Applying
-// versions takes a session's lock: through a pooler in transaction pooling mode it then refuses
-// (ErrNoSession) before changing anything.
+// versions takes a session's lock: through a pooler in transaction pooling mode it then refuses,
+// before changing anything, with an error that says to migrate on a direct connection or through
+// session pooling.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, opts *MigrateOpts) (*MigrateResult, error) {
 	if opts == nil {
 		opts = &MigrateOpts{}
@@ -181,7 +182,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts *MigrateOpts) (*Migra
 		return nil, fmt.Errorf("error connecting to migrate: %w", err)
 	case !heard:
 		return nil, fmt.Errorf("%w (a LISTEN did not hear its own notification: a pooler in transaction pooling mode?): "+
-			"migrate holds an advisory lock across its transactions; run it on a direct connection, or through session pooling", ErrNoSession)
+			"migrate holds an advisory lock across its transactions; run it on a direct connection, or through session pooling", errNoSession)
 	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {

@@ -5,9 +5,8 @@ import (
 	"fmt"
 )
 
-// ErrNoValue is returned by Value.Get when no step saved the value. It is permanent (retrying
-// cannot create it): an operation that reads a value before the step that saves it has a bug.
-var ErrNoValue error = &noValueError{}
+// errNoValue is Value.Get's error when no step saved the value.
+var errNoValue error = &noValueError{}
 
 type noValueError struct{}
 
@@ -30,12 +29,14 @@ func (*noValueError) Retryable() bool { return false }
 // "_pgsaga" are the engine's.
 type Value[T any] string
 
-// Get returns the value a step saved. It returns an error wrapping ErrNoValue when none did.
+// Get returns the value a step saved. When none did it returns a permanent error (retrying
+// cannot create the value): an operation that reads a value before the step that saves it has a
+// bug. Has tells whether a step saved it.
 func (v Value[T]) Get(run *Run) (T, error) {
 	var out T
 	raw, ok := run.state().Value(string(v))
 	if !ok {
-		return out, fmt.Errorf("value %q: %w", string(v), ErrNoValue)
+		return out, fmt.Errorf("value %q: %w", string(v), errNoValue)
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return out, Permanent(fmt.Errorf("error decoding saved value %q: %w", string(v), err))

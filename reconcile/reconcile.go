@@ -27,8 +27,8 @@ type Config struct {
 	Keep time.Duration
 }
 
-// WithDefaults returns a copy of the config with every unset field given its default.
-func (c *Config) WithDefaults() *Config {
+// withDefaults returns a copy of the config with every unset field given its default.
+func (c *Config) withDefaults() *Config {
 	out := *c
 	if out.BatchSize == 0 {
 		out.BatchSize = 500
@@ -64,7 +64,7 @@ func New(cfg *Config) (*Reconciler, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	cfg = cfg.WithDefaults()
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

@@ -102,7 +102,7 @@ func TestCheck(t *testing.T) {
 	kept, lost, doubled := e.pay(), e.pay(), e.pay()
 	lostRef := e.reference(lost)
 	e.loseKey(lost)
-	second, err := e.sim.Gateway().Charge(t.Context(), gateway.ChargeParams{Amount: 2000, Currency: "USD", Reference: e.reference(doubled)})
+	second, err := e.sim.Gateway().Send(t.Context(), gateway.ChargeParams{Amount: 2000, Currency: "USD", Reference: e.reference(doubled)})
 	require.NoError(t, err)
 	// A charge whose key is still started (its call's outcome unknown, say) is in view elsewhere.
 	startedKey := uuid.NewString()
@@ -112,7 +112,7 @@ func TestCheck(t *testing.T) {
 	_, err = e.db.Pool.Exec(t.Context(), `INSERT INTO pgsaga_call (tenant_id, actor_id, key, step, attempt, reference, started_at, deadline, outcome)
 		VALUES ('tenant-1', 'alice', $1, 'charged', 1, 'payment:started', now(), now(), 'unknown')`, startedKey)
 	require.NoError(t, err)
-	_, err = e.sim.Gateway().Charge(t.Context(), gateway.ChargeParams{Amount: 700, Currency: "USD", Reference: "payment:started"})
+	_, err = e.sim.Gateway().Send(t.Context(), gateway.ChargeParams{Amount: 700, Currency: "USD", Reference: "payment:started"})
 	require.NoError(t, err)
 
 	res, err = e.rec.Check(t.Context(), since)

@@ -51,7 +51,7 @@ func NewClient(cfg *Config) (*Client, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	cfg = cfg.WithDefaults()
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func (c *Client) OperationNames() []string { return slices.Clone(c.opNames) }
 func (c *Client) operation(name string) (*phases.Operation, error) {
 	op, ok := c.ops[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownOperation, name)
+		return nil, &RefusedError{Reason: RefusedUnknownOperation, detail: fmt.Sprintf("%q", name)}
 	}
 	return op, nil
 }

@@ -103,8 +103,8 @@ type Config struct {
 	ListenDB *pgxpool.Pool
 }
 
-// WithDefaults returns a copy of the config with every unset field given its default.
-func (c *Config) WithDefaults() *Config {
+// withDefaults returns a copy of the config with every unset field given its default.
+func (c *Config) withDefaults() *Config {
 	out := *c
 	if out.Lease == 0 {
 		out.Lease = 30 * time.Second

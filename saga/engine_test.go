@@ -93,7 +93,7 @@ func TestRejectIsStoredWithoutTheEffect(t *testing.T) {
 	require.Equal(t, http.StatusConflict, first.Response.Status)
 	require.JSONEq(t, `{"type":"urn:pgsaga:error:taken","title":"Taken","status":409,"detail":"already taken",
 		"error":"taken","message":"already taken"}`, string(first.Response.Body))
-	require.Equal(t, []string{saga.ContentTypeProblem}, first.Response.Header["Content-Type"])
+	require.Equal(t, []string{"application/problem+json"}, first.Response.Header["Content-Type"])
 	require.Equal(t, 0, countEffects(t, db, key), "a rejected phase commits nothing")
 
 	again, err := c.Run(t.Context(), "thing", request(key))
@@ -172,7 +172,7 @@ func TestResumeLeavesUnknownOperationsAlone(t *testing.T) {
 	other, err := saga.NewClient(&saga.Config{DB: db.Pool})
 	require.NoError(t, err)
 	_, err = other.Resume(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key, &saga.ResumeOpts{Parked: true})
-	require.ErrorIs(t, err, saga.ErrUnknownOperation)
+	require.ErrorIs(t, err, &saga.RefusedError{Reason: saga.RefusedUnknownOperation})
 	parked, err := c.KeyGet(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key)
 	require.NoError(t, err)
 	require.Equal(t, saga.KeyStatusParked, parked.Status, "a client that cannot run the key must not take it")
@@ -182,7 +182,7 @@ func TestResumeLeavesUnknownOperationsAlone(t *testing.T) {
 	_, err = db.Pool.Exec(t.Context(), `UPDATE pgsaga_key SET status = 'started', locked_until = now() - interval '1s' WHERE key = $1`, key)
 	require.NoError(t, err)
 	_, err = other.Resume(t.Context(), saga.Scope{Tenant: "t1", Actor: "a1"}, key, &saga.ResumeOpts{Due: true})
-	require.ErrorIs(t, err, saga.ErrUnknownOperation, "a resumer without the operation does not take the key")
+	require.ErrorIs(t, err, &saga.RefusedError{Reason: saga.RefusedUnknownOperation}, "a resumer without the operation does not take the key")
 	ref, _, err := other.Internal(sibling.Token{}).ResumeNextDue(t.Context())
 	require.NoError(t, err)
 	require.Nil(t, ref, "a resumer without the operation sees no due key")

@@ -37,19 +37,70 @@ var ErrKeyNotFound = errors.New("no such idempotency key")
 // (fencing): this execution's writes since were rolled back, and the other one carries on.
 var ErrLeaseLost = errors.New("the key's lease was taken over by another process")
 
-// ErrUnknownOperation is returned when a stored key names an operation the client lacks.
-var ErrUnknownOperation = errors.New("operation is not registered with this client")
+// RefusedError is a call that the key's state or this client's operations refused: nothing ran
+// and nothing was written. Reason says why. Match one reason with errors.Is:
+//
+//	errors.Is(err, &saga.RefusedError{Reason: saga.RefusedNotParked})
+type RefusedError struct {
+	Reason RefusedReason
+	// Err is what the settle hook answered, for RefusedBySettleHook; nil otherwise.
+	Err error
+	// detail says more, for people: the key's status, the operation's name.
+	detail string
+}
 
-// ErrNotDue is returned by Resume with ResumeOpts.Due for a key that is not due for an
-// execution (its lease is live, its next attempt time has not come, or it is not started).
-var ErrNotDue = errors.New("the key is not due for an execution")
+// RefusedReason is why a call was refused.
+type RefusedReason string
 
-// ErrNotParked is returned by Settle for a key that is not parked: only a parked key may be
-// settled.
-var ErrNotParked = errors.New("the key is not parked: only a parked key can be settled")
+const (
+	// RefusedUnknownOperation: the operation (the one named, or a stored key's) is not
+	// registered with this client. Run, Handler, Resume and Settle refuse it.
+	RefusedUnknownOperation RefusedReason = "unknown_operation"
+	// RefusedNotDue: Resume with ResumeOpts.Due of a key that is not due for an execution (its
+	// lease is live, its next attempt time has not come, or it is not started).
+	RefusedNotDue RefusedReason = "not_due"
+	// RefusedNotParked: Settle of a key that is not parked. Only a parked key can be settled.
+	RefusedNotParked RefusedReason = "not_parked"
+	// RefusedNoSettleHook: Settle of a key whose operation declares no settle hook.
+	RefusedNoSettleHook RefusedReason = "no_settle_hook"
+	// RefusedBySettleHook: the operation's settle hook refused the decision (a missing provider
+	// reference, an outcome it cannot record); Err is what it answered.
+	RefusedBySettleHook RefusedReason = "settle_refused"
+)
 
-// ErrNoSettleHook is returned by Settle when the key's operation declares no settle hook.
-var ErrNoSettleHook = errors.New("the key's operation has no settle hook")
+func (e *RefusedError) Error() string {
+	var msg string
+	switch e.Reason {
+	case RefusedUnknownOperation:
+		msg = "operation is not registered with this client"
+	case RefusedNotDue:
+		msg = "the key is not due for an execution"
+	case RefusedNotParked:
+		msg = "the key is not parked: only a parked key can be settled"
+	case RefusedNoSettleHook:
+		msg = "the key's operation has no settle hook"
+	case RefusedBySettleHook:
+		msg = "the settlement was refused"
+	default:
+		msg = "refused: " + string(e.Reason)
+	}
+	if e.detail != "" {
+		msg += " (" + e.detail + ")"
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// Is reports whether target is a *RefusedError of the same Reason, or of any reason when the
+// target's is empty.
+func (e *RefusedError) Is(target error) bool {
+	t, ok := target.(*RefusedError)
+	return ok && t != nil && (t.Reason == "" || t.Reason == e.Reason)
+}
 
 // InProgressError means another execution holds the key's lease, for the time it says.
 type InProgressError struct {
@@ -83,7 +134,8 @@ func (e *ParkedError) Error() string {
 }
 
 // InvalidRequestError is a request the operation or the database refused as invalid (its
-// validation failed, or its data cannot be stored: a string with NUL, a value a CHECK refuses).
+// validation failed, or its data cannot be stored: a string with NUL, a value a CHECK refuses),
+// or KeyListParams that KeyList refuses (a Cursor no listing returned, a Limit out of range).
 // Nothing is stored.
 type InvalidRequestError struct{ Err error }
 

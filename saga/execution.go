@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pgsaga/pgsaga/internal/problem"
 	"github.com/pgsaga/pgsaga/internal/runstate"
 	"github.com/pgsaga/pgsaga/phases"
 )
@@ -321,7 +322,7 @@ func (e *execution) fail(ctx context.Context, i int, err error) (*Result, error)
 
 // rejectResponse is the stored answer of a business rejection.
 func rejectResponse(r rejection) *storedResponse {
-	return &storedResponse{Status: r.status, Header: map[string][]string{"Content-Type": {ContentTypeProblem}},
+	return &storedResponse{Status: r.status, Header: map[string][]string{"Content-Type": {problem.ContentType}},
 		Body: errorBody(r.status, r.code, r.message)}
 }
 

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/pgsaga/pgsaga/internal/problem"
 )
 
 // HandlerOpts configure an HTTP handler for one operation.
@@ -147,7 +149,7 @@ func (h *handler) reject(w http.ResponseWriter, status int, code, message string
 // WriteError answers an error as problem details (see ProblemBody), the shape of every error
 // pgsaga answers and stores, for handlers that sit beside pgsaga's.
 func WriteError(w http.ResponseWriter, status int, code, message string) {
-	w.Header().Set("Content-Type", ContentTypeProblem)
+	w.Header().Set("Content-Type", problem.ContentType)
 	w.WriteHeader(status)
 	_, _ = w.Write(errorBody(status, code, message))
 }

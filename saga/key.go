@@ -47,12 +47,6 @@ type Scope struct {
 	Actor  string
 }
 
-// KeyRef names one key.
-type KeyRef struct {
-	Scope Scope
-	Key   string
-}
-
 // Key is one stored key, as the read API (KeyGet, KeyList) returns it.
 type Key struct {
 	Scope         Scope

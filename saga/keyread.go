@@ -70,11 +70,12 @@ type KeyListResult struct {
 	NextCursor string
 }
 
-// ErrInvalidCursor is returned for a KeyListParams.Cursor that no listing returned.
-var ErrInvalidCursor = errors.New("saga: invalid key list cursor")
+// errInvalidCursor is the error of a KeyListParams.Cursor that no listing returned.
+var errInvalidCursor = &InvalidRequestError{Err: errors.New("saga: invalid key list cursor")}
 
 // KeyList lists keys, newest first, with keyset pagination: a page is the same whatever was
-// inserted since the listing began, and a key is listed at most once.
+// inserted since the listing began, and a key is listed at most once. It returns an
+// *InvalidRequestError for params it refuses.
 func (c *Client) KeyList(ctx context.Context, p *KeyListParams) (*KeyListResult, error) {
 	return keyList(ctx, c.cfg.DB, p)
 }
@@ -93,12 +94,12 @@ func keyList(ctx context.Context, q pgxQuerier, p *KeyListParams) (*KeyListResul
 	case limit == 0:
 		limit = 100
 	case limit < 0 || limit > 10_000:
-		return nil, fmt.Errorf("saga: KeyListParams.Limit must be 1-10000, got %d", p.Limit)
+		return nil, &InvalidRequestError{Err: fmt.Errorf("saga: KeyListParams.Limit must be 1-10000, got %d", p.Limit)}
 	}
 	switch p.State {
 	case "", KeyStatusStarted, KeyStatusCompleted, KeyStatusParked:
 	default:
-		return nil, fmt.Errorf("saga: KeyListParams.State must be started, completed or failed, got %q", p.State)
+		return nil, &InvalidRequestError{Err: fmt.Errorf("saga: KeyListParams.State must be started, completed or failed, got %q", p.State)}
 	}
 	var after *keyCursor
 	if p.Cursor != "" {
@@ -138,16 +139,16 @@ func encodeCursor(c *keyCursor) string {
 func decodeCursor(s string) (*keyCursor, error) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return nil, ErrInvalidCursor
+		return nil, errInvalidCursor
 	}
 	var c keyCursor
 	if err := json.Unmarshal(b, &c); err != nil || c.CreatedAt.IsZero() || c.Key == "" {
-		return nil, ErrInvalidCursor
+		return nil, errInvalidCursor
 	}
 	// A forged cursor must not reach the database with text it refuses (an error, not a page).
 	for _, s := range []string{c.Tenant, c.Actor, c.Key} {
 		if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
-			return nil, ErrInvalidCursor
+			return nil, errInvalidCursor
 		}
 	}
 	return &c, nil

@@ -109,7 +109,7 @@ func TestKeyListFilters(t *testing.T) {
 		"bad state":      {State: "stuck"},
 	} {
 		_, err := h.client.KeyList(t.Context(), p)
-		require.Error(t, err, name)
+		require.ErrorAs(t, err, new(*saga.InvalidRequestError), name)
 	}
 }
 

@@ -15,15 +15,12 @@ import "github.com/pgsaga/pgsaga/internal/problem"
 // reading. Match on error (or on type, which names the same code): title and message are for
 // people and their wording may change.
 
-// ContentTypeProblem is the media type of every error body (RFC 9457).
-const ContentTypeProblem = problem.ContentType
-
 // ProblemBody is the problem details object of an error: status (the HTTP status it is answered
 // with), code (the stable error code) and message (for people, never a Go type or a driver's
 // text), followed by extensions, extension members of the caller's in the order of their names
 // (a payment's id beside a decline). An extension named like a member of the fixed part is left
 // out, and so is one that cannot be encoded as JSON. Answer it with Content-Type
-// ContentTypeProblem (WriteError does), or store it from a step with phases.Run.RespondError.
+// application/problem+json (WriteError does), or store it from a step with phases.Run.RespondError.
 func ProblemBody(status int, code, message string, extensions map[string]any) []byte {
 	body, _ := problem.Body(status, code, message, extensions)
 	return body

@@ -40,7 +40,7 @@ func TestRespondErrorKeepsThePhasesWrites(t *testing.T) {
 		res, err := c.Run(t.Context(), op, request(key))
 		require.NoError(t, err, op)
 		require.Equal(t, http.StatusConflict, res.Response.Status, op)
-		require.Equal(t, []string{saga.ContentTypeProblem}, res.Response.Header["Content-Type"], op)
+		require.Equal(t, []string{"application/problem+json"}, res.Response.Header["Content-Type"], op)
 		orderID := phases.IntentID("t1", "a1", key, "ord")
 		require.Equal(t, `{"type":"urn:pgsaga:error:price_changed","title":"Price changed","status":409,`+
 			`"detail":"the price changed; the order is held for review","error":"price_changed",`+

@@ -10,13 +10,15 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsaga/pgsaga/internal/runstate"
+	"github.com/pgsaga/pgsaga/internal/sibling"
 	"github.com/pgsaga/pgsaga/phases"
 )
 
 // ResumeOpts are optional settings for Resume.
 type ResumeOpts struct {
 	// Due resumes the key only when it is due (a started key whose lease expired and whose
-	// next attempt time has come), as the worker does; otherwise Resume returns ErrNotDue.
+	// next attempt time has come), as the worker does; otherwise Resume returns a *RefusedError
+	// with RefusedNotDue.
 	// Defaults to false: an operator's resume, which ignores the schedule and the attempt
 	// budget.
 	Due bool
@@ -31,8 +33,9 @@ type ResumeOpts struct {
 // Resume continues a started key whose lease expired (or, with opts.Parked, a parked key) from
 // its recovery point, through the remaining phases, and returns the final response. A completed
 // key returns its stored response with Replayed set; a live lease an *InProgressError; a key
-// this client has no operation for ErrUnknownOperation. If another execution takes the key over
-// while this one runs (this one was paused past its lease), it returns ErrLeaseLost.
+// this client has no operation for a *RefusedError (RefusedUnknownOperation). If another
+// execution takes the key over while this one runs (this one was paused past its lease), it
+// returns ErrLeaseLost.
 func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *ResumeOpts) (*Result, error) {
 	if opts == nil {
 		opts = &ResumeOpts{}
@@ -54,7 +57,7 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 		case k.Status == KeyStatusCompleted:
 			return &Result{Response: k.Response, Replayed: true}, nil
 		case opts.Due:
-			return nil, ErrNotDue
+			return nil, &RefusedError{Reason: RefusedNotDue}
 		case k.Status == KeyStatusParked:
 			return nil, &ParkedError{Reason: k.ParkedReason, LastError: k.LastError}
 		}
@@ -76,7 +79,7 @@ func (c *Client) Resume(ctx context.Context, scope Scope, key string, opts *Resu
 // ResumeNextDue claims the key that has waited longest among those due for an execution (of
 // this client's operations) and resumes it, returning its key and result. It returns no key and
 // no error when none is due. Concurrent callers (in any process) claim different keys.
-func (o *internalOps) ResumeNextDue(ctx context.Context) (*KeyRef, *Result, error) {
+func (o *internalOps) ResumeNextDue(ctx context.Context) (*sibling.KeyRef, *Result, error) {
 	c := o.c
 	ctx = context.WithoutCancel(ctx)
 	sent := time.Now()
@@ -88,7 +91,7 @@ func (o *internalOps) ResumeNextDue(ctx context.Context) (*KeyRef, *Result, erro
 		return nil, nil, nil
 	}
 	k := keys[0]
-	ref := &KeyRef{Scope: k.Scope, Key: k.Key.Key}
+	ref := &sibling.KeyRef{Tenant: k.Scope.Tenant, Actor: k.Scope.Actor, Key: k.Key.Key}
 	op, err := c.operation(k.Operation)
 	if err != nil {
 		return ref, nil, err
@@ -103,7 +106,7 @@ func (o *internalOps) ResumeNextDue(ctx context.Context) (*KeyRef, *Result, erro
 // alone), and every key taken is resumed at once, each on its own goroutine (its lease runs from
 // the claim), and ResumeDue returns when all have returned: one result per ref, in
 // order. It returns an error, having resumed nothing, only when the claim itself failed.
-func (o *internalOps) ResumeDue(ctx context.Context, refs []KeyRef) ([]dueResult, error) {
+func (o *internalOps) ResumeDue(ctx context.Context, refs []sibling.KeyRef) ([]dueResult, error) {
 	c := o.c
 	ctx = context.WithoutCancel(ctx)
 	out := make([]dueResult, len(refs))
@@ -115,13 +118,13 @@ func (o *internalOps) ResumeDue(ctx context.Context, refs []KeyRef) ([]dueResult
 	if err != nil {
 		return nil, err
 	}
-	at := make(map[KeyRef]int, len(refs))
+	at := make(map[sibling.KeyRef]int, len(refs))
 	for i, r := range refs {
 		at[r] = i
 	}
 	var wg sync.WaitGroup
 	for _, t := range taken {
-		i := at[KeyRef{Scope: t.Scope, Key: t.Key.Key}]
+		i := at[sibling.KeyRef{Tenant: t.Scope.Tenant, Actor: t.Scope.Actor, Key: t.Key.Key}]
 		out[i].Taken = true
 		op, err := c.operation(t.Operation)
 		if err != nil {
@@ -148,7 +151,7 @@ type dueResult struct {
 // is not returned again for hold, so repeated sweeps do not list it while its job waits; if the
 // job never runs, the key falls due again after hold. Reserving takes no lease and spends no
 // attempt: Resume with ResumeOpts.Due does.
-func (o *internalOps) ReserveDueTx(ctx context.Context, tx pgx.Tx, limit int, hold time.Duration) ([]KeyRef, error) {
+func (o *internalOps) ReserveDueTx(ctx context.Context, tx pgx.Tx, limit int, hold time.Duration) ([]sibling.KeyRef, error) {
 	return reserveDue(ctx, tx, o.c.opNames, hold, limit)
 }
 

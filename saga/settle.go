@@ -42,9 +42,10 @@ func (p *SettleParams) validate() error {
 // Settle finishes a parked key by an operator's decision: in one transaction it locks the key,
 // runs its operation's settle hook (phases.Operation.Settle) with the key's saved values, stores
 // the response the hook set, completes the key and records the decision in the key's history.
-// The response is then replayed to the client like any other. It refuses a key that is not
-// parked (ErrNotParked), whose operation has no settle hook (ErrNoSettleHook) or that does not
-// exist (ErrKeyNotFound); a hook's error refuses the settlement and changes nothing.
+// The response is then replayed to the client like any other. It returns ErrKeyNotFound for a
+// key that does not exist, and a *RefusedError, changing nothing, for a key that is not parked
+// (RefusedNotParked), whose operation has no settle hook (RefusedNoSettleHook), or whose hook
+// returned an error (RefusedBySettleHook).
 func (c *Client) Settle(ctx context.Context, scope Scope, key string, p *SettleParams) (*Result, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
@@ -74,9 +75,9 @@ func (c *Client) settleTx(ctx context.Context, tx pgx.Tx, scope Scope, key strin
 	}
 	switch {
 	case op.Settle == nil:
-		return nil, fmt.Errorf("%w: %q", ErrNoSettleHook, op.Name)
+		return nil, &RefusedError{Reason: RefusedNoSettleHook, detail: fmt.Sprintf("operation %q", op.Name)}
 	case k.Status != KeyStatusParked:
-		return nil, fmt.Errorf("%w (it is %s)", ErrNotParked, k.Status)
+		return nil, &RefusedError{Reason: RefusedNotParked, detail: "it is " + string(k.Status)}
 	}
 	ctx, *span = c.traceSettle(ctx, k, stored, p)
 	st := runstate.New(runstate.Params{
@@ -86,7 +87,7 @@ func (c *Client) settleTx(ctx context.Context, tx pgx.Tx, scope Scope, key strin
 	})
 	s := &phases.Settlement{Outcome: p.Outcome, Note: p.Note, Reference: p.Reference, By: p.By}
 	if err := op.Settle(ctx, tx, (*phases.Run)(st), s); err != nil {
-		return nil, &SettleRefusedError{Err: err}
+		return nil, &RefusedError{Reason: RefusedBySettleHook, Err: err}
 	}
 	resp := c.storedResponse(op, st.Response())
 	if resp == nil {
@@ -97,10 +98,3 @@ func (c *Client) settleTx(ctx context.Context, tx pgx.Tx, scope Scope, key strin
 	}
 	return &Result{Response: resp}, nil
 }
-
-// SettleRefusedError is a settlement the operation's settle hook refused (a missing provider
-// reference, an outcome it cannot record). Nothing was written.
-type SettleRefusedError struct{ Err error }
-
-func (e *SettleRefusedError) Error() string { return "the settlement was refused: " + e.Err.Error() }
-func (e *SettleRefusedError) Unwrap() error { return e.Err }

@@ -3,6 +3,7 @@ package saga_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -79,7 +80,7 @@ func TestSettleAParkedKey(t *testing.T) {
 
 			// Settling twice is refused: the key is no longer parked.
 			_, err = h.client.Settle(t.Context(), h.scope, key, params)
-			require.ErrorIs(t, err, saga.ErrNotParked)
+			require.ErrorIs(t, err, &saga.RefusedError{Reason: saga.RefusedNotParked})
 		})
 	}
 }
@@ -105,8 +106,8 @@ func TestSettleRefusals(t *testing.T) {
 		"no operator":        {parkedKey, &saga.SettleParams{Outcome: phases.SettleFailed, Note: "n"}, nil, "By"},
 		"no such key":        {"no-such-key-1", good, saga.ErrKeyNotFound, ""},
 		"hook refuses":       {parkedKey, &saga.SettleParams{Outcome: phases.SettleSucceeded, Note: "n", By: "a"}, nil, "a reference is required"},
-		"completed key":      {"", good, saga.ErrNotParked, ""},
-		"operation w/o hook": {"", good, saga.ErrNoSettleHook, ""},
+		"completed key":      {"", good, &saga.RefusedError{Reason: saga.RefusedNotParked}, ""},
+		"operation w/o hook": {"", good, &saga.RefusedError{Reason: saga.RefusedNoSettleHook}, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			key := tc.key
@@ -136,4 +137,19 @@ func TestSettleRefusals(t *testing.T) {
 	require.Equal(t, saga.KeyStatusParked, k.Status, "a refused settlement changes nothing")
 	require.Empty(t, k.History)
 	require.Zero(t, h.effects(parkedKey, "settled"))
+}
+
+// A refusal matches its own reason, or any refusal, and no other reason.
+func TestRefusedErrorMatchesItsReason(t *testing.T) {
+	t.Parallel()
+	var err error = fmt.Errorf("settling: %w", &saga.RefusedError{Reason: saga.RefusedNotParked})
+	require.ErrorIs(t, err, &saga.RefusedError{Reason: saga.RefusedNotParked})
+	require.ErrorIs(t, err, &saga.RefusedError{})
+	require.NotErrorIs(t, err, &saga.RefusedError{Reason: saga.RefusedNoSettleHook})
+	require.Equal(t, "settling: the key is not parked: only a parked key can be settled", err.Error())
+
+	hook := errors.New("a reference is required")
+	err = &saga.RefusedError{Reason: saga.RefusedBySettleHook, Err: hook}
+	require.ErrorIs(t, err, hook)
+	require.Equal(t, "the settlement was refused: a reference is required", err.Error())
 }

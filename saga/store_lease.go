@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/pgsaga/pgsaga/internal/keystore"
+	"github.com/pgsaga/pgsaga/internal/sibling"
 )
 
 // The statements that take and keep leases on pgsaga_key: heartbeats, takeovers, the worker's
@@ -201,10 +202,10 @@ func takenAll[R keystore.ClaimDueRow | keystore.ClaimKeysRow](rows []R, what str
 
 // claimKeys claims those of refs that are due. The caller must start every one at once: their
 // leases run from now.
-func claimKeys(ctx context.Context, db keystore.DBTX, ops []string, calls *resumeCalls, lease time.Duration, refs []KeyRef) ([]*takenKey, error) {
+func claimKeys(ctx context.Context, db keystore.DBTX, ops []string, calls *resumeCalls, lease time.Duration, refs []sibling.KeyRef) ([]*takenKey, error) {
 	tenants, actors, keys := make([]string, len(refs)), make([]string, len(refs)), make([]string, len(refs))
 	for i, r := range refs {
-		tenants[i], actors[i], keys[i] = r.Scope.Tenant, r.Scope.Actor, r.Key
+		tenants[i], actors[i], keys[i] = r.Tenant, r.Actor, r.Key
 	}
 	rows, err := keystore.New(db).ClaimKeys(ctx, &keystore.ClaimKeysParams{
 		LeaseMs: lease.Milliseconds(), TenantIds: tenants, ActorIds: actors, Keys: keys, Operations: ops,
@@ -216,15 +217,15 @@ func claimKeys(ctx context.Context, db keystore.DBTX, ops []string, calls *resum
 	return takenAll(rows, "error claiming keys")
 }
 
-func reserveDue(ctx context.Context, tx pgx.Tx, ops []string, hold time.Duration, limit int) ([]KeyRef, error) {
+func reserveDue(ctx context.Context, tx pgx.Tx, ops []string, hold time.Duration, limit int) ([]sibling.KeyRef, error) {
 	rows, err := keystore.New(tx).ReserveDue(ctx, &keystore.ReserveDueParams{
 		HoldMs: hold.Milliseconds(), Operations: ops, MaxKeys: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("error reserving due keys: %w", err)
 	}
-	refs := make([]KeyRef, len(rows))
+	refs := make([]sibling.KeyRef, len(rows))
 	for i, r := range rows {
-		refs[i] = KeyRef{Scope: Scope{Tenant: r.TenantID, Actor: r.ActorID}, Key: r.Key}
+		refs[i] = sibling.KeyRef{Tenant: r.TenantID, Actor: r.ActorID, Key: r.Key}
 	}
 	return refs, nil
 }

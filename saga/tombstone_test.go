@@ -159,7 +159,7 @@ func TestExpiredKeyOverHTTP(t *testing.T) {
 	gcAll(t, h)
 	resp := post()
 	require.Equal(t, http.StatusGone, resp.StatusCode)
-	require.Equal(t, saga.ContentTypeProblem, resp.Header.Get("Content-Type"))
+	require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
 	require.Empty(t, resp.Header.Get(saga.HeaderReplayed))
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)

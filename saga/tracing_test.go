@@ -307,7 +307,7 @@ func TestTracingCrashMidCallResumed(t *testing.T) {
 				// As the worker's resume job runs it: under its job's span.
 				var ctx context.Context
 				ctx, job = sp.start(t.Context(), "river.work/pgsaga_resume_batch")
-				out, rerr := h.client.Internal(sibling.Token{}).ResumeDue(ctx, []saga.KeyRef{{Scope: h.scope, Key: key}})
+				out, rerr := h.client.Internal(sibling.Token{}).ResumeDue(ctx, []sibling.KeyRef{{Tenant: h.scope.Tenant, Actor: h.scope.Actor, Key: key}})
 				err = rerr
 				require.NoError(t, err)
 				require.True(t, out[0].Taken)

@@ -96,8 +96,8 @@ type Config struct {
 	PollOnly bool
 }
 
-// WithDefaults returns a copy of the config with every unset field given its default.
-func (c *Config) WithDefaults() *Config {
+// withDefaults returns a copy of the config with every unset field given its default.
+func (c *Config) withDefaults() *Config {
 	out := *c
 	if out.SweepInterval == 0 {
 		out.SweepInterval = time.Second

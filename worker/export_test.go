@@ -3,7 +3,7 @@ package worker
 import (
 	"context"
 
-	"github.com/pgsaga/pgsaga/saga"
+	"github.com/pgsaga/pgsaga/internal/sibling"
 )
 
 // RiverLogger is riverLogger, for the external tests.
@@ -36,12 +36,12 @@ const (
 func (r *resumer) RunOnce(ctx context.Context) (*runResult, error) { return r.runOnce(ctx) }
 
 // ResumeKeys is resumeKeys, for the external tests.
-func (r *resumer) ResumeKeys(ctx context.Context, refs []saga.KeyRef) ([]resumeOutcome, error) {
+func (r *resumer) ResumeKeys(ctx context.Context, refs []sibling.KeyRef) ([]resumeOutcome, error) {
 	return r.resumeKeys(ctx, refs)
 }
 
 // ResumeKey is resumeKey, for the external tests.
-func (r *resumer) ResumeKey(ctx context.Context, ref saga.KeyRef) (resumeOutcome, error) {
+func (r *resumer) ResumeKey(ctx context.Context, ref sibling.KeyRef) (resumeOutcome, error) {
 	return r.resumeKey(ctx, ref)
 }
 
@@ -54,3 +54,6 @@ type (
 
 // DeleteOldInbox is deleteOldInbox, for the external tests.
 var DeleteOldInbox = deleteOldInbox
+
+// NewStateCollectorWith is newStateCollector, for the external tests: a MaxAge and a clock.
+var NewStateCollectorWith = newStateCollector

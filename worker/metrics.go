@@ -58,7 +58,7 @@ func newMetrics(reg prometheus.Registerer, client *saga.Client) (*metrics, error
 	); err != nil {
 		return nil, err
 	}
-	if _, err := promreg.Register(reg, NewStateCollector(client, nil)); err != nil {
+	if _, err := promreg.Register(reg, NewStateCollector(client)); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -109,19 +109,6 @@ func resultOf(err error, ok string) string {
 // defaultStateMaxAge is how long the key gauges, once read, answer the scrapes that follow.
 const defaultStateMaxAge = 5 * time.Second
 
-// StateCollectorOpts are optional settings of NewStateCollector.
-type StateCollectorOpts struct {
-	// MaxAge is how long one read of the key gauges answers later scrapes: the database is
-	// read at most once per MaxAge however many scrapes arrive, and scrapes that arrive while a
-	// read is under way wait for it instead of starting their own (one query in flight per
-	// collector), so a scrape storm costs one query, not a pooled connection per scrape. A
-	// failed read is kept as long, and reported as an error, never as stale numbers. Negative:
-	// read on every scrape (still one at a time). Defaults to defaultStateMaxAge (5s).
-	MaxAge time.Duration
-	// Now is the clock MaxAge is measured on. Defaults to time.Now.
-	Now func() time.Time
-}
-
 // stateCollector reads the key gauges through the read API, at most once per maxAge.
 type stateCollector struct {
 	client *saga.Client
@@ -137,29 +124,28 @@ type stateCollector struct {
 	err    error
 }
 
-// NewStateCollector returns a collector of two gauges (one query bounded by a 2s timeout that
-// never counts the whole table, shared by the scrapes of opts.MaxAge; a failed read reports an
-// invalid metric instead of stale numbers): pgsaga_keys{state} counts keys by state — started
-// and failed exactly, completed estimated from the planner's statistics
-// (an estimate from the planner's statistics) — and pgsaga_keys_stuck counts keys needing attention: started with
-// an expired lease (not yet resumed) or failed (parked for an operator). opts may be nil.
-func NewStateCollector(client *saga.Client, opts *StateCollectorOpts) prometheus.Collector {
-	s := &stateCollector{
+// NewStateCollector returns a collector of two gauges: pgsaga_keys{state} counts keys by
+// state (started and failed exactly, completed estimated from the planner's statistics), and
+// pgsaga_keys_stuck counts keys needing attention: started with an expired lease (not yet
+// resumed) or failed (parked for an operator). They come from one query, bounded by a 2s timeout,
+// that never counts the whole table. One read answers the scrapes of the next 5s, and scrapes
+// that arrive while a read is under way wait for it instead of starting their own, so a scrape
+// storm costs one query, not a pooled connection per scrape. A failed read is kept as long and
+// reported as an invalid metric, never as stale numbers.
+func NewStateCollector(client *saga.Client) prometheus.Collector {
+	return newStateCollector(client, defaultStateMaxAge, time.Now)
+}
+
+// newStateCollector is NewStateCollector with one read answering the scrapes of maxAge on the
+// clock now (negative: a read on every scrape, still one at a time).
+func newStateCollector(client *saga.Client, maxAge time.Duration, now func() time.Time) *stateCollector {
+	return &stateCollector{
 		client: client,
-		maxAge: defaultStateMaxAge,
-		now:    time.Now,
+		maxAge: maxAge,
+		now:    now,
 		keys:   prometheus.NewDesc("pgsaga_keys", "Idempotency keys by state (completed is an estimate).", []string{"state"}, nil),
 		stuck:  prometheus.NewDesc("pgsaga_keys_stuck", "Keys started with an expired lease, or parked as failed.", nil, nil),
 	}
-	if opts != nil {
-		if opts.MaxAge != 0 {
-			s.maxAge = opts.MaxAge
-		}
-		if opts.Now != nil {
-			s.now = opts.Now
-		}
-	}
-	return s
 }
 
 func (s *stateCollector) Describe(ch chan<- *prometheus.Desc) {

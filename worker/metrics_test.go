@@ -71,7 +71,7 @@ func TestStateCollectorCountsKeysByState(t *testing.T) {
 	_, err = db.Pool.Exec(t.Context(), `ANALYZE pgsaga_key`)
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
-	require.NoError(t, reg.Register(worker.NewStateCollector(newClient(t, db.Pool, &saga.Config{}), nil)))
+	require.NoError(t, reg.Register(worker.NewStateCollector(newClient(t, db.Pool, &saga.Config{}))))
 	require.Equal(t, map[string]float64{
 		"pgsaga_keys{state=completed}": 4,
 		"pgsaga_keys{state=failed}":    1,
@@ -83,7 +83,7 @@ func TestStateCollectorCountsKeysByState(t *testing.T) {
 	closed := dbtest.NewDB(t)
 	closed.Pool.Close()
 	broken := prometheus.NewRegistry()
-	require.NoError(t, broken.Register(worker.NewStateCollector(newClient(t, closed.Pool, &saga.Config{}), nil)))
+	require.NoError(t, broken.Register(worker.NewStateCollector(newClient(t, closed.Pool, &saga.Config{}))))
 	_, err = broken.Gather()
 	require.Error(t, err)
 }
@@ -101,7 +101,7 @@ func TestWorkerMetrics(t *testing.T) {
 	require.NoError(t, err)
 	c := newClient(t, db.Pool, &saga.Config{Operations: []*phases.Operation{eff.Operation(nil)}, Observer: observer})
 	// Read on every scrape: the test looks at the gauges right after the keys change.
-	require.NoError(t, reg.Register(worker.NewStateCollector(c, &worker.StateCollectorOpts{MaxAge: -1})))
+	require.NoError(t, reg.Register(worker.NewStateCollectorWith(c, -1, time.Now)))
 	startWorker(t, &worker.Config{Pool: db.Pool, Client: c, Registerer: reg})
 
 	waitFor(t, "three completed resume jobs", 20*time.Second, func() bool {
@@ -142,8 +142,8 @@ func TestStateCollectorScrapeStormCostsOneQuery(t *testing.T) {
 	)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	reg := prometheus.NewRegistry()
-	require.NoError(t, reg.Register(worker.NewStateCollector(newClient(t, pool, &saga.Config{}),
-		&worker.StateCollectorOpts{MaxAge: 10 * time.Second, Now: clock})))
+	require.NoError(t, reg.Register(worker.NewStateCollectorWith(newClient(t, pool, &saga.Config{}),
+		10*time.Second, clock)))
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 
 	scrapes := func(n int) {

@@ -6,7 +6,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/pgsaga/pgsaga/saga"
+	"github.com/pgsaga/pgsaga/internal/sibling"
 )
 
 // Queues the worker works. A process that only inserts (NewInsertOnlyClient) needs none.
@@ -50,13 +50,13 @@ type resumeArgs struct {
 func (resumeArgs) Kind() string { return "pgsaga_resume" }
 
 // ref is the key a's job resumes.
-func (a resumeArgs) ref() saga.KeyRef {
-	return saga.KeyRef{Scope: saga.Scope{Tenant: a.Tenant, Actor: a.Actor}, Key: a.Key}
+func (a resumeArgs) ref() sibling.KeyRef {
+	return sibling.KeyRef{Tenant: a.Tenant, Actor: a.Actor, Key: a.Key}
 }
 
 // resumeArgsOf names ref in a job's arguments.
-func resumeArgsOf(ref saga.KeyRef) resumeArgs {
-	return resumeArgs{Tenant: ref.Scope.Tenant, Actor: ref.Scope.Actor, Key: ref.Key}
+func resumeArgsOf(ref sibling.KeyRef) resumeArgs {
+	return resumeArgs{Tenant: ref.Tenant, Actor: ref.Actor, Key: ref.Key}
 }
 
 // InsertOpts makes resume jobs unique per key among unfinished jobs (a finished job does not
@@ -104,7 +104,7 @@ func (r *resumeBatchWorker) Middleware(*rivertype.JobRow) []rivertype.WorkerMidd
 // Every saga outcome (completed, failed and rescheduled, parked, superseded, skipped) completes
 // the job; only a failure to reach the database returns an error for River to retry.
 func (r *resumeBatchWorker) Work(ctx context.Context, job *river.Job[resumeBatchArgs]) error {
-	refs := make([]saga.KeyRef, len(job.Args.Keys))
+	refs := make([]sibling.KeyRef, len(job.Args.Keys))
 	for i, k := range job.Args.Keys {
 		refs[i] = k.ref()
 	}

@@ -124,10 +124,11 @@ func (r *resumer) resumeNext(ctx context.Context) (resumeOutcome, error) {
 // for a key ReserveDueTx returned. It returns outcomeSkipped when the key is not due (finished,
 // parked, leased by someone else, its next attempt not reached, gone, or of an unknown
 // operation), and an error only when the database could not be reached to claim it.
-func (r *resumer) resumeKey(ctx context.Context, ref saga.KeyRef) (resumeOutcome, error) {
-	res, err := r.cfg.Client.Resume(ctx, ref.Scope, ref.Key, &saga.ResumeOpts{Due: true})
+func (r *resumer) resumeKey(ctx context.Context, ref sibling.KeyRef) (resumeOutcome, error) {
+	res, err := r.cfg.Client.Resume(ctx, saga.Scope{Tenant: ref.Tenant, Actor: ref.Actor}, ref.Key, &saga.ResumeOpts{Due: true})
 	switch {
-	case errors.Is(err, saga.ErrNotDue), errors.Is(err, saga.ErrKeyNotFound), errors.Is(err, saga.ErrUnknownOperation),
+	case errors.Is(err, &saga.RefusedError{Reason: saga.RefusedNotDue}), errors.Is(err, saga.ErrKeyNotFound),
+		errors.Is(err, &saga.RefusedError{Reason: saga.RefusedUnknownOperation}),
 		err == nil && res.Replayed:
 		return outcomeSkipped, nil
 	}
@@ -143,7 +144,7 @@ func (r *resumer) resumeKey(ctx context.Context, ref saga.KeyRef) (resumeOutcome
 // all at once (ResumeDue of saga.Client.Internal); it is what a resume job runs for a batch of keys
 // ReserveDueTx returned. It returns one outcome per ref, in order (outcomeSkipped for a key that
 // was not due), and an error only when the database could not be reached to claim them.
-func (r *resumer) resumeKeys(ctx context.Context, refs []saga.KeyRef) ([]resumeOutcome, error) {
+func (r *resumer) resumeKeys(ctx context.Context, refs []sibling.KeyRef) ([]resumeOutcome, error) {
 	results, err := r.cfg.Client.Internal(sibling.Token{}).ResumeDue(ctx, refs)
 	if err != nil {
 		return nil, err
@@ -158,7 +159,7 @@ func (r *resumer) resumeKeys(ctx context.Context, refs []saga.KeyRef) ([]resumeO
 	return out, nil
 }
 
-func (r *resumer) outcome(ctx context.Context, ref saga.KeyRef, res *saga.Result, err error) resumeOutcome {
+func (r *resumer) outcome(ctx context.Context, ref sibling.KeyRef, res *saga.Result, err error) resumeOutcome {
 	switch {
 	case err == nil:
 		return outcomeCompleted
@@ -167,7 +168,7 @@ func (r *resumer) outcome(ctx context.Context, ref saga.KeyRef, res *saga.Result
 	case errors.As(err, new(*saga.ParkedError)):
 		return outcomeParked
 	}
-	r.cfg.Logger.WarnContext(ctx, "resume did not finish the key", "tenant", ref.Scope.Tenant, "key", ref.Key, "error", err)
+	r.cfg.Logger.WarnContext(ctx, "resume did not finish the key", "tenant", ref.Tenant, "key", ref.Key, "error", err)
 	return outcomeRescheduled
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pgsaga/pgsaga/examples/payments"
 	"github.com/pgsaga/pgsaga/gateway/sim"
+	"github.com/pgsaga/pgsaga/internal/sibling"
 	"github.com/pgsaga/pgsaga/internal/testkit/dbtest"
 	"github.com/pgsaga/pgsaga/internal/testkit/resumetest"
 	"github.com/pgsaga/pgsaga/phases"
@@ -197,7 +198,7 @@ func TestKeyThatAlwaysFailsIsParkedAfterMaxAttempts(t *testing.T) {
 	res, err = r.RunOnce(ctx)
 	require.NoError(t, err)
 	require.Zero(t, res.Claimed)
-	outcome, err := r.ResumeKey(ctx, saga.KeyRef{Scope: scope, Key: "always-fails"})
+	outcome, err := r.ResumeKey(ctx, sibling.KeyRef{Tenant: scope.Tenant, Actor: scope.Actor, Key: "always-fails"})
 	require.NoError(t, err)
 	require.Equal(t, worker.OutcomeSkipped, outcome)
 	require.Equal(t, 3, eff.Count("always-fails"))
@@ -229,13 +230,13 @@ func TestRunOnceClaimsOnlyDueKeysOfKnownOperations(t *testing.T) {
 	require.Equal(t, &worker.RunResult{Claimed: 3, Completed: 3}, res)
 	require.Equal(t, 4, countRows(t, db.Pool, `SELECT count(*) FROM pgsaga_key WHERE status = 'started' AND attempts = 1`))
 
-	outcome, err := r.ResumeKey(ctx, saga.KeyRef{Scope: scope, Key: "leased-00000"})
+	outcome, err := r.ResumeKey(ctx, sibling.KeyRef{Tenant: scope.Tenant, Actor: scope.Actor, Key: "leased-00000"})
 	require.NoError(t, err)
 	require.Equal(t, worker.OutcomeSkipped, outcome, "a live lease is someone else's")
-	outcome, err = r.ResumeKey(ctx, saga.KeyRef{Scope: scope, Key: "due-00000"})
+	outcome, err = r.ResumeKey(ctx, sibling.KeyRef{Tenant: scope.Tenant, Actor: scope.Actor, Key: "due-00000"})
 	require.NoError(t, err)
 	require.Equal(t, worker.OutcomeSkipped, outcome, "a completed key is not due")
-	outcome, err = r.ResumeKey(ctx, saga.KeyRef{Scope: scope, Key: "no-such-key"})
+	outcome, err = r.ResumeKey(ctx, sibling.KeyRef{Tenant: scope.Tenant, Actor: scope.Actor, Key: "no-such-key"})
 	require.NoError(t, err)
 	require.Equal(t, worker.OutcomeSkipped, outcome)
 }
@@ -413,9 +414,9 @@ func TestResumeKeysBatchOfMixedKeys(t *testing.T) {
 	require.NoError(t, err)
 
 	keys := []string{"due-00000", "leased-00000", "finished-00000", "later-00000", "gone-00000", "other-00000", "spent-00000"}
-	refs := make([]saga.KeyRef, len(keys))
+	refs := make([]sibling.KeyRef, len(keys))
 	for i, k := range keys {
-		refs[i] = saga.KeyRef{Scope: scope, Key: k}
+		refs[i] = sibling.KeyRef{Tenant: scope.Tenant, Actor: scope.Actor, Key: k}
 	}
 	out, err := r.ResumeKeys(ctx, refs)
 	require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -34,10 +35,9 @@ const DefaultWebhookTolerance = 5 * time.Minute
 const MinWebhookSecretLength = 16
 
 var (
-	// ErrWebhookSignatureMissing is returned for a delivery without a Pgsaga-Signature header.
-	ErrWebhookSignatureMissing = errors.New("the webhook has no " + HeaderWebhookSignature + " header")
 	// ErrWebhookSignatureInvalid is returned when no signature of the header is the body's under
-	// the source's secret, or the header is not "t=<unix seconds>,v1=<hex>[,v1=<hex>…]".
+	// the source's secret, or the header is empty or not "t=<unix seconds>,v1=<hex>[,v1=<hex>…]".
+	// A receiver that answers a missing header apart checks for one before reading it.
 	ErrWebhookSignatureInvalid = errors.New("the webhook's signature does not verify")
 	// ErrWebhookSignatureExpired is returned when the signature's timestamp is further than the
 	// tolerance from now: an old delivery replayed, or a clock far off.
@@ -77,7 +77,7 @@ type WebhookSignature struct {
 // before the body is read. Other schemes' entries are ignored, as Stripe's are.
 func ReadWebhookSignature(header string, now time.Time, tolerance time.Duration) (*WebhookSignature, error) {
 	if strings.TrimSpace(header) == "" {
-		return nil, ErrWebhookSignatureMissing
+		return nil, fmt.Errorf("%w: the webhook has no %s header", ErrWebhookSignatureInvalid, HeaderWebhookSignature)
 	}
 	var sig WebhookSignature
 	for item := range strings.SplitSeq(header, ",") {

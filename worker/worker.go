@@ -47,7 +47,7 @@ func New(cfg *Config) (*Worker, error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
-	cfg = cfg.WithDefaults()
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

@@ -145,7 +145,7 @@ func (d *demo) crashBetweenPhases(ctx context.Context, res *scenarioResult) erro
 	crashedAt := k.RecoveryPoint
 
 	// The worker: once the dead server's lease expires, claim the key and resume it.
-	// Until then the resume is refused as not due (saga.ErrNotDue).
+	// Until then the resume is refused as not due (saga.RefusedNotDue).
 	var last error
 	err = waitFor(ctx, 30*time.Second, 100*time.Millisecond, func() (bool, error) {
 		_, last = d.client.Resume(ctx, scope, key, &saga.ResumeOpts{Due: true})

@@ -293,7 +293,7 @@ func parkPayment(t *testing.T, w *world, tenant, actor string) string {
 // reconciliation store it.
 func unmatchedCharge(t *testing.T, w *world) {
 	t.Helper()
-	_, err := w.sim.Gateway().Charge(t.Context(), gateway.ChargeParams{Amount: 777, Currency: "USD", Reference: "lost-commit"})
+	_, err := w.sim.Gateway().Send(t.Context(), gateway.ChargeParams{Amount: 777, Currency: "USD", Reference: "lost-commit"})
 	require.NoError(t, err)
 	svc, err := payments.New(&payments.Config{Pool: w.db.Pool, Gateway: w.sim.Gateway()})
 	require.NoError(t, err)

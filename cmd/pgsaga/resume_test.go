@@ -56,7 +56,7 @@ func TestResumeInquiresBeforeChargingAgain(t *testing.T) {
 	var paymentID string
 	require.NoError(t, w.db.Pool.QueryRow(t.Context(), `SELECT id FROM payments WHERE invoice_id = $1`, invoiceID).Scan(&paymentID))
 	ref := gateway.DeriveKey("payment", paymentID)
-	_, err := w.sim.Gateway().Charge(t.Context(), gateway.ChargeParams{Amount: 2000, Currency: "USD", Reference: ref, IdempotencyKey: ref})
+	_, err := w.sim.Gateway().Send(t.Context(), gateway.ChargeParams{Amount: 2000, Currency: "USD", Reference: ref, IdempotencyKey: ref})
 	require.NoError(t, err)
 	charged := w.sim.TotalCharges()
 	require.Equal(t, 1, charged)

@@ -269,7 +269,7 @@ func rawPayment(ctx context.Context, pool *pgxpool.Pool, gw gateway.Gateway, inv
 		return err
 	}
 	ref := gateway.DeriveKey("payment", p.ID)
-	charge, err := gw.Charge(ctx, gateway.ChargeParams{Amount: p.Amount, Currency: p.Currency, Reference: ref, IdempotencyKey: ref})
+	charge, err := gw.Send(ctx, gateway.ChargeParams{Amount: p.Amount, Currency: p.Currency, Reference: ref, IdempotencyKey: ref})
 	if err != nil {
 		return err
 	}

@@ -119,9 +119,7 @@ func respondPaymentFailed(run *phases.Run, paymentID, message string) error {
 // respondPaymentError stores a 402 problem whose payment_id names the payment kept with its
 // status, so a client can look it up.
 func respondPaymentError(run *phases.Run, code, message, paymentID string) error {
-	run.RespondRaw(http.StatusPaymentRequired, saga.ContentTypeProblem,
-		saga.ProblemBody(http.StatusPaymentRequired, code, message, map[string]any{"payment_id": paymentID}))
-	return nil
+	return run.RespondError(http.StatusPaymentRequired, code, message, map[string]any{"payment_id": paymentID})
 }
 
 // paymentReference is the downstream key and reference of a payment's charge: payment:<id>,

@@ -213,10 +213,13 @@ func WebhookSender(r *http.Request, body []byte, secrets map[string][]byte, tole
 // names a refusal.
 func readSignature(r *http.Request, tolerance time.Duration) (*worker.WebhookSignature, string, error) {
 	header := r.Header.Values(worker.HeaderWebhookSignature)
-	if len(header) > 1 {
+	switch {
+	case len(header) > 1:
 		return nil, CodeInvalidSignature, worker.ErrWebhookSignatureInvalid
+	case len(header) == 0 || strings.TrimSpace(header[0]) == "":
+		return nil, CodeSignatureMissing, errors.New("the webhook has no " + worker.HeaderWebhookSignature + " header")
 	}
-	sig, err := worker.ReadWebhookSignature(strings.Join(header, ""), time.Now(), tolerance)
+	sig, err := worker.ReadWebhookSignature(header[0], time.Now(), tolerance)
 	if err != nil {
 		return nil, signatureCode(err), err
 	}
@@ -224,10 +227,7 @@ func readSignature(r *http.Request, tolerance time.Duration) (*worker.WebhookSig
 }
 
 func signatureCode(err error) string {
-	switch {
-	case errors.Is(err, worker.ErrWebhookSignatureMissing):
-		return CodeSignatureMissing
-	case errors.Is(err, worker.ErrWebhookSignatureExpired):
+	if errors.Is(err, worker.ErrWebhookSignatureExpired) {
 		return CodeSignatureExpired
 	}
 	return CodeInvalidSignature

@@ -33,7 +33,7 @@ type Config[P, R any] struct {
 	// default. Defaults to true.
 	Inquiry *bool
 	// RequestTimeout is the per-request timeout the simulator declares
-	// (gateway.Capabilities.RequestTimeout): gateway.ExecuteEffect gives up a request that takes
+	// (gateway.Capabilities.RequestTimeout): gateway.Execute gives up a request that takes
 	// longer and resolves it within the call. Defaults to 5s.
 	RequestTimeout time.Duration
 	// KeyRetention is how long the provider says it remembers an idempotency key

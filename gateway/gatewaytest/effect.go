@@ -57,7 +57,7 @@ type EffectOpts[P, R any] struct {
 	InFlight func(t *testing.T, hold time.Duration) (e gateway.Effect[P, R], count func(reference string) int)
 }
 
-// RunEffect checks the adapter newEffect builds against the behaviour ExecuteEffect relies on.
+// RunEffect checks the adapter newEffect builds against the behaviour Execute relies on.
 // Each subtest gets its own effect and runs in parallel. Run is this suite for payment
 // gateways.
 //
@@ -235,7 +235,7 @@ func RunEffect[P, R any](t *testing.T, newEffect func(t *testing.T) gateway.Effe
 
 		// An attempt answered pending records it and leaves it for later.
 		var j Journal
-		r, err := gateway.ExecuteEffect(ctxFor(t), &j, e, p, &gateway.ExecuteOpts{Retries: -1})
+		r, err := gateway.Execute(ctxFor(t), &j, e, p, &gateway.ExecuteOpts{Retries: -1})
 		require.Nil(t, r)
 		require.ErrorIs(t, err, gateway.ErrPending)
 		require.True(t, phases.IsRetryable(err), "pending is transient: %v", err)
@@ -245,7 +245,7 @@ func RunEffect[P, R any](t *testing.T, newEffect func(t *testing.T) gateway.Effe
 		require.NotEmpty(t, calls[0].ProviderID)
 
 		// The next attempts read it back until it is final, and never send it again.
-		r, err = gateway.ExecuteEffect(ctxFor(t), &j, e, p, polling)
+		r, err = gateway.Execute(ctxFor(t), &j, e, p, polling)
 		require.NoError(t, err)
 		id, status := verdict(e, r)
 		require.Equal(t, gateway.StatusSucceeded, status)
@@ -308,14 +308,14 @@ func RunEffect[P, R any](t *testing.T, newEffect func(t *testing.T) gateway.Effe
 		switch {
 		case !caps.Inquiry && caps.IdempotencyKeys:
 			// The same key, re-sent, lands after the zombie's and is answered with its effect.
-			r, err := gateway.ExecuteEffect(ctxFor(t), &j, e, p, fast)
+			r, err := gateway.Execute(ctxFor(t), &j, e, p, fast)
 			require.NoError(t, err)
 			_, status := verdict(e, r)
 			require.Equal(t, gateway.StatusSucceeded, status)
 			require.Equal(t, 1, count(ref))
 			return
 		case !caps.Inquiry:
-			_, err := gateway.ExecuteEffect(ctxFor(t), &j, e, p, fast)
+			_, err := gateway.Execute(ctxFor(t), &j, e, p, fast)
 			require.ErrorIs(t, err, gateway.ErrCannotResolve, "nothing can tell: never guess")
 			require.Eventually(t, func() bool { return count(ref) == 1 }, 10*time.Second, 10*time.Millisecond)
 			return
@@ -324,7 +324,7 @@ func RunEffect[P, R any](t *testing.T, newEffect func(t *testing.T) gateway.Effe
 		// The next one finds nothing yet; with no time to wait it sends nothing and says when.
 		short, cancel := context.WithTimeout(context.Background(), hold/2)
 		defer cancel()
-		r, err = gateway.ExecuteEffect(short, &j, e, p, fast)
+		r, err = gateway.Execute(short, &j, e, p, fast)
 		require.Nil(t, r)
 		require.ErrorIs(t, err, gateway.ErrInFlight)
 		after, ok := phases.RetryDelay(err)
@@ -334,7 +334,7 @@ func RunEffect[P, R any](t *testing.T, newEffect func(t *testing.T) gateway.Effe
 		require.Zero(t, count(ref), "the zombie's request has not landed yet")
 
 		// With time to wait, it waits out the window, finds the zombie's effect, sends nothing.
-		r, err = gateway.ExecuteEffect(ctxFor(t), &j, e, p, fast)
+		r, err = gateway.Execute(ctxFor(t), &j, e, p, fast)
 		require.NoError(t, err)
 		_, status := verdict(e, r)
 		require.Equal(t, gateway.StatusSucceeded, status)
@@ -342,13 +342,13 @@ func RunEffect[P, R any](t *testing.T, newEffect func(t *testing.T) gateway.Effe
 	})
 }
 
-// resolvesLostAnswer checks that one ExecuteEffect resolves a send that acted and got no
+// resolvesLostAnswer checks that one Execute resolves a send that acted and got no
 // answer: by inquiry or by the same key, one effect; with neither, it never guesses.
 func resolvesLostAnswer[P, R any](t *testing.T, e gateway.Effect[P, R], count func(string) int, p P) {
 	t.Helper()
 	ref, _ := e.Kind().Keys(p)
 	var j Journal
-	r, err := gateway.ExecuteEffect(ctxFor(t), &j, e, p, fast)
+	r, err := gateway.Execute(ctxFor(t), &j, e, p, fast)
 	caps := e.Capabilities()
 	if !caps.Inquiry && !caps.IdempotencyKeys {
 		require.ErrorIs(t, err, gateway.ErrCannotResolve, "nothing can tell: never guess")

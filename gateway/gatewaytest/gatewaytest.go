@@ -1,13 +1,14 @@
 // Package gatewaytest is the conformance suite every adapter runs, whatever its effect: the
-// behaviour gateway.ExecuteEffect relies on, checked against the adapter's real backend.
+// behaviour gateway.Execute relies on, checked against the adapter's real backend.
 // RunEffect runs it on any gateway.Effect, Run on a payment gateway.Gateway. It also holds
-// Journal, an in-memory call journal for tests of code that calls gateway.ExecuteEffect or
-// gateway.Execute.
+// Journal, an in-memory call journal for tests of code that calls gateway.Execute.
 package gatewaytest
 
 import (
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/pgsaga/pgsaga/gateway"
 )
@@ -52,8 +53,8 @@ type Opts struct {
 	Currency string
 }
 
-// Run checks the payment adapter newGateway builds: RunEffect on gateway.ChargeEffect, with
-// charges of opts.Currency. Each subtest gets its own gateway and runs in parallel.
+// Run checks the payment adapter newGateway builds: RunEffect with charges of opts.Currency,
+// and that its Kind is gateway.Charges. Each subtest gets its own gateway and runs in parallel.
 func Run(t *testing.T, newGateway func(t *testing.T) gateway.Gateway, opts *Opts) {
 	var o Opts
 	if opts != nil {
@@ -67,44 +68,28 @@ func Run(t *testing.T, newGateway func(t *testing.T) gateway.Gateway, opts *Opts
 			return gateway.ChargeParams{Amount: amount, Currency: o.Currency, Reference: ref, IdempotencyKey: ref}
 		}
 	}
-	effect := func(newGateway func(t *testing.T) (gateway.Gateway, func(string) int)) func(*testing.T) (gateway.Effect[gateway.ChargeParams, gateway.Charge], func(string) int) {
-		if newGateway == nil {
-			return nil
-		}
-		return func(t *testing.T) (gateway.Effect[gateway.ChargeParams, gateway.Charge], func(string) int) {
-			gw, chargesFor := newGateway(t)
-			return gateway.ChargeEffect(gw), chargesFor
-		}
-	}
 	eo := &EffectOpts[gateway.ChargeParams, gateway.Charge]{
 		NewParams: charge(2000),
 		Stateless: o.Stateless,
 		Count:     o.ChargesFor,
-		Pending:   effect(o.Pending),
-		Lossy:     effect(o.Lossy),
-		Hanging:   effect(o.Hanging),
+		Pending:   o.Pending,
+		Lossy:     o.Lossy,
+		Hanging:   o.Hanging,
+		Slow:      o.Slow,
+		InFlight:  o.InFlight,
 	}
 	if !o.NoValidation {
 		eo.Invalid = charge(0)
 	}
 	if o.Declining != nil {
-		eo.Declining = func(t *testing.T, ref string) (gateway.Effect[gateway.ChargeParams, gateway.Charge], gateway.ChargeParams) {
+		eo.Declining = func(t *testing.T, ref string) (gateway.Gateway, gateway.ChargeParams) {
 			gw, amount := o.Declining(t)
-			return gateway.ChargeEffect(gw), charge(amount)(ref)
+			return gw, charge(amount)(ref)
 		}
 	}
-	if o.Slow != nil {
-		eo.Slow = func(t *testing.T) gateway.Effect[gateway.ChargeParams, gateway.Charge] {
-			return gateway.ChargeEffect(o.Slow(t))
-		}
-	}
-	if o.InFlight != nil {
-		eo.InFlight = func(t *testing.T, hold time.Duration) (gateway.Effect[gateway.ChargeParams, gateway.Charge], func(string) int) {
-			gw, chargesFor := o.InFlight(t, hold)
-			return gateway.ChargeEffect(gw), chargesFor
-		}
-	}
-	RunEffect(t, func(t *testing.T) gateway.Effect[gateway.ChargeParams, gateway.Charge] {
-		return gateway.ChargeEffect(newGateway(t))
+	RunEffect(t, func(t *testing.T) gateway.Gateway {
+		gw := newGateway(t)
+		require.Same(t, gateway.Charges, gw.Kind(), "a payment gateway's Kind is gateway.Charges")
+		return gw
 	}, eo)
 }

@@ -136,8 +136,11 @@ func (c *Client) Capabilities() gateway.Capabilities {
 	return c.caps
 }
 
-// Charge sends POST /charges, with the idempotency key when the gateway supports keys.
-func (c *Client) Charge(ctx context.Context, params gateway.ChargeParams) (*gateway.Charge, error) {
+// Kind returns gateway.Charges.
+func (c *Client) Kind() *gateway.Kind[gateway.ChargeParams, gateway.Charge] { return gateway.Charges }
+
+// Send sends POST /charges, with the idempotency key when the gateway supports keys.
+func (c *Client) Send(ctx context.Context, params gateway.ChargeParams) (*gateway.Charge, error) {
 	body, err := json.Marshal(chargeRequest{Amount: params.Amount, Currency: params.Currency, Reference: params.Reference})
 	if err != nil {
 		return nil, phases.Permanent(fmt.Errorf("error encoding charge: %w", err))

@@ -45,7 +45,7 @@ func TestClientClassifiesAnswers(t *testing.T) {
 			t.Cleanup(srv.Close)
 			c, err := sim.NewClient(srv.URL, &sim.ClientOpts{Capabilities: &gateway.Capabilities{IdempotencyKeys: true}})
 			require.NoError(t, err)
-			charge, err := c.Charge(context.Background(), chargeParams("r", 1))
+			charge, err := c.Send(context.Background(), chargeParams("r", 1))
 			require.Equal(t, tc.want, gateway.Charges.Classify(charge, err), "%v", err)
 			if tc.want == phases.CallOutcomeFailedBefore && tc.status < 500 {
 				require.False(t, phases.IsRetryable(err), "a refused request is permanent")
@@ -60,9 +60,9 @@ func TestInProcessKeyReusedIsUnknown(t *testing.T) {
 	t.Parallel()
 	gw := sim.New(nil).Gateway()
 	p := gateway.ChargeParams{Amount: 100, Currency: "USD", Reference: "payment:reused", IdempotencyKey: "payment:reused"}
-	_, err := gw.Charge(context.Background(), p)
+	_, err := gw.Send(context.Background(), p)
 	require.NoError(t, err)
 	p.Amount = 200
-	_, err = gw.Charge(context.Background(), p)
+	_, err = gw.Send(context.Background(), p)
 	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(err), "%v", err)
 }

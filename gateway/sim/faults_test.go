@@ -63,11 +63,11 @@ func TestFailBefore(t *testing.T) {
 
 	c, err := sim.NewClient(srv.URL, nil)
 	require.NoError(t, err)
-	charge, err := c.Charge(context.Background(), chargeParams("payment:1", 100))
+	charge, err := c.Send(context.Background(), chargeParams("payment:1", 100))
 	require.Nil(t, charge)
 	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Charges.Classify(charge, err))
 
-	_, err = s.Gateway().Charge(context.Background(), chargeParams("payment:1", 100))
+	_, err = s.Gateway().Send(context.Background(), chargeParams("payment:1", 100))
 	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(err))
 	require.Zero(t, s.TotalCharges(), "fail-before must charge nothing")
 }
@@ -83,13 +83,13 @@ func TestLoseResponse(t *testing.T) {
 
 	c, err := sim.NewClient(srv.URL, nil)
 	require.NoError(t, err)
-	charge, err := c.Charge(context.Background(), chargeParams("payment:http", 100))
+	charge, err := c.Send(context.Background(), chargeParams("payment:http", 100))
 	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(err))
 	require.ErrorContains(t, err, "gateway: outcome unknown", "the adapter says so (gateway.Unknown)")
 	require.Nil(t, charge)
 	require.Equal(t, 1, s.ChargesFor("payment:http"))
 
-	_, err = s.Gateway().Charge(context.Background(), chargeParams("payment:inproc", 100))
+	_, err = s.Gateway().Send(context.Background(), chargeParams("payment:inproc", 100))
 	require.ErrorContains(t, err, "gateway: outcome unknown", "in-process too")
 	require.Equal(t, 1, s.ChargesFor("payment:inproc"))
 }
@@ -100,9 +100,9 @@ func TestLoseNextThenReplay(t *testing.T) {
 	c := newClient(t, s)
 	s.LoseNext(1)
 	p := chargeParams("payment:lose-next", 100)
-	_, err := c.Charge(context.Background(), p)
+	_, err := c.Send(context.Background(), p)
 	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(err))
-	charge, err := c.Charge(context.Background(), p)
+	charge, err := c.Send(context.Background(), p)
 	require.NoError(t, err)
 	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.Equal(t, 1, s.ChargesFor(p.Reference))
@@ -114,7 +114,7 @@ func TestLatencyHappensAfterCharging(t *testing.T) {
 	c := newClient(t, s)
 
 	start := time.Now()
-	charge, err := c.Charge(context.Background(), chargeParams("payment:slow", 100))
+	charge, err := c.Send(context.Background(), chargeParams("payment:slow", 100))
 	require.NoError(t, err)
 	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
@@ -122,7 +122,7 @@ func TestLatencyHappensAfterCharging(t *testing.T) {
 	// A client that gives up while waiting has already been charged.
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err = c.Charge(ctx, chargeParams("payment:gave-up", 100))
+	_, err = c.Send(ctx, chargeParams("payment:gave-up", 100))
 	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(err))
 	require.Equal(t, 1, s.ChargesFor("payment:gave-up"))
 }
@@ -139,7 +139,7 @@ func TestDeclineOver(t *testing.T) {
 	require.NoError(t, json.Unmarshal(body, &declined))
 	require.Equal(t, gateway.StatusDeclined, declined.Status)
 
-	charge, err := s.Gateway().Charge(context.Background(), chargeParams("payment:edge", 1000))
+	charge, err := s.Gateway().Send(context.Background(), chargeParams("payment:edge", 1000))
 	require.NoError(t, err)
 	require.Equal(t, gateway.StatusSucceeded, charge.Status, "only amounts above the limit decline")
 	require.Equal(t, 2, s.TotalCharges(), "a decline is a charge in the ledger")
@@ -183,7 +183,7 @@ func TestIdempotencyOff(t *testing.T) {
 	require.Equal(t, 2, s.ChargesFor("payment:twice"), "without idempotency the same key charges twice")
 
 	for range 2 {
-		_, err := s.Gateway().Charge(context.Background(), chargeParams("payment:inproc", 100))
+		_, err := s.Gateway().Send(context.Background(), chargeParams("payment:inproc", 100))
 		require.NoError(t, err)
 	}
 	require.Equal(t, 2, s.ChargesFor("payment:inproc"))
@@ -251,7 +251,7 @@ func TestFaultsEndpoint(t *testing.T) {
 	_, err = s.SetFaults(func(st *sim.Settings) { st.LatencyBefore, st.Pending = 0, 0 })
 	require.NoError(t, err)
 
-	_, err = c.Charge(context.Background(), chargeParams("payment:f", 100))
+	_, err = c.Send(context.Background(), chargeParams("payment:f", 100))
 	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(err))
 
 	for _, bad := range []string{`{"fail_before":2}`, `{"lose_response":-1}`, `{"latency_ms":-5}`, `{"latency_before_ms":-1}`,
@@ -271,7 +271,7 @@ func TestLedger(t *testing.T) {
 	srv := newServer(t, s)
 	gw := s.Gateway()
 	for _, p := range []gateway.ChargeParams{chargeParams("payment:a", 100), chargeParams("payment:a", 100), chargeParams("payment:b", 900)} {
-		_, err := gw.Charge(context.Background(), p)
+		_, err := gw.Send(context.Background(), p)
 		require.NoError(t, err)
 	}
 	status, body := get(t, srv.URL+"/_sim/ledger")
@@ -324,7 +324,7 @@ func TestClientClassifiesRefusedConnection(t *testing.T) {
 
 	c, err := sim.NewClient("http://"+addr, &sim.ClientOpts{Capabilities: &gateway.Capabilities{IdempotencyKeys: true}})
 	require.NoError(t, err)
-	_, err = c.Charge(context.Background(), chargeParams("payment:refused", 100))
+	_, err = c.Send(context.Background(), chargeParams("payment:refused", 100))
 	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(err), "%v", err)
 }
 
@@ -349,7 +349,7 @@ func TestServeStopsOnCancel(t *testing.T) {
 	require.NoError(t, err)
 	charged := make(chan error, 1)
 	go func() {
-		_, err := c.Charge(context.Background(), chargeParams("payment:inflight", 100))
+		_, err := c.Send(context.Background(), chargeParams("payment:inflight", 100))
 		charged <- err
 	}()
 	require.Eventually(t, func() bool { return s.ChargesFor("payment:inflight") == 1 }, 5*time.Second, 5*time.Millisecond)
@@ -430,7 +430,7 @@ func TestServeLimits(t *testing.T) {
 
 	c, err := sim.NewClient(base, nil)
 	require.NoError(t, err)
-	ch, err := c.Charge(context.Background(), chargeParams("payment:slow", 100))
+	ch, err := c.Send(context.Background(), chargeParams("payment:slow", 100))
 	require.NoError(t, err)
 	require.Equal(t, "succeeded", string(ch.Status))
 }

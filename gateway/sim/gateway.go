@@ -28,7 +28,9 @@ func (g inProcess) Capabilities() gateway.Capabilities {
 	return g.s.Capabilities()
 }
 
-func (g inProcess) Charge(ctx context.Context, params gateway.ChargeParams) (*gateway.Charge, error) {
+func (inProcess) Kind() *gateway.Kind[gateway.ChargeParams, gateway.Charge] { return gateway.Charges }
+
+func (g inProcess) Send(ctx context.Context, params gateway.ChargeParams) (*gateway.Charge, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, gateway.NotDone(fmt.Errorf("charge not sent: %w", err))
 	}

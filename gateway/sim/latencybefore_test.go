@@ -22,7 +22,7 @@ func TestLatencyBeforeChargesAfterTheCallerGaveUp(t *testing.T) {
 		require.Equal(t, hold, gw.Capabilities().MaxInFlight, name)
 		p := chargeParams("payment:held-"+name, 100)
 		ctx, cancel := context.WithTimeout(context.Background(), hold/4)
-		_, err := gw.Charge(ctx, p)
+		_, err := gw.Send(ctx, p)
 		cancel()
 		require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(err), "%s: %v", name, err)
 
@@ -40,7 +40,7 @@ func TestLatencyBeforeDelaysTheAnswer(t *testing.T) {
 	c := newClient(t, s)
 	require.Equal(t, hold+50*time.Millisecond, c.Capabilities().MaxInFlight, "the hold plus its jitter")
 	start := time.Now()
-	charge, err := c.Charge(context.Background(), chargeParams("payment:held", 100))
+	charge, err := c.Send(context.Background(), chargeParams("payment:held", 100))
 	require.NoError(t, err)
 	require.Equal(t, gateway.StatusSucceeded, charge.Status)
 	require.GreaterOrEqual(t, time.Since(start), hold)
@@ -56,7 +56,7 @@ func TestInFlightWindowCoversRequestsAlreadySent(t *testing.T) {
 	c := newClient(t, s)
 	p := chargeParams("payment:held-then-shrunk", 100)
 	ctx, cancel := context.WithTimeout(context.Background(), hold/4)
-	_, err := c.Charge(ctx, p)
+	_, err := c.Send(ctx, p)
 	cancel()
 	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(err), "%v", err)
 

@@ -52,7 +52,7 @@ func charge(t *testing.T, s *sim.Simulator, ref string, after time.Time) gateway
 	t.Helper()
 	for !time.Now().After(after) {
 	}
-	c, err := s.Gateway().Charge(context.Background(), chargeParams(ref, 100))
+	c, err := s.Gateway().Send(context.Background(), chargeParams(ref, 100))
 	require.NoError(t, err)
 	return *c
 }
@@ -84,7 +84,7 @@ func TestListChargesByLanding(t *testing.T) {
 	s := sim.New(&sim.Config{Faults: sim.Faults{LatencyBefore: hold}})
 	ctx, cancel := context.WithTimeout(context.Background(), hold/10)
 	sent := time.Now()
-	_, err := s.Gateway().Charge(ctx, chargeParams("payment:held", 100))
+	_, err := s.Gateway().Send(ctx, chargeParams("payment:held", 100))
 	cancel()
 	require.Error(t, err, "the caller gave up while its request was on its way")
 
@@ -143,7 +143,7 @@ func TestClientPagesThroughTheList(t *testing.T) {
 	const n = 250
 	var want []string
 	for i := range n {
-		c, err := s.Gateway().Charge(context.Background(), chargeParams(fmt.Sprintf("payment:page-%d", i), 100))
+		c, err := s.Gateway().Send(context.Background(), chargeParams(fmt.Sprintf("payment:page-%d", i), 100))
 		require.NoError(t, err)
 		want = append(want, c.ID)
 	}

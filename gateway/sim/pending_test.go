@@ -72,7 +72,7 @@ func TestPendingThroughAdapters(t *testing.T) {
 	for name, gw := range map[string]gateway.Gateway{"in-process": s.Gateway(), "HTTP": newClient(t, s)} {
 		s.PendingNext(1)
 		p := chargeParams("payment:pending-"+name, 100)
-		charge, err := gw.Charge(context.Background(), p)
+		charge, err := gw.Send(context.Background(), p)
 		require.NoError(t, err, name)
 		require.Equal(t, gateway.StatusPending, charge.Status, name)
 

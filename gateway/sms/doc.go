@@ -1,7 +1,7 @@
 // Package sms is the effect of sending a text message through an SMS provider: its request
 // (Params), the provider's record of it (Message), the engine's knowledge of the kind (Kind),
 // and Send, which sends one message exactly once by the rules every effect shares
-// (gateway.ExecuteEffect).
+// (gateway.Execute).
 //
 // Most SMS providers have no idempotency keys: a message sent twice is delivered twice. What
 // makes exactly once possible is an inquiry call, asking the provider by reference what it

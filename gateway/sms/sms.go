@@ -71,12 +71,12 @@ var Kind = &gateway.Kind[Params, Message]{
 type Provider = gateway.Effect[Params, Message]
 
 // Send sends one message exactly once through p, by the engine's call rules
-// (gateway.ExecuteEffect): with a journal that says an earlier attempt may have reached the
+// (gateway.Execute): with a journal that says an earlier attempt may have reached the
 // provider, it asks the provider by reference before sending again, and takes a message it
 // finds instead of sending a second one. It returns the message, succeeded or declined, or an
 // error the engine acts on by behaviour.
 func Send(ctx context.Context, j gateway.Journal, p Provider, params Params, opts *gateway.ExecuteOpts) (*Message, error) {
-	return gateway.ExecuteEffect(ctx, j, p, params, opts)
+	return gateway.Execute(ctx, j, p, params, opts)
 }
 
 // ValidNumber reports whether s is a phone number in E.164 form: "+" and 8 to 15 digits, the

@@ -89,7 +89,7 @@ func TestKeyUsedWithOtherParameters(t *testing.T) {
 		f := newFakeStripe(t)
 		gw := newGateway(t, f.url())
 		p := params("payment:key-refused-found", 700)
-		first, err := gw.Charge(ctxFor(t), p)
+		first, err := gw.Send(ctxFor(t), p)
 		require.NoError(t, err)
 		f.set(func(f *fakeStripe) { f.answers[p.IdempotencyKey] = refused })
 
@@ -127,7 +127,7 @@ func TestKeyUsedWithOtherParameters(t *testing.T) {
 		f := newFakeStripe(t)
 		gw := newGateway(t, f.url())
 		p := params("payment:key-refused-amount", 700)
-		_, err := gw.Charge(ctxFor(t), p)
+		_, err := gw.Send(ctxFor(t), p)
 		require.NoError(t, err)
 		f.set(func(f *fakeStripe) { f.answers[p.IdempotencyKey] = refused })
 

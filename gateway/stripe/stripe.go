@@ -120,11 +120,14 @@ func (g *Gateway) Capabilities() gateway.Capabilities {
 	return gateway.Capabilities{IdempotencyKeys: true, KeyRetention: g.cfg.KeyRetention, RequestTimeout: g.cfg.RequestTimeout}
 }
 
-// Charge creates and confirms a PaymentIntent for params, with params.Reference in its
+// Kind returns gateway.Charges.
+func (g *Gateway) Kind() *gateway.Kind[gateway.ChargeParams, gateway.Charge] { return gateway.Charges }
+
+// Send creates and confirms a PaymentIntent for params, with params.Reference in its
 // metadata and params.IdempotencyKey as its Idempotency-Key. A card error is a declined Charge,
 // not an error; an unknown outcome is answered by the PaymentIntent found by reference when
 // there is one (see the package documentation).
-func (g *Gateway) Charge(ctx context.Context, params gateway.ChargeParams) (*gateway.Charge, error) {
+func (g *Gateway) Send(ctx context.Context, params gateway.ChargeParams) (*gateway.Charge, error) {
 	if err := validateParams(params); err != nil {
 		return nil, phases.Permanent(err)
 	}

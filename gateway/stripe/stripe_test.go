@@ -65,7 +65,7 @@ func TestChargeStripeMock(t *testing.T) {
 		gw := newGatewayWith(t, cfg)
 		require.Equal(t, gateway.Capabilities{IdempotencyKeys: true, KeyRetention: 24 * time.Hour, RequestTimeout: 10 * time.Second}, gw.Capabilities())
 
-		charge, err := gw.Charge(context.Background(), params("payment:stripe-mock", 2000))
+		charge, err := gw.Send(context.Background(), params("payment:stripe-mock", 2000))
 		require.NoError(t, err, name)
 		require.True(t, strings.HasPrefix(charge.ID, "pi_"), charge.ID)
 		require.Equal(t, int64(2000), charge.Amount)
@@ -146,7 +146,7 @@ func TestSearchAfterUnknownStripeMock(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	charge, err := newGateway(t, srv.URL).Charge(context.Background(), params("payment:it's-searched", 700))
+	charge, err := newGateway(t, srv.URL).Send(context.Background(), params("payment:it's-searched", 700))
 	require.Nil(t, charge)
 	require.Equal(t, phases.CallOutcomeUnknown, gateway.Charges.Classify(charge, err), "%v", err)
 	require.ErrorContains(t, err, "no PaymentIntent listed", "the canned PaymentIntent carries no reference")
@@ -198,7 +198,7 @@ func intentBody(status string) string {
 func TestChargeSendsOneConfirmedPaymentIntent(t *testing.T) {
 	t.Parallel()
 	s, base := newStub(t, http.StatusOK, intentBody("succeeded"))
-	charge, err := newGateway(t, base).Charge(context.Background(), params("payment:stub", 700))
+	charge, err := newGateway(t, base).Send(context.Background(), params("payment:stub", 700))
 	require.NoError(t, err)
 	require.Equal(t, &gateway.Charge{ID: "pi_stub", Amount: 700, Currency: "USD", Reference: "payment:stub",
 		Status: gateway.StatusSucceeded, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}, charge)
@@ -217,7 +217,7 @@ func TestChargeSendsOneConfirmedPaymentIntent(t *testing.T) {
 
 	s, base = newStub(t, http.StatusOK, intentBody("succeeded"))
 	_, err = newGatewayWith(t, &stripe.Config{BackendURL: base, PaymentMethod: "pm_saved", Customer: "cus_1",
-		OffSession: true, StatementDescriptorSuffix: "ORDER 7"}).Charge(context.Background(), params("payment:stub", 700))
+		OffSession: true, StatementDescriptorSuffix: "ORDER 7"}).Send(context.Background(), params("payment:stub", 700))
 	require.NoError(t, err)
 	form := s.form.Load().(url.Values)
 	require.Equal(t, "pm_saved", form.Get("payment_method"))
@@ -244,7 +244,7 @@ func TestPaymentIntentStatuses(t *testing.T) {
 			t.Parallel()
 			_, base := newStub(t, http.StatusOK, intentBody(status))
 			gw := newGateway(t, base)
-			charge, err := gw.Charge(context.Background(), params("payment:stub", 700))
+			charge, err := gw.Send(context.Background(), params("payment:stub", 700))
 			require.Equal(t, want, gateway.Charges.Classify(charge, err), "Charge: %v", err)
 			got, err := gw.Get(context.Background(), "pi_stub")
 			require.Equal(t, want, gateway.Charges.Classify(got, err), "Get: %v", err)
@@ -282,7 +282,7 @@ func TestChargeClassification(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			s, base := newStub(t, tc.status, tc.body)
-			charge, err := newGateway(t, base).Charge(context.Background(), params("payment:stub", 700))
+			charge, err := newGateway(t, base).Send(context.Background(), params("payment:stub", 700))
 			require.Equal(t, tc.want, gateway.Charges.Classify(charge, err), "%v", err)
 			if tc.want == phases.CallOutcomeUnknown {
 				// An unknown outcome is read back by reference (the stub answers the search with
@@ -311,7 +311,7 @@ func TestCardDeclineWithoutPaymentIntent(t *testing.T) {
 	t.Parallel()
 	_, base := newStub(t, http.StatusPaymentRequired,
 		`{"error":{"type":"card_error","code":"card_declined","message":"Your card was declined.","charge":"ch_declined"}}`)
-	charge, err := newGateway(t, base).Charge(context.Background(), params("payment:declined", 900))
+	charge, err := newGateway(t, base).Send(context.Background(), params("payment:declined", 900))
 	require.NoError(t, err)
 	require.Equal(t, &gateway.Charge{ID: "ch_declined", Amount: 900, Currency: "USD", Reference: "payment:declined", Status: gateway.StatusDeclined}, charge)
 }
@@ -323,7 +323,7 @@ func TestChargeTransportFailures(t *testing.T) {
 	require.NoError(t, err)
 	closed := "http://" + ln.Addr().String()
 	require.NoError(t, ln.Close())
-	_, err = newGateway(t, closed).Charge(context.Background(), params("payment:refused", 100))
+	_, err = newGateway(t, closed).Send(context.Background(), params("payment:refused", 100))
 	require.Equal(t, phases.CallOutcomeFailedBefore, gateway.Classify(err), "%v", err)
 
 	// A provider that never answers: the deadline ends the call, which may have charged.
@@ -335,7 +335,7 @@ func TestChargeTransportFailures(t *testing.T) {
 	t.Cleanup(hang.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err = newGateway(t, hang.URL).Charge(ctx, params("payment:hang", 100))
+	_, err = newGateway(t, hang.URL).Send(ctx, params("payment:hang", 100))
 	require.Equal(t, phases.CallOutcomeUnknown, gateway.Classify(err), "%v", err)
 	require.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
 }

@@ -26,7 +26,7 @@ type Config struct {
 	// HTTPClient sends the deliveries. Defaults to a client whose Timeout is RequestTimeout.
 	HTTPClient *http.Client
 	// RequestTimeout is the per-request timeout the client declares
-	// (gateway.Capabilities.RequestTimeout): gateway.ExecuteEffect gives up a delivery without an
+	// (gateway.Capabilities.RequestTimeout): gateway.Execute gives up a delivery without an
 	// answer by then, as unknown, and sends the key again within the call. Defaults to 5s.
 	RequestTimeout time.Duration
 	// KeyRetention is how long the partner remembers an idempotency key: a key older than this
@@ -35,8 +35,8 @@ type Config struct {
 	KeyRetention time.Duration
 }
 
-// WithDefaults returns a copy of cfg with defaults applied.
-func (cfg *Config) WithDefaults() Config {
+// withDefaults returns a copy of cfg with defaults applied.
+func (cfg *Config) withDefaults() Config {
 	var out Config
 	if cfg != nil {
 		out = *cfg
@@ -86,7 +86,7 @@ var _ Partner = (*Client)(nil)
 
 // New returns a Client configured by cfg.
 func New(cfg *Config) (*Client, error) {
-	c := cfg.WithDefaults()
+	c := cfg.withDefaults()
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("invalid webhook config: %w", err)
 	}

@@ -1,7 +1,7 @@
 // Package webhook is the effect of delivering a JSON document to a partner's endpoint that
 // de-duplicates by an idempotency key: its request (Params), the partner's acknowledgement
 // (Delivery), the engine's knowledge of the kind (Kind), Client, the HTTP adapter, and Deliver,
-// which delivers once by the rules every effect shares (gateway.ExecuteEffect).
+// which delivers once by the rules every effect shares (gateway.Execute).
 //
 // The key travels as the Idempotency-Key header. A partner cannot be asked what it received,
 // so after a lost answer or a crash Deliver sends the same key again, and the partner answers

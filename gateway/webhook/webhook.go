@@ -71,9 +71,9 @@ func bodySHA256(body []byte) string {
 // Partner is a partner adapter: the gateway.Effect of deliveries. Client is one.
 type Partner = gateway.Effect[Params, Delivery]
 
-// Deliver delivers params once through p, by the engine's call rules (gateway.ExecuteEffect):
+// Deliver delivers params once through p, by the engine's call rules (gateway.Execute):
 // after a lost answer or a crash it sends the same key again, which the partner answers with the
 // first delivery instead of taking a second one, for as long as it remembers the key.
 func Deliver(ctx context.Context, j gateway.Journal, p Partner, params Params, opts *gateway.ExecuteOpts) (*Delivery, error) {
-	return gateway.ExecuteEffect(ctx, j, p, params, opts)
+	return gateway.Execute(ctx, j, p, params, opts)
 }

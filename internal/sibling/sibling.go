@@ -7,6 +7,9 @@ package sibling
 // Token is the argument of saga.Client.Internal.
 type Token struct{}
 
+// KeyRef names one key, for the worker's resume jobs.
+type KeyRef struct{ Tenant, Actor, Key string }
+
 // KeyEstimate is a cheap count for metrics: started, parked and stuck keys exactly (they are
 // few and indexed), completed keys estimated from the planner's statistics.
 type KeyEstimate struct {

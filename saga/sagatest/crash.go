@@ -126,7 +126,7 @@ func (c *checker) retry(ctx context.Context, req *saga.Request) (*saga.Result, e
 func (c *checker) resume(ctx context.Context, req *saga.Request) (*saga.Result, error) {
 	_, err := c.untilAnswered(ctx, func() (*saga.Result, error) {
 		res, err := c.plain.Resume(ctx, req.Scope, req.Key, &saga.ResumeOpts{Due: true})
-		if errors.Is(err, saga.ErrKeyNotFound) || errors.Is(err, saga.ErrNotDue) {
+		if errors.Is(err, saga.ErrKeyNotFound) || errors.Is(err, &saga.RefusedError{Reason: saga.RefusedNotDue}) {
 			return &saga.Result{}, nil // nothing for the worker: the client's retry below goes on
 		}
 		return res, err

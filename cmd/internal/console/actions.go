@@ -118,20 +118,14 @@ func actionError(key string, err error) (int, string, string) {
 	var (
 		inProgress *saga.InProgressError
 		parked     *saga.ParkedError
-		refused    *saga.SettleRefusedError
+		refused    *saga.RefusedError
 		transient  *saga.TransientError
 	)
 	switch {
 	case errors.Is(err, saga.ErrKeyNotFound):
 		return http.StatusNotFound, codeNotFound, fmt.Sprintf("There is no key %s.", quote(key))
-	case errors.Is(err, saga.ErrNotParked):
-		return http.StatusConflict, "not_parked", "Not settled: only a parked key can be settled (" + err.Error() + ")."
-	case errors.Is(err, saga.ErrNoSettleHook):
-		return http.StatusConflict, "no_settle_hook", "Not settled: " + err.Error() + "."
 	case errors.As(err, &refused):
-		return http.StatusUnprocessableEntity, "settle_refused", "Not settled: " + refused.Err.Error() + "."
-	case errors.Is(err, saga.ErrUnknownOperation):
-		return http.StatusUnprocessableEntity, "unknown_operation", "This console does not have the key's operation: " + err.Error() + "."
+		return refusedAction(refused)
 	case errors.As(err, &inProgress):
 		return http.StatusConflict, "request_in_progress", fmt.Sprintf("Not resumed: another process holds the key (its lease expires in %s); try again then.", age(inProgress.LeaseRemaining))
 	case errors.Is(err, saga.ErrLeaseLost):
@@ -142,6 +136,22 @@ func actionError(key string, err error) (int, string, string) {
 		return http.StatusServiceUnavailable, codeTemporarilyUnavailable, "Resumed, but it did not finish: " + transient.Err.Error() + ". It stays started; the worker or another resume goes on from here."
 	case pgavail.Unavailable(err):
 		return http.StatusServiceUnavailable, codeTemporarilyUnavailable, "Not done: the database did not answer; the key is as it was. Try again in a moment."
+	}
+	return http.StatusInternalServerError, codeInternal, "The action failed; the console's log says why."
+}
+
+// refusedAction is the answer to an action the key's state or its operation refused: its code
+// is the refusal's reason.
+func refusedAction(refused *saga.RefusedError) (int, string, string) {
+	switch refused.Reason {
+	case saga.RefusedNotParked:
+		return http.StatusConflict, "not_parked", "Not settled: only a parked key can be settled (" + refused.Error() + ")."
+	case saga.RefusedNoSettleHook:
+		return http.StatusConflict, "no_settle_hook", "Not settled: " + refused.Error() + "."
+	case saga.RefusedBySettleHook:
+		return http.StatusUnprocessableEntity, "settle_refused", "Not settled: " + refused.Err.Error() + "."
+	case saga.RefusedUnknownOperation:
+		return http.StatusUnprocessableEntity, "unknown_operation", "This console does not have the key's operation: " + refused.Error() + "."
 	}
 	return http.StatusInternalServerError, codeInternal, "The action failed; the console's log says why."
 }

@@ -205,7 +205,8 @@ func (c *Console) keyList(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := c.cfg.Client.KeyList(r.Context(), &saga.KeyListParams{State: saga.KeyStatus(f.State), Operation: f.Operation,
 		Tenant: f.Tenant, Stuck: f.Stuck, KeyPrefix: f.Q, Limit: c.cfg.PageSize, Cursor: f.Cursor})
-	if errors.Is(err, saga.ErrInvalidCursor) {
+	if errors.As(err, new(*saga.InvalidRequestError)) {
+		// The filter was checked above: what KeyList refuses is the cursor.
 		c.fail(w, r, http.StatusBadRequest, codeInvalidRequest, "Bad filter: cursor is not one this console gave.")
 		return
 	}

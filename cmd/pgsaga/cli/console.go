@@ -165,7 +165,7 @@ func (c *cli) console(cmd *cobra.Command, f *consoleFlags) error {
 	}
 	var ops *opsServer
 	if f.opsAddr != "" {
-		if err := reg.Register(worker.NewStateCollector(svc.Client, nil)); err != nil {
+		if err := reg.Register(worker.NewStateCollector(svc.Client)); err != nil {
 			return fmt.Errorf("error registering the key state metrics: %w", err)
 		}
 		if ops, err = startOps(f.opsAddr, reg, pool, logger); err != nil {

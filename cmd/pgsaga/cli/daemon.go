@@ -117,7 +117,7 @@ func (d *daemon) start(c *cli, cmd *cobra.Command, f *daemonFlags, api func(*Bui
 			return err
 		}
 	}
-	if err := d.reg.Register(worker.NewStateCollector(d.svc.Client, nil)); err != nil {
+	if err := d.reg.Register(worker.NewStateCollector(d.svc.Client)); err != nil {
 		return fmt.Errorf("error registering the key state metrics: %w", err)
 	}
 	return nil

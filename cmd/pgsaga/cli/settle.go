@@ -96,18 +96,18 @@ func (c *cli) settle(cmd *cobra.Command, f *settleFlags, scope saga.Scope, key s
 
 // settleError explains why a settlement was refused, in one line.
 func settleError(scope saga.Scope, key string, err error) error {
-	var refused *saga.SettleRefusedError
-	switch {
-	case errors.Is(err, saga.ErrKeyNotFound):
+	if errors.Is(err, saga.ErrKeyNotFound) {
 		return noKeyError(scope, key)
-	case errors.Is(err, saga.ErrNotParked):
-		return fmt.Errorf("key %q is not parked: only a parked key can be settled (%v)", key, err)
-	case errors.Is(err, saga.ErrNoSettleHook):
-		return fmt.Errorf("key %q cannot be settled: %v", key, err)
-	case errors.As(err, &refused):
+	}
+	var refused *saga.RefusedError
+	if !errors.As(err, &refused) {
+		return fmt.Errorf("error settling key %q: %w", key, err)
+	}
+	if refused.Reason == saga.RefusedBySettleHook {
 		return fmt.Errorf("key %q was not settled: %v", key, refused.Err)
 	}
-	return fmt.Errorf("error settling key %q: %w", key, err)
+	// Not parked, or an operation without a settle hook: the refusal says which.
+	return fmt.Errorf("key %q cannot be settled: %v", key, refused)
 }
 
 // printResponse prints a stored response: its status line then its body, or {"status","body"}.

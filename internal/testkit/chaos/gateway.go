@@ -32,13 +32,17 @@ type wrappedGateway struct {
 	points *Points
 }
 
+func (g *wrappedGateway) Kind() *gateway.Kind[gateway.ChargeParams, gateway.Charge] {
+	return gateway.Charges
+}
+
 func (g *wrappedGateway) Capabilities() gateway.Capabilities { return g.gw.Capabilities() }
 
-func (g *wrappedGateway) Charge(ctx context.Context, params gateway.ChargeParams) (*gateway.Charge, error) {
+func (g *wrappedGateway) Send(ctx context.Context, params gateway.ChargeParams) (*gateway.Charge, error) {
 	if err := g.points.Hit(ctx, ChargeBefore); err != nil {
 		return nil, err
 	}
-	charge, err := g.gw.Charge(ctx, params)
+	charge, err := g.gw.Send(ctx, params)
 	// The answer is in hand whatever ctx says now: a gate released late still returns it.
 	if perr := g.points.Hit(context.WithoutCancel(ctx), ChargeAfter); perr != nil {
 		return nil, perr

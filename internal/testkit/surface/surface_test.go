@@ -17,14 +17,11 @@ import (
 )
 
 // The library's budget: the most exported names its packages may have together. It only goes
-// down: libraryTarget is where it is headed.
-const (
-	libraryBudget = 313
-	libraryTarget = 300
-)
+// down.
+const libraryBudget = 297
 
 // The test kits' budget: today's count, so that they do not grow unnoticed.
-const testKitBudget = 85
+const testKitBudget = 86
 
 // libraryPackages are the packages an application imports to run: the root module's packages
 // outside internal/ and examples/, the engine and the effects it ships.
@@ -194,7 +191,7 @@ func count(t *testing.T, imp types.Importer, what string, pkgs []string) int {
 func TestExportedSurface(t *testing.T) {
 	imp := newImporter(t)
 	library := count(t, imp, "library packages", libraryPackages)
-	t.Logf("library: %d names, budget %d, target %d", library, libraryBudget, libraryTarget)
+	t.Logf("library: %d names, budget %d", library, libraryBudget)
 	kits := count(t, imp, "test kits", testKitPackages)
 	require.LessOrEqual(t, library, libraryBudget, "the library packages export more names than their budget")
 	require.LessOrEqual(t, kits, testKitBudget, "the test kits export more names than their budget")
