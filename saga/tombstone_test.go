@@ -362,3 +362,35 @@ func TestRunTxMeetsTheTombstone(t *testing.T) {
 	require.NoError(t, tx.Commit(ctx))
 	require.Equal(t, 1, h.count(`SELECT count(*) FROM test_effect`), "the phase did not commit again")
 }
+
+// A caller's transaction in REPEATABLE READ (or SERIALIZABLE) reads in one snapshot, taken at
+// its first statement: a GC that commits after it leaves the tombstone out of that snapshot,
+// and the key in it. RunTx's claim goes in (no live key conflicts), and the probe of the key in
+// its snapshot refuses it: nothing is stored, the phase does not run again. The tombstone, which
+// that snapshot cannot see, is read by the retry in a transaction of its own: 410.
+func TestRunTxInRepeatableReadMeetsAKeyGCDeletedAfterItsSnapshot(t *testing.T) {
+	t.Parallel()
+	o := &expiringOps{}
+	h := newHarness(t, nil, o.ops)
+	ctx := t.Context()
+	for _, iso := range []pgx.TxIsoLevel{pgx.RepeatableRead, pgx.Serializable} {
+		key := uuid.NewString()
+		_, err := h.client.Run(ctx, opNote, h.req(key, `{"n":1}`))
+		require.NoError(t, err)
+		effects := h.count(`SELECT count(*) FROM test_effect`)
+
+		tx, err := h.db.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: iso})
+		require.NoError(t, err)
+		var one int
+		require.NoError(t, tx.QueryRow(ctx, `SELECT 1`).Scan(&one), "the snapshot is taken")
+		gcAll(t, h)
+		_, err = h.client.RunTx(ctx, tx, opNote, h.req(key, `{"n":1}`))
+		require.ErrorAs(t, err, new(*saga.TransientError), "%s: the snapshot holds no tombstone to answer from: retry", iso)
+		_ = tx.Rollback(ctx)
+		require.Zero(t, h.count(`SELECT count(*) FROM pgsaga_key WHERE key = $1`, key), "%s: the key is not stored again", iso)
+		require.Equal(t, effects, h.count(`SELECT count(*) FROM test_effect`), "%s: the phase did not run again", iso)
+
+		_, err = h.client.Run(ctx, opNote, h.req(key, `{"n":1}`))
+		require.ErrorAs(t, err, new(*saga.KeyExpiredError), "%s: the retry meets the tombstone", iso)
+	}
+}
