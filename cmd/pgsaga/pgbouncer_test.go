@@ -23,7 +23,7 @@ func TestPgBouncerServeWorkerAndOperatorCommands(t *testing.T) {
 	w := newWorld(t)
 	pooled := w.db.PooledURL(t)
 	p := start(t, nil, true, "serve", "--addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0", "--database-url", pooled,
-		"--database-pooling", "transaction", "--listen-database-url", w.db.URL, "--gateway-url", w.simURL, "--worker")
+		"--database-pooling", "transaction", "--listen-database-url", w.db.URL, "--gateway-url", simPlaceholder, "--worker")
 	// Each request's API key is read through the bouncer too.
 	as := bearer(apiKey(t, w.db.URL, "t1", "alice").Secret, uuid.NewString())
 	status, _, body := httpDo(t, "POST", p.url+"/invoices", as, `{"amount": 5000, "currency": "USD"}`)
@@ -64,7 +64,7 @@ func TestPgBouncerWorker(t *testing.T) {
 	w := newWorld(t)
 	key, _ := w.stuckPayment("t1", "alice")
 	p := start(t, nil, false, "worker", "--database-url", w.db.PooledURL(t), "--database-pooling", "transaction",
-		"--gateway-url", w.simURL, "--sweep-interval", "100ms")
+		"--gateway-url", simPlaceholder, "--sweep-interval", "100ms")
 	waitUntil(t, 30*time.Second, "the worker to finish the key", func() bool {
 		return w.count(`SELECT count(*) FROM pgsaga_key WHERE key = $1 AND status = 'completed'`, key) == 1
 	})
@@ -119,32 +119,41 @@ func TestPgBouncerRefusals(t *testing.T) {
 // A PgBouncer URL in pgx's default mode without --database-pooling transaction stops every
 // command before it runs anything of its own, with one line naming the flag, instead of a
 // prepared statement collision (42P05) or a half-done command.
+// simPlaceholder stands for the subtest's gateway simulator in a command's arguments.
+const simPlaceholder = "{sim}"
+
 func TestPgBouncerUndeclaredStopsEveryCommand(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	pooled := w.db.PooledURL(t)
 	for _, args := range [][]string{
 		{"migrate"},
 		{"keys"},
 		{"show", "--tenant", "t1", "--actor", "alice", "some-key-1"},
-		{"resume", "--tenant", "t1", "--actor", "alice", "--gateway-url", w.simURL, "some-key-1"},
-		{"settle", "--tenant", "t1", "--actor", "alice", "--outcome", "failed", "--note", "n", "--gateway-url", w.simURL, "some-key-1"},
+		{"resume", "--tenant", "t1", "--actor", "alice", "--gateway-url", simPlaceholder, "some-key-1"},
+		{"settle", "--tenant", "t1", "--actor", "alice", "--outcome", "failed", "--note", "n", "--gateway-url", simPlaceholder, "some-key-1"},
 		{"gc", "--dry-run"},
-		{"reconcile", "--since", "1h", "--gateway-url", w.simURL},
+		{"reconcile", "--since", "1h", "--gateway-url", simPlaceholder},
 		{"apikey", "list"},
 		{"apikey", "create", "--tenant", "t1", "--actor", "alice"},
 		{"operator", "list"},
-		{"serve", "--addr", "127.0.0.1:0", "--ops-addr", "", "--gateway-url", w.simURL},
-		{"worker", "--gateway-url", w.simURL},
-		{"console", "--addr", "127.0.0.1:0", "--gateway-url", w.simURL},
+		{"serve", "--addr", "127.0.0.1:0", "--ops-addr", "", "--gateway-url", simPlaceholder},
+		{"worker", "--gateway-url", simPlaceholder},
+		{"console", "--addr", "127.0.0.1:0", "--gateway-url", simPlaceholder},
 		{"demo"},
 	} {
 		t.Run(args[0], func(t *testing.T) {
 			t.Parallel()
-			r := pgsaga(t, []string{"PGSAGA_CONSOLE_TOKEN=" + consoleToken}, append(args, "--database-url", pooled, "--log-level", "off")...)
+			// A database of its own is a pool of its own in the bouncer: the probe's clients are
+			// the only ones handing its server connections around, as it needs to tell the
+			// pooler's mode (another client's transaction in between can hide it).
+			w := newWorld(t)
+			var argv []string
+			for _, arg := range args {
+				argv = append(argv, strings.ReplaceAll(arg, simPlaceholder, w.simURL))
+			}
+			r := pgsaga(t, []string{"PGSAGA_CONSOLE_TOKEN=" + consoleToken}, append(argv, "--database-url", w.db.PooledURL(t), "--log-level", "off")...)
 			requireFailure(t, r, "declare it with --database-pooling=transaction")
 			require.Contains(t, r.stderr, "through a pooler in transaction pooling mode", r.String())
+			require.Zero(t, w.count(`SELECT count(*) FROM pgsaga_api_key`), "apikey create stopped before writing")
 		})
 	}
-	require.Zero(t, w.count(`SELECT count(*) FROM pgsaga_api_key`), "apikey create stopped before writing")
 }

@@ -117,7 +117,7 @@ func TestOfflineClient(t *testing.T) {
 			for _, args := range [][]string{{"list"}, {"enqueue", "--invoice", "inv_2", "--amount", "1"}, {"flush", "--server", "http://127.0.0.1:1"}} {
 				res := c.run(args...)
 				require.Equal(t, 1, res.code, "%v with mode %04o: %s", args, mode, res.stderr)
-				require.Equal(t, fmt.Sprintf("offline-client: queue file is accessible by other users: %s has mode %04o; run chmod 600 %s\n",
+				require.Equal(t, fmt.Sprintf("offline-client: queue file cannot be used: others may read or write it: %s has mode %04o; run chmod 600 %s\n",
 					c.queue, mode, c.queue), res.stderr)
 				require.Empty(t, res.stdout)
 			}
@@ -234,7 +234,7 @@ func TestOfflineClient(t *testing.T) {
 		res := c.run("list")
 		require.Equal(t, 1, res.code)
 		require.Empty(t, res.stdout)
-		require.Regexp(t, `^offline-client: queue file is locked by another process: .*queue\.db`, res.stderr)
+		require.Regexp(t, `^offline-client: queue file cannot be used: .*queue\.db is locked by another process`, res.stderr)
 		require.Equal(t, 1, strings.Count(res.stderr, "\n"))
 
 		require.NoError(t, flush.Process.Signal(syscall.SIGKILL))
