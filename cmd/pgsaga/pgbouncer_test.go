@@ -23,7 +23,7 @@ func TestPgBouncerServeWorkerAndOperatorCommands(t *testing.T) {
 	w := newWorld(t)
 	pooled := w.db.PooledURL(t)
 	p := start(t, nil, true, "serve", "--addr", "127.0.0.1:0", "--ops-addr", "127.0.0.1:0", "--database-url", pooled,
-		"--database-pooling", "transaction", "--listen-database-url", w.db.URL, "--gateway-url", simPlaceholder, "--worker")
+		"--database-pooling", "transaction", "--listen-database-url", w.db.URL, "--gateway-url", w.simURL, "--worker")
 	// Each request's API key is read through the bouncer too.
 	as := bearer(apiKey(t, w.db.URL, "t1", "alice").Secret, uuid.NewString())
 	status, _, body := httpDo(t, "POST", p.url+"/invoices", as, `{"amount": 5000, "currency": "USD"}`)
@@ -64,7 +64,7 @@ func TestPgBouncerWorker(t *testing.T) {
 	w := newWorld(t)
 	key, _ := w.stuckPayment("t1", "alice")
 	p := start(t, nil, false, "worker", "--database-url", w.db.PooledURL(t), "--database-pooling", "transaction",
-		"--gateway-url", simPlaceholder, "--sweep-interval", "100ms")
+		"--gateway-url", w.simURL, "--sweep-interval", "100ms")
 	waitUntil(t, 30*time.Second, "the worker to finish the key", func() bool {
 		return w.count(`SELECT count(*) FROM pgsaga_key WHERE key = $1 AND status = 'completed'`, key) == 1
 	})
