@@ -116,12 +116,12 @@ func TestPgBouncerRefusals(t *testing.T) {
 	}
 }
 
-// A PgBouncer URL in pgx's default mode without --database-pooling transaction stops every
-// command before it runs anything of its own, with one line naming the flag, instead of a
-// prepared statement collision (42P05) or a half-done command.
 // simPlaceholder stands for the subtest's gateway simulator in a command's arguments.
 const simPlaceholder = "{sim}"
 
+// A PgBouncer URL in pgx's default mode without --database-pooling transaction stops every
+// command before it runs anything of its own, with one line naming the flag, instead of a
+// prepared statement collision (42P05) or a half-done command.
 func TestPgBouncerUndeclaredStopsEveryCommand(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
